@@ -1,0 +1,65 @@
+# harnessgen — every target installs what it needs (idempotently).
+#   make fuzz TARGET=kernels [XFORM=MapTiling] [TIME=60] [INSTANCE=id|ALL=1]
+#   make test
+#   make instances TARGET=kernels XFORM=MapTiling
+
+SHELL        := /bin/bash
+PYTHON       ?= python3
+VENV         := .venv
+BIN          := $(VENV)/bin
+WORK         := .harnessgen
+DEB_PACKAGES := afl++ clang lld llvm libomp-dev build-essential
+TARGET       ?= kernels
+XFORM        ?= MapTiling
+TIME         ?= 60
+OUT          ?= $(WORK)/runs/$(subst /,_,$(TARGET))-$(XFORM)
+FUZZ_ARGS    ?=
+TEST_ARGS    ?=
+
+.PHONY: setup deps venv fuzz instances test test-unit clean distclean help
+
+help:
+	@echo "make fuzz TARGET=kernels XFORM=MapTiling TIME=60   fuzz every instance (bounded)"
+	@echo "make instances TARGET=kernels XFORM=MapTiling      list instances and cutout sizes"
+	@echo "make test                                          the whole test suite"
+
+setup: deps venv
+
+# Debian packages: apt-get runs only when one of them is missing.
+deps: $(WORK)/.deps-stamp
+$(WORK)/.deps-stamp:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@mkdir -p $(WORK) && touch $@
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	touch $@
+
+fuzz: setup
+	$(BIN)/harnessgen fuzz --program $(TARGET) --transformation $(XFORM) \
+	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --out $(OUT) $(FUZZ_ARGS)
+
+instances: setup
+	$(BIN)/harnessgen instances --program $(TARGET) --transformation $(XFORM)
+
+test: setup
+	$(BIN)/pytest -n 2 --dist loadgroup $(TEST_ARGS)
+
+test-unit: setup
+	$(BIN)/pytest -n 2 tests/unit $(TEST_ARGS)
+
+clean:
+	rm -rf $(WORK)/builds $(WORK)/runs
+
+distclean:
+	rm -rf $(WORK) $(VENV)

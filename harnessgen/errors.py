@@ -1,0 +1,21 @@
+"""One root exception; subclasses say who must act."""
+
+
+class HarnessgenError(Exception):
+    """Root of every error harnessgen raises on purpose."""
+
+
+class ConfigError(HarnessgenError):
+    """The user must act: the message names the flag or file to fix."""
+
+
+class Unsupported(HarnessgenError):
+    """A program or transformation harnessgen cannot handle yet; skipped and recorded."""
+
+
+class InternalError(HarnessgenError):
+    """A bug in harnessgen itself."""
+
+
+class ToolMissing(ConfigError):
+    """An external program (compiler, afl-fuzz) is not installed."""

@@ -1,0 +1,149 @@
+"""Stage 1: every place a transformation applies, as a serializable ``Instance``.
+
+Transformations are named on the command line as
+  ``MapTiling``                 a DaCe built-in, by class name
+  ``path/to/file.py:Class``     a class in a Python file
+  ``package.module:Class``      a class in an importable module
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import json
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+from .errors import ConfigError, Unsupported
+from .targets import Program, Target
+
+
+@dataclasses.dataclass
+class Instance:
+    """One match of a transformation in one program."""
+
+    id: str
+    target: str
+    program: str
+    transformation: str          # class name
+    transformation_spec: str     # how to load the class again
+    match: Dict[str, Any]        # the transformation's JSON, relative to the program's SDFG
+    description: str = ""
+
+    def to_json(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: Dict[str, Any]) -> "Instance":
+        return cls(**obj)
+
+
+def _import_dace_transformations() -> None:
+    # Importing the packages registers every built-in transformation class.
+    import dace.transformation.dataflow  # noqa: F401
+    import dace.transformation.interstate  # noqa: F401
+    import dace.transformation.subgraph  # noqa: F401
+
+
+def builtin_transformations() -> Dict[str, type]:
+    """DaCe's own pattern and subgraph transformations, by class name."""
+    from dace.transformation.transformation import PatternTransformation, SubgraphTransformation
+
+    _import_dace_transformations()
+    found: Dict[str, type] = {}
+    classes = list(PatternTransformation.subclasses_recursive(all_subclasses=True))
+    classes += list(SubgraphTransformation.subclasses_recursive())
+    for cls in classes:
+        if cls.__module__.startswith("dace."):
+            found.setdefault(cls.__name__, cls)
+    return found
+
+
+def load_transformation(spec: str) -> type:
+    """Resolve a ``--transformation`` value to a transformation class."""
+    from dace.transformation.transformation import PatternTransformation, SubgraphTransformation
+
+    from .targets.loaders import load_module
+
+    if ":" in spec:
+        where, _, name = spec.rpartition(":")
+        if where.endswith(".py"):
+            module = load_module(Path(where))
+        else:
+            try:
+                module = importlib.import_module(where)
+            except ImportError as exc:
+                raise ConfigError(f"--transformation {spec!r}: cannot import module {where!r} ({exc})") from exc
+        cls = getattr(module, name, None)
+        if cls is None:
+            raise ConfigError(f"--transformation {spec!r}: {where} has no class {name!r}")
+    else:
+        builtins = builtin_transformations()
+        cls = builtins.get(spec)
+        if cls is None:
+            close = sorted(n for n in builtins if n.lower().startswith(spec.lower()[:3]))
+            hint = f" (did you mean {', '.join(close[:5])}?)" if close else ""
+            raise ConfigError(f"--transformation {spec!r} is not a DaCe built-in transformation{hint}; "
+                              "custom ones are given as path/file.py:Class or module:Class")
+    if not (isinstance(cls, type) and issubclass(cls, (PatternTransformation, SubgraphTransformation))):
+        raise ConfigError(f"--transformation {spec!r} is not a DaCe transformation class")
+    return cls
+
+
+def instance_id(program: str, cls_name: str, match: Dict[str, Any]) -> str:
+    """Class name plus a short hash of the program name and the match JSON (stable across runs)."""
+    blob = json.dumps({"program": program, "match": match}, sort_keys=True, default=str)
+    return f"{cls_name}-{hashlib.sha1(blob.encode()).hexdigest()[:8]}"
+
+
+def rebuild_transformation(cls: type, match: Dict[str, Any], sdfg) -> Any:
+    """Recreate a matched transformation of ``cls`` from its JSON, bound to ``sdfg``.
+
+    DaCe's own ``from_json`` looks the class up by name among all subclasses,
+    which picks the wrong class when a user's class shadows a built-in name.
+    """
+    from dace.serialize import set_properties_from_json
+
+    expr_index = match.get("expr_index", 0)
+    expr = cls.expressions()[expr_index]
+    subgraph = {expr.node(int(k)): int(v) for k, v in match.get("_subgraph", {}).items()}
+    xform = cls()
+    xform.setup_match(sdfg, match.get("cfg_id", 0), match.get("state_id", 0), subgraph, expr_index)
+    set_properties_from_json(xform, match, context={"transformation": xform},
+                             ignore_properties={"transformation", "type"})
+    xform._sdfg = sdfg
+    return xform
+
+
+def _pattern_matches(sdfg, cls) -> Iterator[Any]:
+    from dace.transformation import optimizer
+
+    yield from optimizer.Optimizer(sdfg).get_pattern_matches(patterns=[cls])
+
+
+def enumerate_instances(target: Target, programs: List[Program], cls: type, spec: str,
+                        sdfgs: Optional[Dict[str, Any]] = None) -> List[Instance]:
+    """Every match of ``cls`` in the given programs, in a deterministic order."""
+    from dace.transformation.transformation import SubgraphTransformation
+
+    if issubclass(cls, SubgraphTransformation):
+        raise Unsupported(f"{cls.__name__} is a subgraph transformation; only pattern transformations "
+                          "are enumerated so far")
+    found: List[Instance] = []
+    for program in programs:
+        sdfg = sdfgs[program.name] if sdfgs is not None else program.build()
+        for xform in _pattern_matches(sdfg, cls):
+            match = xform.to_json()
+            desc = _describe(xform, sdfg)
+            found.append(Instance(id=instance_id(program.name, cls.__name__, match), target=target.name,
+                                  program=program.name, transformation=cls.__name__,
+                                  transformation_spec=spec, match=match, description=desc))
+    found.sort(key=lambda inst: (inst.program, inst.id))
+    return found
+
+
+def _describe(xform, sdfg) -> str:
+    try:
+        return xform.print_match(sdfg)
+    except Exception:  # print_match is best-effort in DaCe; a description is optional
+        return xform.__class__.__name__

@@ -1,0 +1,33 @@
+"""The verdicts an instance or a replayed input can get, ordered by severity."""
+from __future__ import annotations
+
+import enum
+
+
+class Outcome(enum.IntEnum):
+    """Ordered like Hypothesis' Status: a larger value is a stronger verdict.
+
+    PASS is the only silent outcome. INVALID_INPUT means pre itself failed on
+    the input: a constraint is missing, never a bug of the transformation.
+    """
+
+    PASS = 0
+    INVALID_INPUT = 1
+    FLAKY = 2
+    MISMATCH = 10
+    RACE = 11
+    OOB_WRITE = 12
+    POST_HANG = 13
+    POST_CRASH = 14
+    BUILD_FAILURE = 20
+    INVALID_SDFG = 21
+    FAILED_TO_APPLY = 22
+
+    @property
+    def is_finding(self) -> bool:
+        """True when the outcome blames the transformation."""
+        return self not in (Outcome.PASS, Outcome.INVALID_INPUT, Outcome.FLAKY)
+
+    @classmethod
+    def parse(cls, name: str) -> "Outcome":
+        return cls[name.upper()]
