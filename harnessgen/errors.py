@@ -19,3 +19,13 @@ class InternalError(HarnessgenError):
 
 class ToolMissing(ConfigError):
     """An external program (compiler, afl-fuzz) is not installed."""
+
+
+class BuildError(HarnessgenError):
+    """Generated code did not build. For post this is a finding (BUILD_FAILURE);
+    for pre it means the cutout itself cannot be built (Unsupported)."""
+
+    def __init__(self, message: str, side: str = "", log: str = ""):
+        super().__init__(message)
+        self.side = side
+        self.log = log

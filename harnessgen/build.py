@@ -1,0 +1,214 @@
+"""Stage 5b: compile pre, post and the harness; cached by content hash.
+
+Artifacts of one build directory (``<work>/builds/<key>/``):
+
+* ``libpre.so`` / ``libpost.so``  plain shared libraries (cffi replay, replay binary);
+  only the three DaCe entry points are exported, so pre and post never clash
+* ``harness_afl``     persistent-mode AFL++ harness: harness + post instrumented,
+                      pre linked from ``libpre.so`` (its coverage would only add noise)
+* ``harness_cmplog``  the same built with AFL++'s CMPLOG instrumentation (optional)
+* ``harness_replay``  the same source without AFL: runs input files
+* ``layout.json``, ``pre.sdfg``, ``post.sdfg``, ``instance.json``, ``manifest.json``
+
+Builds are written to a temporary directory and renamed into place, so
+parallel builds of the same key never see half a build.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from . import __version__
+from .cutout import CutoutPair
+from .emit import OracleOptions, generate_side, render_harness, template_sources
+from .errors import BuildError, ToolMissing
+from .layout import InputLayout
+
+CXX = os.environ.get("HARNESSGEN_CXX", "clang++")
+AFL_CXX = os.environ.get("HARNESSGEN_AFL_CXX", "afl-clang-fast++")
+# Same flags for pre and post: a difference must come from the transformation, never
+# from the compiler. No -ffast-math, no FMA contraction, no -march=native (reproducers
+# run on other machines).
+CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-fopenmp", "-ffp-contract=off", "-fno-fast-math", "-w"]
+
+
+@dataclasses.dataclass
+class HarnessBuild:
+    dir: Path
+    key: str
+    layout: InputLayout
+    manifest: Dict
+
+    @property
+    def libpre(self) -> Path:
+        return self.dir / "libpre.so"
+
+    @property
+    def libpost(self) -> Path:
+        return self.dir / "libpost.so"
+
+    @property
+    def harness_afl(self) -> Path:
+        return self.dir / "harness_afl"
+
+    @property
+    def harness_cmplog(self) -> Optional[Path]:
+        path = self.dir / "harness_cmplog"
+        return path if path.exists() else None
+
+    @property
+    def harness_replay(self) -> Path:
+        return self.dir / "harness_replay"
+
+    @classmethod
+    def open(cls, directory: Path) -> "HarnessBuild":
+        directory = Path(directory)
+        manifest = json.loads((directory / "manifest.json").read_text())
+        return cls(directory, manifest["key"], InputLayout.load(directory / "layout.json"), manifest)
+
+
+def dace_include() -> Path:
+    import dace
+
+    return Path(dace.__file__).resolve().parent / "runtime" / "include"
+
+
+def _tool_version(tool: str) -> str:
+    path = shutil.which(tool)
+    if not path:
+        raise ToolMissing(f"{tool} is not installed: run `make setup` (installs clang and afl++)")
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, env={**os.environ, "AFL_QUIET": "1"})
+    return (out.stdout or out.stderr).splitlines()[0] if (out.stdout or out.stderr) else tool
+
+
+def compiler_versions(afl: bool) -> Dict[str, str]:
+    versions = {"cxx": _tool_version(CXX)}
+    if afl:
+        versions["afl_cxx"] = _tool_version(AFL_CXX)
+    return versions
+
+
+def cache_key(pair: CutoutPair, layout: InputLayout, oracle: OracleOptions, afl: bool, cmplog: bool) -> str:
+    import dace
+
+    blob = json.dumps({
+        "harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
+        "post": pair.post.hash_sdfg(), "layout": layout.to_json(), "oracle": dataclasses.asdict(oracle),
+        "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "flags": CXXFLAGS,
+        "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog,
+    }, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, oracle: OracleOptions = OracleOptions(),
+          afl: bool = True, cmplog: bool = False) -> HarnessBuild:
+    """Build (or reuse) everything an instance needs; raises BuildError with the failing side."""
+    key = cache_key(pair, layout, oracle, afl, cmplog)
+    final = Path(work_dir) / "builds" / key
+    if (final / "manifest.json").exists():
+        return HarnessBuild.open(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{key}.tmp-", dir=final.parent))
+    try:
+        manifest = _build_into(tmp, key, pair, layout, oracle, afl, cmplog)
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another process published the same key first: use theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+        return HarnessBuild(final, key, layout, manifest if (final / "manifest.json").exists() else
+                            json.loads((final / "manifest.json").read_text()))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, oracle: OracleOptions,
+                afl: bool, cmplog: bool) -> Dict:
+    started = time.perf_counter()
+    pair.pre.save(str(out / "pre.sdfg"))
+    pair.post.save(str(out / "post.sdfg"))
+    layout.save(out / "layout.json")
+    (out / "instance.json").write_text(json.dumps(pair.instance.to_json(), indent=1))
+    pre = generate_side(pair.pre, out)
+    post = generate_side(pair.post, out)
+    codegen_s = time.perf_counter() - started
+    (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, oracle))
+
+    inc = ["-I", str(dace_include()), "-I", str(out / "include")]
+    flags = CXXFLAGS + inc
+    so = ["-shared", "-Wl,--version-script"]
+    jobs = {
+        "libpre.so": ([CXX, *flags, str(pre.cpp), *so[:1], f"{so[1]}={out / 'exports_hg_pre.map'}",
+                       "-Wl,-soname,libpre.so", "-o", str(out / "libpre.so")], "hg_pre"),
+        "libpost.so": ([CXX, *flags, str(post.cpp), *so[:1], f"{so[1]}={out / 'exports_hg_post.map'}",
+                        "-Wl,-soname,libpost.so", "-o", str(out / "libpost.so")], "hg_post"),
+    }
+    if afl:
+        jobs["post_afl.o"] = ([AFL_CXX, *flags, "-c", str(post.cpp), "-o", str(out / "post_afl.o")], "hg_post")
+        jobs["harness_afl.o"] = ([AFL_CXX, *flags, "-c", str(out / "harness.cpp"), "-o",
+                                  str(out / "harness_afl.o")], "harness")
+    if cmplog:
+        jobs["post_cmplog.o"] = ([AFL_CXX, *flags, "-c", str(post.cpp), "-o", str(out / "post_cmplog.o")],
+                                 "hg_post", {"AFL_LLVM_CMPLOG": "1"})
+        jobs["harness_cmplog.o"] = ([AFL_CXX, *flags, "-c", str(out / "harness.cpp"), "-o",
+                                     str(out / "harness_cmplog.o")], "harness", {"AFL_LLVM_CMPLOG": "1"})
+    _run_parallel(jobs)
+
+    rpath = "-Wl,-rpath,$ORIGIN"
+    links = {"harness_replay": ([CXX, *flags, str(out / "harness.cpp"), str(out / "libpre.so"),
+                                 str(out / "libpost.so"), rpath, "-o", str(out / "harness_replay")], "harness")}
+    if afl:
+        links["harness_afl"] = ([AFL_CXX, "-fopenmp", str(out / "harness_afl.o"), str(out / "post_afl.o"),
+                                 str(out / "libpre.so"), rpath, "-o", str(out / "harness_afl")], "harness")
+    if cmplog:
+        links["harness_cmplog"] = ([AFL_CXX, "-fopenmp", str(out / "harness_cmplog.o"),
+                                    str(out / "post_cmplog.o"), str(out / "libpre.so"), rpath, "-o",
+                                    str(out / "harness_cmplog")], "harness", {"AFL_LLVM_CMPLOG": "1"})
+    _run_parallel(links)
+    for obj in out.glob("*.o"):
+        obj.unlink()
+
+    import dace
+
+    manifest = {
+        "key": key, "instance": pair.instance.id, "harnessgen": __version__, "dace": dace.__version__,
+        "compilers": compiler_versions(afl), "flags": CXXFLAGS, "oracle": dataclasses.asdict(oracle),
+        "afl": afl, "cmplog": cmplog, "codegen_seconds": round(codegen_s, 3),
+        "build_seconds": round(time.perf_counter() - started, 3),
+        "pre": {"name": pre.name, "init_args": pre.init_args, "program_args": pre.program_args},
+        "post": {"name": post.name, "init_args": post.init_args, "program_args": post.program_args},
+        "input_config": pair.input_config, "output_config": pair.output_config,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+def _run_parallel(jobs: Dict[str, tuple]) -> None:
+    """Run compiler commands two at a time; the first failure raises BuildError naming its side."""
+    def run(item):
+        name, spec = item
+        cmd, side = spec[0], spec[1]
+        env = {**os.environ, "AFL_QUIET": "1", **(spec[2] if len(spec) > 2 else {})}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        return name, side, cmd, proc
+
+    with cf.ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
+        results = list(pool.map(run, sorted(jobs.items())))
+    for name, side, cmd, proc in results:
+        if proc.returncode != 0:
+            log = (proc.stderr or proc.stdout)[-4000:]
+            raise BuildError(f"building {name} failed ({side}): {log.strip().splitlines()[-1] if log.strip() else ''}",
+                             side=side, log=" ".join(cmd) + "\n" + log)
+
+
+def source_files(build_dir: Path) -> List[Path]:
+    return sorted(Path(build_dir).rglob("*.cpp"))

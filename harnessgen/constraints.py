@@ -1,0 +1,465 @@
+"""Stage 3: the ranges every symbol and container value of a cutout may take.
+
+Derived from the whole program (not just the cutout):
+
+* sizes (symbols in array shapes) are in ``[1, max_size]``;
+* loop variables and map parameters of the enclosing program are within their
+  loop bounds;
+* index-like symbols keep every memlet they appear in within its container's
+  extent (a point index in ``[0, E-1]``, a range start in ``[0, E]``, a range
+  end in ``[-1, E-1]``), also through the maps and loops whose bounds they set;
+* integer arrays whose elements are read into such symbols (``j = col[k]``,
+  ``for k in range(rowptr[i], rowptr[i+1])``) get the symbol's range as value
+  range;
+* floats are finite and within ``[-float_bound, float_bound]`` unless asked.
+
+A user file in FuzzyFlow's schema (``{"name": ["lo", "hi"]}``, bounds may
+reference symbols) is merged in: a user range replaces a *default* range and
+is intersected with a *safety* range (user bounds narrow, are never
+overwritten).
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+import networkx as nx
+
+from . import expr as ex
+from .errors import ConfigError
+
+DEFAULT_MAX_SIZE = 16
+DEFAULT_FLOAT_BOUND = 1e6
+# values with a smaller magnitude are flushed to (signed) zero: subnormals
+# make correct reassociations differ by orders of magnitude
+DEFAULT_FLOAT_TINY = 1e-9
+
+_FUNCS = {"Min", "Max", "int_floor", "floor", "ceiling", "Mod", "Abs", "int_ceil"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    lo: ex.Expr
+    hi: ex.Expr
+    origin: str          # human-readable reason, shown by ``harnessgen instances -v`` and in layout.json
+    kind: str = "safety"  # "safety" (needed for a valid input), "default" or "user"
+
+    def to_json(self) -> Dict[str, str]:
+        return {"lo": str(self.lo), "hi": str(self.hi), "origin": self.origin, "kind": self.kind}
+
+
+@dataclasses.dataclass
+class Constraints:
+    symbols: Dict[str, Range]
+    values: Dict[str, Range]            # container name -> element value range (numeric containers)
+    float_bound: float = DEFAULT_FLOAT_BOUND
+    float_tiny: float = DEFAULT_FLOAT_TINY
+    allow_nonfinite: bool = False
+
+    def to_json(self):
+        return {"symbols": {k: v.to_json() for k, v in self.symbols.items()},
+                "values": {k: v.to_json() for k, v in self.values.items()},
+                "float_bound": self.float_bound, "float_tiny": self.float_tiny,
+                "allow_nonfinite": self.allow_nonfinite}
+
+
+# ----------------------------------------------------------------- sympy glue
+def _sympify(text):
+    import sympy
+
+    text = str(text)
+    names = set(re.findall(r"[A-Za-z_]\w*", text)) - _FUNCS
+    # every identifier is a plain symbol: sympy would read N, S, E, I, Q as its own objects
+    local = {n: sympy.Symbol(n) for n in names}
+    local.update({"int_floor": lambda a, b: sympy.floor(a / b), "Min": sympy.Min, "Max": sympy.Max})
+    return sympy.sympify(text, locals=local)
+
+
+def _solve(expr_text, sym: str, lo, hi) -> Optional[Tuple[object, object]]:
+    """Bounds on ``sym`` such that ``lo <= expr <= hi``, if expr is ``±sym + c``."""
+    import sympy
+
+    try:
+        e = sympy.expand(_sympify(expr_text))
+    except Exception:  # unparseable DaCe expression: no constraint from it
+        return None
+    s = sympy.Symbol(sym)
+    if s not in e.free_symbols:
+        return None
+    a = e.coeff(s)
+    rest = sympy.expand(e - a * s)
+    if s in rest.free_symbols or a not in (1, -1):
+        return None
+    if a == 1:
+        return lo - rest, hi - rest
+    return rest - hi, rest - lo
+
+
+def _to_expr(value) -> Optional[ex.Expr]:
+    try:
+        return ex.simplify(ex.from_sympy(value))
+    except ConfigError:
+        return None
+
+
+# ----------------------------------------------------------------- analysis
+@dataclasses.dataclass
+class _Use:
+    expr: object      # sympy expression
+    kind: str         # "point" | "begin" | "end"
+    extent: object    # sympy expression
+
+
+@dataclasses.dataclass
+class _Iterator:
+    name: str
+    low: object       # sympy, inclusive
+    high: object      # sympy, inclusive
+    origin: str
+
+
+class ProgramAnalysis:
+    """Index uses, iterator ranges and array-to-symbol reads of a whole program."""
+
+    def __init__(self, sdfg):
+        self.sdfg = sdfg
+        self.uses: Dict[str, List[_Use]] = {}
+        self.iterators: Dict[str, List[_Iterator]] = {}
+        self.array_reads: Dict[str, Set[str]] = {}   # array -> symbols assigned from its elements
+        self.size_symbols: Set[str] = set()
+        self._need_cache: Dict[str, Tuple[List, List]] = {}
+        for sd in sdfg.all_sdfgs_recursive():
+            self._scan_sdfg(sd)
+
+    # -- collection
+    def _scan_sdfg(self, sd) -> None:
+        import dace
+
+        for desc in sd.arrays.values():
+            for dim in list(desc.shape) + [desc.total_size]:
+                self.size_symbols |= {str(s) for s in _free(dim)}
+        for state in sd.states():
+            for node in state.nodes():
+                if isinstance(node, dace.nodes.MapEntry):
+                    for param, (b, e, _st) in zip(node.map.params, node.map.range.ndrange()):
+                        self._add_iterator(param, b, e, f"map {node.map.label}")
+            for edge in state.edges():
+                self._scan_memlet(sd, state, edge)
+        for edge in sd.all_interstate_edges() if hasattr(sd, "all_interstate_edges") else sd.edges():
+            self._scan_interstate(sd, edge.data)
+        for loop in find_loops(sd):
+            var, (start, end, stride) = loop
+            low, high = (end, start) if _negative(stride) else (start, end)
+            self._add_iterator(var, low, high, "loop")
+
+    def _add_iterator(self, name, low, high, origin) -> None:
+        self.iterators.setdefault(str(name), []).append(_Iterator(str(name), low, high, origin))
+
+    def _scan_memlet(self, sd, state, edge) -> None:
+        import dace
+
+        memlet = edge.data
+        if memlet is None or memlet.data is None or memlet.data not in sd.arrays:
+            return
+        self._record_subset(memlet.subset, sd.arrays[memlet.data].shape)
+        if memlet.other_subset is not None:
+            other = edge.dst if isinstance(edge.dst, dace.nodes.AccessNode) and edge.dst.data != memlet.data \
+                else edge.src
+            if isinstance(other, dace.nodes.AccessNode) and other.data in sd.arrays:
+                self._record_subset(memlet.other_subset, sd.arrays[other.data].shape)
+
+    def _record_subset(self, subset, shape) -> None:
+        if subset is None:
+            return
+        try:
+            ranges = subset.ndrange()
+        except Exception:  # exotic subset types carry no index information for us
+            return
+        for (b, e, _st), extent in zip(ranges, shape):
+            if str(b) == str(e):
+                self._record(b, "point", extent)
+            else:
+                self._record(b, "begin", extent)
+                self._record(e, "end", extent)
+
+    def _record(self, value, kind, extent) -> None:
+        for s in _free(value):
+            self.uses.setdefault(str(s), []).append(_Use(value, kind, extent))
+
+    def _scan_interstate(self, sd, isedge) -> None:
+        texts = [isedge.condition.as_string] if isedge.condition is not None else []
+        for sym, rhs in isedge.assignments.items():
+            texts.append(rhs)
+            tree = _parse_py(rhs)
+            if isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name) and tree.value.id in sd.arrays:
+                self.array_reads.setdefault(tree.value.id, set()).add(sym)
+        for text in texts:
+            tree = _parse_py(text)
+            if tree is None:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                        and node.value.id in sd.arrays:
+                    shape = sd.arrays[node.value.id].shape
+                    idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                    for i, extent in zip(idx, shape):
+                        self._record(_sympify(ast.unparse(i)), "point", extent)
+
+    # -- requirements
+    def need(self, sym: str, _depth: int = 0) -> Tuple[List, List]:
+        """Lower and upper bounds (sympy) that keep every use of ``sym`` in bounds."""
+        if sym in self._need_cache:
+            return self._need_cache[sym]
+        self._need_cache[sym] = ([], [])  # breaks cycles
+        los, his = [], []
+        windows = {"point": (0, -1), "begin": (0, 0), "end": (-1, -1)}
+        for use in self.uses.get(sym, []):
+            lo_off, hi_off = windows[use.kind]
+            extent = _sympify(use.extent)
+            solved = _solve(use.expr, sym, lo_off, extent + hi_off)
+            if solved:
+                los.append(solved[0])
+                his.append(solved[1])
+        if _depth < 6:
+            for name, iters in self.iterators.items():
+                for it in iters:
+                    for bound, is_low in ((it.low, True), (it.high, False)):
+                        if sym not in {str(s) for s in _free(bound)}:
+                            continue
+                        plo, phi = self.need(name, _depth + 1)
+                        if is_low:
+                            window_lo = _max(plo)
+                            window_hi = _min(phi) + 1 if phi else None
+                        else:
+                            window_lo = _max(plo) - 1 if plo else None
+                            window_hi = _min(phi)
+                        if window_lo is not None:
+                            s = _solve(bound, sym, window_lo, 10**18)
+                            if s:
+                                los.append(s[0])
+                        if window_hi is not None:
+                            s = _solve(bound, sym, -10**18, window_hi)
+                            if s:
+                                his.append(s[1])
+        result = (los, his)
+        self._need_cache[sym] = result
+        return result
+
+
+def _max(values):
+    import sympy
+
+    return sympy.Max(*values) if values else None
+
+
+def _min(values):
+    import sympy
+
+    return sympy.Min(*values) if values else None
+
+
+def _free(value) -> Set:
+    try:
+        return set(getattr(value, "free_symbols", set()))
+    except Exception:
+        return set()
+
+
+def _negative(stride) -> bool:
+    try:
+        return bool(stride < 0)
+    except TypeError:  # symbolic stride: assume a forward loop
+        return False
+
+
+def _parse_py(text: str) -> Optional[ast.AST]:
+    try:
+        return ast.parse(str(text).strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+
+def find_loops(sd) -> List[Tuple[str, Tuple[object, object, object]]]:
+    """For-loops of a state machine: (variable, (start, end inclusive, stride))."""
+    from dace.transformation.interstate.loop_detection import find_for_loop
+
+    loops = []
+    for guard in sd.nodes():
+        without_guard = sd.nx.copy()
+        without_guard.remove_node(guard)
+        for edge in sd.out_edges(guard):
+            entry = edge.dst
+            if entry is guard:
+                continue
+            try:
+                info = find_for_loop(sd, guard, entry)
+            except Exception:  # not a loop DaCe understands
+                info = None
+            if not info:
+                continue
+            var = info[0]
+            increments = [ie.src for ie in sd.in_edges(guard)
+                          if var in ie.data.assignments and var in {str(s) for s in ie.data.free_symbols}]
+            # the body must reach the increment edge without passing through the guard
+            if any(src is entry or nx.has_path(without_guard, entry, src) for src in increments):
+                loops.append((var, info[1]))
+    return loops
+
+
+# ----------------------------------------------------------------- derivation
+def derive(pair, max_size: int = DEFAULT_MAX_SIZE, user_file: Optional[Path] = None,
+           float_bound: float = DEFAULT_FLOAT_BOUND, float_tiny: float = DEFAULT_FLOAT_TINY,
+           allow_nonfinite: bool = False, strict_names: bool = True) -> Constraints:
+    """Constraints for every free symbol and numeric container of ``pair.pre``."""
+    analysis = ProgramAnalysis(pair.program_sdfg)
+    free = sorted(str(s) for s in pair.pre.free_symbols)
+    user = load_user_file(user_file, pair.program_sdfg, strict_names) if user_file else {}
+    symbols = {s: _symbol_range(s, analysis, set(free), max_size) for s in free}
+    values = {}
+    for name in pair.containers:
+        derived = _value_range(name, pair, analysis, set(free), float_bound)
+        if derived is not None:
+            values[name] = derived
+    for name, rng in user.items():
+        if name in symbols:
+            symbols[name] = _merge(symbols[name], rng)
+        target = _container_for(name, pair)
+        for cname in target:
+            values[cname] = _merge(values[cname], rng) if cname in values else rng
+    symbols = _drop_unresolvable(symbols, free)
+    for cname, rng in list(values.items()):
+        bad = (rng.lo.symbols() | rng.hi.symbols()) - set(free)
+        if bad:
+            raise ConfigError(f"value range of {cname} refers to {sorted(bad)}, which the cutout does not have "
+                              "as symbols; fix the constraints file")
+    return Constraints(symbols=symbols, values=values, float_bound=float_bound, float_tiny=float_tiny,
+                       allow_nonfinite=allow_nonfinite)
+
+
+def _only(exprs: Iterable, allowed: Set[str]) -> List[ex.Expr]:
+    out = []
+    for value in exprs:
+        e = _to_expr(value)
+        if e is not None and e.symbols() <= allowed:
+            out.append(e)
+    return out
+
+
+def _fold(exprs: List[ex.Expr], op: str) -> Optional[ex.Expr]:
+    if not exprs:
+        return None
+    result = exprs[0]
+    for e in exprs[1:]:
+        result = ex.simplify(ex.Expr(op, (result, e)))
+    return result
+
+
+def _symbol_range(sym: str, analysis: ProgramAnalysis, free: Set[str], max_size: int) -> Range:
+    allowed = free - {sym}
+    for it in analysis.iterators.get(sym, []):
+        lo, hi = _only([it.low], allowed), _only([it.high], allowed)
+        if lo and hi:
+            return Range(lo[0], hi[0], f"{it.origin} variable of the program", "safety")
+    los, his = analysis.need(sym)
+    lo, hi = _fold(_only(los, allowed), "max"), _fold(_only(his, allowed), "min")
+    if sym in analysis.size_symbols:
+        lo = ex.Expr("max", (ex.Expr.num(1), lo)) if lo is not None else ex.Expr.num(1)
+        hi = ex.Expr("min", (ex.Expr.num(max_size), hi)) if hi is not None else ex.Expr.num(max_size)
+        return Range(ex.simplify(lo), ex.simplify(hi), "size (--max-size)", "default")
+    if lo is not None or hi is not None:
+        return Range(lo if lo is not None else ex.Expr.num(0), hi if hi is not None else ex.Expr.num(max_size),
+                     "index within container extents", "safety")
+    return Range(ex.Expr.num(0), ex.Expr.num(max_size), "unconstrained symbol (--max-size)", "default")
+
+
+def _original_name(name: str, pair) -> str:
+    """Alibi containers of a cutout (``__cutout_X``) stand for program container X."""
+    if name.startswith("__cutout_"):
+        base = name[len("__cutout_"):]
+        while base and base not in pair.program_sdfg.arrays and "_" in base:
+            base = base.rsplit("_", 1)[0]
+        if base in pair.program_sdfg.arrays:
+            return base
+    return name
+
+
+def _container_for(name: str, pair) -> List[str]:
+    return [c for c in pair.containers if c == name or _original_name(c, pair) == name]
+
+
+def _value_range(name: str, pair, analysis: ProgramAnalysis, free: Set[str], float_bound: float) -> Optional[Range]:
+    desc = pair.pre.arrays[name]
+    kind = desc.dtype.as_numpy_dtype().kind
+    if kind in "fc":
+        return Range(ex.Expr.num(-float(float_bound)), ex.Expr.num(float(float_bound)),
+                     "default float domain (--float-bound)", "default")
+    if kind not in "iu":
+        return None
+    original = _original_name(name, pair)
+    los, his = [], []
+    for sym in sorted(analysis.array_reads.get(original, ())):
+        sl, sh = analysis.need(sym)
+        los += sl
+        his += sh
+    lo, hi = _fold(_only(los, free), "max"), _fold(_only(his, free), "min")
+    if lo is None or hi is None:
+        return None  # full range of the integer type
+    return Range(lo, hi, "values index other containers", "safety")
+
+
+def _merge(derived: Range, user: Range) -> Range:
+    if derived.kind != "safety":
+        return user
+    lo = ex.simplify(ex.Expr("max", (derived.lo, user.lo)))
+    hi = ex.simplify(ex.Expr("min", (derived.hi, user.hi)))
+    return Range(lo, hi, f"{user.origin} within {derived.origin}", "user")
+
+
+def _drop_unresolvable(symbols: Dict[str, Range], order: List[str]) -> Dict[str, Range]:
+    """Bounds that form a cycle cannot be decoded: fall back to constants for the later symbol."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(order)
+    for s, rng in symbols.items():
+        for dep in (rng.lo.symbols() | rng.hi.symbols()):
+            graph.add_edge(dep, s)
+    while not nx.is_directed_acyclic_graph(graph):
+        cycle = nx.find_cycle(graph)
+        _, victim = cycle[-1]
+        raise ConfigError(f"symbol bounds form a cycle through {victim} ({[a for a, _ in cycle]}); "
+                          "break it in the constraints file")
+    return symbols
+
+
+def load_user_file(path: Path, program_sdfg, strict_names: bool) -> Dict[str, Range]:
+    """Read ``{"name": ["lo", "hi"]}``; the message names the file and key to fix."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"--constraints: no such file {str(path)!r}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--constraints {path.name}: not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"--constraints {path.name}: expected an object {{\"name\": [\"lo\", \"hi\"]}}")
+    known = {str(s) for s in program_sdfg.free_symbols} | set(program_sdfg.arrays)
+    for sd in program_sdfg.all_sdfgs_recursive():
+        known |= set(sd.symbols) | set(sd.arrays)
+    out = {}
+    for name, bounds in data.items():
+        if name.startswith("_"):
+            continue  # comments and metadata keys
+        if not (isinstance(bounds, list) and len(bounds) == 2):
+            raise ConfigError(f"--constraints {path.name}: {name!r} must map to [lo, hi]")
+        if name not in known:
+            if strict_names:
+                raise ConfigError(f"--constraints {path.name}: {name!r} is neither a symbol nor a container "
+                                  "of the program")
+            continue
+        lo = ex.parse(bounds[0], f"{path.name}: {name} lower bound")
+        hi = ex.parse(bounds[1], f"{path.name}: {name} upper bound")
+        out[name] = Range(lo, hi, f"user file {path.name}", "user")
+    return out

@@ -1,0 +1,204 @@
+"""Stage 5a: C++ sources. DaCe generates pre/post; jinja2 renders the harness.
+
+Files written into a build directory (DaCe's own folder shape, because its
+generated code includes ``../../include/hash.h``)::
+
+    src/cpu/hg_pre.cpp  src/cpu/hg_pre.h  src/cpu/hg_post.cpp  src/cpu/hg_post.h
+    include/hash.h      harness.cpp       exports_hg_pre.map   exports_hg_post.map
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import jinja2
+import numpy as np
+
+from . import __version__
+from . import expr as ex
+from .errors import BuildError, InternalError
+from .layout import MAX_INPUT_BYTES, InputLayout
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+GUARD_BYTES = 1024
+
+CTYPES = {
+    "float64": "double", "float32": "float", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+    "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "bool": "bool",
+    "complex64": "std::complex<float>", "complex128": "std::complex<double>",
+}
+
+
+@dataclasses.dataclass
+class SideSource:
+    """One side (pre or post) as DaCe generated it."""
+
+    name: str
+    cpp: Path
+    init_args: List[str]                  # symbol names, in DaCe's order
+    program_args: List[tuple]             # (name, is_pointer), in DaCe's order
+
+
+@dataclasses.dataclass
+class OracleOptions:
+    rtol: float = 1e-5
+    atol: float = 1e-8
+    exact: bool = False
+
+
+def generate_side(sdfg, build_dir: Path) -> SideSource:
+    """Run DaCe's code generator for one side and write its files."""
+    name = sdfg.name
+    try:
+        objects = sdfg.generate_code()
+    except Exception as exc:  # DaCe refused to generate code for this SDFG: a build failure
+        raise BuildError(f"DaCe code generation failed for {name}: {type(exc).__name__}: {exc}", side=name) from exc
+    src = build_dir / "src" / "cpu"
+    src.mkdir(parents=True, exist_ok=True)
+    (build_dir / "include").mkdir(exist_ok=True)
+    (build_dir / "include" / "hash.h").write_text("#pragma once\n")
+    cpp_path: Optional[Path] = None
+    header = ""
+    for obj in objects:
+        if obj.language not in ("cpp", "h"):
+            raise BuildError(f"{name}: DaCe generated {obj.language} code ({obj.name}); only CPU code is built", side=name)
+        if obj.name.endswith("_main"):
+            continue  # DaCe's sample main program
+        path = src / f"{obj.name}.{obj.language}"
+        path.write_text(obj.clean_code)
+        if obj.language == "cpp" and obj.name == name:
+            cpp_path = path
+        if obj.language == "h" and obj.name == name:
+            header = obj.clean_code
+    if cpp_path is None or not header:
+        raise InternalError(f"DaCe produced no frame code for {name}")
+    init_args, program_args = parse_prototypes(name, header)
+    (build_dir / f"exports_{name}.map").write_text(
+        "{\n  global:\n" + "".join(f"    {f}_{name};\n" for f in ("__dace_init", "__dace_exit", "__program"))
+        + "  local: *;\n};\n")
+    return SideSource(name=name, cpp=cpp_path, init_args=init_args, program_args=program_args)
+
+
+def _split_params(text: str) -> List[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def parse_prototypes(name: str, header: str):
+    """Argument names of ``__dace_init_<name>`` and ``__program_<name>`` from DaCe's header."""
+    init = re.search(rf"__dace_init_{re.escape(name)}\((.*?)\);", header, re.S)
+    prog = re.search(rf"__program_{re.escape(name)}\((.*?)\);", header, re.S)
+    if not init or not prog:
+        raise InternalError(f"cannot find the entry points of {name} in DaCe's header")
+
+    def names(params: List[str]) -> List[tuple]:
+        out = []
+        for p in params:
+            if not p or p == "void":
+                continue
+            ident = re.findall(r"[A-Za-z_]\w*", p)[-1]
+            out.append((ident, "*" in p or "&" in p))
+        return out
+
+    init_args = [n for n, _ in names(_split_params(init.group(1)))]
+    program_args = names(_split_params(prog.group(1)))[1:]  # drop the state handle
+    return init_args, program_args
+
+
+def _ident(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def _render_side(side: SideSource, layout: InputLayout) -> Dict[str, object]:
+    symbols = {s.name: s for s in layout.symbols}
+    containers = {c.name: c for c in layout.containers}
+    which = "pre" if side.name.endswith("pre") else "post"
+
+    def by_value(arg: str) -> tuple:
+        """(parameter declaration, call expression) of a value argument."""
+        if arg in symbols:
+            ctype = CTYPES[symbols[arg].dtype]
+            return f"{ctype} {arg}", f"({ctype})in.sym_{arg}"
+        if arg in containers:  # an input scalar container, passed by value
+            ctype = CTYPES[containers[arg].dtype]
+            return f"{ctype} {arg}", f"*reinterpret_cast<const {ctype} *>({which}_{_ident(arg)}.data())"
+        raise InternalError(f"{side.name} takes argument {arg!r}, which the input layout does not provide")
+
+    init = [by_value(arg) for arg in side.init_args]
+    program_params, program_call = [], []
+    for arg, is_pointer in side.program_args:
+        if not is_pointer:
+            decl, call = by_value(arg)
+        elif arg in containers:
+            decl, call = f"void *{_ident(arg)}", f"{which}_{_ident(arg)}.data()"
+        else:
+            raise InternalError(f"{side.name} takes array {arg!r}, which the input layout does not provide")
+        program_params.append(decl)
+        program_call.append(call)
+    return {"name": side.name, "init_params": ", ".join(d for d, _ in init),
+            "init_call": ", ".join(c for _, c in init),
+            "program_params": program_params, "program_call": program_call}
+
+
+def _symbol_context(layout: InputLayout) -> List[Dict[str, str]]:
+    return [{"name": s.name, "ctype": CTYPES[s.dtype], "lo_cpp": ex.to_cpp(s.lo), "hi_cpp": ex.to_cpp(s.hi),
+             "lo_text": str(s.lo), "hi_text": str(s.hi)} for s in layout.symbols]
+
+
+def _container_context(layout: InputLayout) -> List[Dict[str, object]]:
+    out = []
+    for c in layout.containers:
+        kind = c.kind
+        is_float = kind in "fc"
+        part = {"complex64": "float", "complex128": "double"}.get(c.dtype, CTYPES[c.dtype])
+        if kind in "fc":
+            lo = ex.to_cpp(c.lo, as_float=True) if c.lo is not None else "-std::numeric_limits<double>::infinity()"
+            hi = ex.to_cpp(c.hi, as_float=True) if c.hi is not None else "std::numeric_limits<double>::infinity()"
+        elif kind in "iu":
+            lo = ex.to_cpp(c.lo) if c.lo is not None else "INT64_MIN"
+            hi = ex.to_cpp(c.hi) if c.hi is not None else "INT64_MAX"
+        else:
+            lo = hi = "0"
+        out.append({
+            "name": c.name, "ident": _ident(c.name), "kind": kind, "ctype": CTYPES[c.dtype],
+            "part_ctype": part, "itemsize": np.dtype(c.dtype).itemsize, "count_cpp": ex.to_cpp(c.count),
+            "lo_cpp": lo, "hi_cpp": hi, "is_float": is_float, "is_complex": kind == "c",
+            "compare_type": part if kind != "b" else "uint8_t",
+        })
+    return out
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), trim_blocks=True,
+                              lstrip_blocks=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post: SideSource,
+                   oracle: OracleOptions) -> str:
+    env = _environment()
+    pre_ctx, post_ctx = _render_side(pre, layout), _render_side(post, layout)
+    return env.get_template("harness.cpp.j2").render(
+        version=__version__, instance_id=instance_id, sides=[pre_ctx, post_ctx], pre=pre_ctx, post=post_ctx,
+        symbols=_symbol_context(layout), containers=_container_context(layout),
+        max_input_bytes=MAX_INPUT_BYTES, float_tiny=repr(float(layout.float_tiny)),
+        allow_nonfinite=layout.allow_nonfinite, guard_bytes=GUARD_BYTES,
+        rtol=repr(float(oracle.rtol)), atol=repr(float(oracle.atol)), exact=oracle.exact)
+
+
+def template_sources() -> str:
+    """Every template's text, for the build cache key."""
+    return "".join(p.read_text() for p in sorted(TEMPLATES.glob("*.j2")))
