@@ -224,13 +224,13 @@ def _clip_to_type(lo: int, hi: int, dtype: str):
 
 
 def _map_ints(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Keep values in [lo, hi]; fold the others with unsigned 64-bit arithmetic."""
+    """Keep values in [lo, hi]; fold the others to lo + (x mod span), unsigned 64-bit."""
     inside = (x >= lo) & (x <= hi)
     if inside.all():
         return x
     span = np.uint64(((hi - lo) & _MASK64) + 1 & _MASK64)
     with np.errstate(over="ignore"):
-        offset = (x.view(np.uint64) - np.uint64(lo & _MASK64)) % span
+        offset = x.view(np.uint64) % span
         folded = (np.uint64(lo & _MASK64) + offset).view(np.int64)
     return np.where(inside, x, folded)
 

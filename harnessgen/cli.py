@@ -1,0 +1,245 @@
+"""``harnessgen`` command line. The ``fuzz`` flags are a contract other tools rely on."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from . import __version__
+from .errors import ConfigError, HarnessgenError, InternalError, Unsupported
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+# ------------------------------------------------------------------ fuzz
+def _add_fuzz(sub) -> None:
+    p = sub.add_parser("fuzz", help="fuzz every instance of a transformation in a program")
+    p.add_argument("--program", required=True, help="kernels | kernels:NAME | file.sdfg | file.py:function")
+    p.add_argument("--transformation", required=True, help="DaCe class name | file.py:Class | module:Class")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--instance", action="append", metavar="ID", help="fuzz only this instance (repeatable)")
+    which.add_argument("--all", action="store_true", help="fuzz every instance (the default)")
+    p.add_argument("--time", type=float, default=60.0, metavar="SECONDS", help="budget per instance (default 60)")
+    p.add_argument("--constraints", type=Path, metavar="FILE",
+                   help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--atol", type=float, default=1e-8)
+    p.add_argument("--exact", action="store_true", help="compare floats bit for bit")
+    p.add_argument("--out", type=Path, default=Path(".harnessgen/runs/latest"), metavar="DIR",
+                   help="where summary.json and AFL++'s output go")
+    p.add_argument("--max-size", type=int, default=16, help="largest value of a size symbol (default 16)")
+    p.add_argument("--float-bound", type=float, default=1e6, help="floats are decoded into [-B, B] (default 1e6)")
+    p.add_argument("--nonfinite", action="store_true", help="let NaN and Inf through the decoder")
+    p.add_argument("--until-crash", action="store_true", help="stop an instance at its first crash")
+    p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
+    p.add_argument("--seed", type=int, default=0, help="seed of the boundary-aware sampler")
+    p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"), help="build cache (default .harnessgen)")
+    p.add_argument("--corpus-dir", type=Path, default=Path("corpus"))
+    p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))
+    p.add_argument("--max-replays", type=int, default=10, help="raw crashes replayed per instance")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_fuzz)
+
+
+def cmd_fuzz(args) -> int:
+    from .fuzz import FuzzOptions, fuzz
+
+    options = FuzzOptions(
+        time_s=args.time, max_size=args.max_size, constraints=args.constraints, rtol=args.rtol, atol=args.atol,
+        exact=args.exact, float_bound=args.float_bound, nonfinite=args.nonfinite, out_dir=args.out,
+        work_dir=args.work_dir, corpus_root=args.corpus_dir, crashes_root=args.crashes_dir,
+        until_crash=args.until_crash, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
+        show_progress=not args.no_progress)
+    console = _console()
+    progress, finish = _progress_display(console, args.time, enabled=not args.no_progress)
+
+    def on_result(r) -> None:
+        finish(r)
+        colour = "green" if r.verdict == "PASS" else ("yellow" if r.verdict in ("UNSUPPORTED", "FLAKY",
+                                                                                  "INVALID_INPUT") else "red")
+        rate = f"{r.execs_per_sec:,.0f} execs/s" if r.execs_per_sec else ""
+        first = f", first finding after {r.seconds_to_first_finding:.1f} s" if r.seconds_to_first_finding is not None else ""
+        console.print(f"[{colour}]{r.verdict:<15}[/] {r.program}/{r.id}  {r.execs:,} execs {rate}{first}")
+        if r.verdict != "PASS" and r.message:
+            console.print(f"    {r.message.splitlines()[0]}")
+
+    results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result)
+    counts = {}
+    for r in results:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    console.print(f"{len(results)} instance(s): " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+                  + f"; summary in {args.out / 'summary.json'}")
+    return 0
+
+
+def _progress_display(console, time_s: float, enabled: bool):
+    """A rich progress bar per instance, fed by afl-fuzz's fuzzer_stats."""
+    if not enabled or not console.is_terminal:
+        return None, lambda result: None
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.fields[stats]}"), console=console, transient=True)
+    tasks = {}
+
+    def update(inst, stats) -> None:
+        if inst.id not in tasks:
+            bar.start()
+            tasks[inst.id] = bar.add_task(f"{inst.program}/{inst.id}", total=time_s, stats="")
+        run_time = float(stats.get("run_time", 0) or 0)
+        text = f"{stats.get('execs_per_sec', '0')} execs/s, {stats.get('saved_crashes', '0')} crashes"
+        bar.update(tasks[inst.id], completed=min(run_time, time_s), stats=text)
+
+    def finish(result) -> None:
+        if result.id in tasks:
+            bar.remove_task(tasks.pop(result.id))
+        if not tasks:
+            bar.stop()
+
+    return update, finish
+
+
+# ------------------------------------------------------------------ instances
+def _add_instances(sub) -> None:
+    p = sub.add_parser("instances", help="list every instance with its cutout's input configuration size")
+    p.add_argument("--program", required=True)
+    p.add_argument("--transformation", required=True)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_instances)
+
+
+def cmd_instances(args) -> int:
+    from .cutout import extract, volume_at_probe
+    from .fuzz import select_instances
+    from .instances import load_transformation
+    from .targets import resolve
+
+    target, program = resolve(args.program)
+    cls = load_transformation(args.transformation)
+    sdfgs = {p.name: p.build() for p in target.select(program)}
+    rows = []
+    for inst in select_instances(target, program, cls, args.transformation, None, sdfgs):
+        row = {"id": inst.id, "program": inst.program, "match": inst.description}
+        try:
+            pair = extract(sdfgs[inst.program], inst, cls)
+            row.update(before=pair.input_volume_before, after=pair.input_volume_after,
+                       before_at_20=volume_at_probe(pair.input_volume_before),
+                       after_at_20=volume_at_probe(pair.input_volume_after),
+                       inputs=pair.input_config, outputs=pair.output_config, status=pair.verdict.name)
+        except Unsupported as exc:
+            row.update(status="UNSUPPORTED", reason=str(exc))
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{args.transformation} in {args.program}: {len(rows)} instance(s)")
+    for col in ("id", "program", "match", "input config (elements)", "at 20", "status"):
+        table.add_column(col)
+    for r in rows:
+        vol = f"{r.get('before', '?')} -> {r.get('after', '?')}"
+        at = f"{r.get('before_at_20', '?')} -> {r.get('after_at_20', '?')}"
+        table.add_row(r["id"], r["program"], r["match"], vol, at, r["status"])
+    Console().print(table)
+    return 0
+
+
+# ------------------------------------------------------------------ replay
+def _add_replay(sub) -> None:
+    p = sub.add_parser("replay", help="replay a crash input through cffi and show the difference")
+    p.add_argument("input", type=Path, help="a crash file (crashes/<target>/<instance>/raw/*.bin) or any input")
+    p.add_argument("--build", type=Path, help="build directory (default: the one recorded next to the crash)")
+    p.add_argument("--rtol", type=float)
+    p.add_argument("--atol", type=float)
+    p.add_argument("--exact", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_replay)
+
+
+def cmd_replay(args) -> int:
+    from .build import HarnessBuild
+    from .oracle import Tolerance
+    from .replay import replay
+
+    if not args.input.is_file():
+        raise ConfigError(f"replay: no such input file {str(args.input)!r}")
+    build_dir = args.build
+    sidecar = args.input.with_suffix(".json")
+    if build_dir is None and sidecar.is_file():
+        build_dir = Path(json.loads(sidecar.read_text())["build_dir"])
+    if build_dir is None or not (build_dir / "manifest.json").is_file():
+        raise ConfigError("replay: pass --build DIR (the instance's build directory, see summary.json build_dir)")
+    oracle = HarnessBuild.open(build_dir).manifest["oracle"]
+    tol = Tolerance(args.rtol if args.rtol is not None else oracle["rtol"],
+                    args.atol if args.atol is not None else oracle["atol"], args.exact or oracle["exact"])
+    result = replay(build_dir, args.input.read_bytes(), tol)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1))
+    else:
+        print(result.describe())
+        if result.symbols:
+            print("symbols: " + ", ".join(f"{k}={v}" for k, v in result.symbols.items()))
+    return 1 if result.outcome.is_finding else 0
+
+
+# ------------------------------------------------------------------ targets
+def _add_targets(sub) -> None:
+    p = sub.add_parser("targets", help="list built-in targets and their programs")
+    p.set_defaults(func=cmd_targets)
+
+
+def cmd_targets(args) -> int:
+    from .targets import BUILTIN_TARGETS, resolve
+
+    for name in sorted(BUILTIN_TARGETS):
+        target, _ = resolve(name)
+        print(f"{name}: default transformations {', '.join(target.default_transformations)}")
+        for prog in target.select(None):
+            print(f"  {name}:{prog.name:<20} {prog.description}")
+    return 0
+
+
+# ------------------------------------------------------------------ main
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harnessgen", description="Fuzz compiler optimizations in isolation.")
+    parser.add_argument("--version", action="version", version=f"harnessgen {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_fuzz(sub)
+    _add_instances(sub)
+    _add_replay(sub)
+    _add_targets(sub)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        _console().print(f"[bold red]error:[/] {exc}")
+        return 2
+    except Unsupported as exc:
+        _console().print(f"[bold yellow]unsupported:[/] {exc}")
+        return 3
+    except InternalError as exc:
+        _console().print(f"[bold red]internal error (a bug in harnessgen, please report):[/] {exc}")
+        return 70
+    except HarnessgenError as exc:
+        _console().print(f"[bold red]error:[/] {exc}")
+        return 1
+    except KeyboardInterrupt:
+        _console().print("interrupted; AFL++ output and findings so far are kept")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

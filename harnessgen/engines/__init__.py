@@ -1,0 +1,66 @@
+"""Stage 6: fuzzing engines behind one small interface.
+
+An engine takes a built harness and a directory of seeds, fuzzes for a
+budget and reports raw crashes, hangs and statistics. Engines are found by
+name in ``ENGINES`` (module, class) and imported only when used; adding one
+touches this table and its own module.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+import importlib
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from ..errors import ConfigError
+
+ENGINES: Dict[str, tuple] = {
+    "afl": (".afl", "AflEngine"),
+}
+
+
+@dataclasses.dataclass
+class FuzzJob:
+    build: "object"                       # harnessgen.build.HarnessBuild
+    seeds_dir: Path
+    out_dir: Path                         # engine's own output directory
+    time_s: float
+    options: List[str] = dataclasses.field(default_factory=list)   # extra engine command-line options
+    dict_file: Optional[Path] = None
+    until_crash: bool = False
+    resume: bool = True
+    progress: Optional[Callable[[Dict[str, float]], None]] = None
+
+
+@dataclasses.dataclass
+class RawCrash:
+    path: Path
+    seconds: Optional[float]              # since the engine started fuzzing, when known
+    kind: str = "crash"                   # "crash" or "hang"
+
+
+@dataclasses.dataclass
+class EngineResult:
+    execs: int
+    execs_per_sec: float
+    wall_s: float
+    crashes: List[RawCrash]
+    stats: Dict[str, str]
+    command: List[str]
+
+
+class Engine(abc.ABC):
+    name = "engine"
+
+    @abc.abstractmethod
+    def run(self, job: FuzzJob) -> EngineResult:
+        """Fuzz ``job.build`` for ``job.time_s`` seconds."""
+
+
+def get_engine(name: str) -> Engine:
+    if name not in ENGINES:
+        raise ConfigError(f"--engine {name!r} is unknown; choose one of {', '.join(sorted(ENGINES))}")
+    module_name, cls_name = ENGINES[name]
+    module = importlib.import_module(module_name, __name__)
+    return getattr(module, cls_name)()

@@ -1,0 +1,128 @@
+"""AFL++ (afl-fuzz) engine: persistent-mode harness, time-bounded, resumable."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Dict, List
+
+from ..errors import ConfigError, ToolMissing
+from . import Engine, EngineResult, FuzzJob, RawCrash
+
+AFL_FUZZ = os.environ.get("HARNESSGEN_AFL_FUZZ", "afl-fuzz")
+# Extra seconds afl-fuzz may take beyond -V (start-up, calibration) before it is stopped.
+GRACE_S = 30.0
+
+BASE_ENV = {
+    "AFL_NO_UI": "1",
+    "AFL_SKIP_CPUFREQ": "1",
+    "AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES": "1",
+    "AFL_TRY_AFFINITY": "1",       # bind to a free core when there is one, never fail
+    "AFL_FAST_CAL": "1",
+    "AFL_NO_CRASH_README": "1",
+    "AFL_QUIET": "1",
+    "AFL_IGNORE_UNKNOWN_ENVS": "1",
+    "OMP_NUM_THREADS": "1",
+}
+
+
+def read_options(path) -> List[str]:
+    """``afl_configs/<target>.options``: afl-fuzz arguments, shell-quoted, ``#`` comments."""
+    if path is None:
+        return []
+    out: List[str] = []
+    for line in Path(path).read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            out += shlex.split(line)
+    for forbidden in ("-i", "-o", "-V", "--"):
+        if forbidden in out:
+            raise ConfigError(f"{Path(path).name}: {forbidden} is set by harnessgen; remove it from the options file")
+    return out
+
+
+def read_stats(path: Path) -> Dict[str, str]:
+    stats: Dict[str, str] = {}
+    try:
+        text = path.read_text()
+    except OSError:
+        return stats
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            stats[key.strip()] = value.strip()
+    return stats
+
+
+_TIME = re.compile(r"time:(\d+)")
+
+
+class AflEngine(Engine):
+    name = "afl"
+
+    def run(self, job: FuzzJob) -> EngineResult:
+        afl = shutil.which(AFL_FUZZ)
+        if not afl:
+            raise ToolMissing("afl-fuzz is not installed: run `make setup`")
+        out = Path(job.out_dir)
+        resume = job.resume and (out / "default" / "fuzzer_stats").exists()
+        cmd = [afl, "-i", "-" if resume else str(job.seeds_dir), "-o", str(out), "-V", str(max(1, int(job.time_s)))]
+        if job.dict_file:
+            cmd += ["-x", str(job.dict_file)]
+        cmplog = job.build.harness_cmplog
+        if cmplog is not None and "-c" not in job.options:
+            cmd += ["-c", str(cmplog)]
+        cmd += list(job.options) + ["--", str(job.build.harness_afl)]
+        env = {**os.environ, **BASE_ENV}
+        if job.until_crash:
+            env["AFL_BENCH_UNTIL_CRASH"] = "1"
+        log_path = out.parent / f"{out.name}.log"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    start_new_session=True)
+            self._watch(proc, job, out, started)
+        wall = time.monotonic() - started
+        stats = read_stats(out / "default" / "fuzzer_stats")
+        if proc.returncode not in (0, None) and not stats:
+            tail = log_path.read_text(errors="replace")[-3000:]
+            raise ConfigError(f"afl-fuzz failed to start (exit {proc.returncode}); its log {log_path}:\n{tail}")
+        crashes = self._collect(out / "default" / "crashes", "crash") + self._collect(out / "default" / "hangs", "hang")
+        execs = int(float(stats.get("execs_done", 0)))
+        run_time = float(stats.get("run_time", 0) or 0) or wall
+        return EngineResult(execs=execs, execs_per_sec=execs / run_time if run_time else 0.0, wall_s=wall,
+                            crashes=crashes, stats=stats, command=cmd)
+
+    def _watch(self, proc: subprocess.Popen, job: FuzzJob, out: Path, started: float) -> None:
+        deadline = started + job.time_s + GRACE_S
+        while True:
+            try:
+                proc.wait(timeout=1.0)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+            if job.progress:
+                job.progress(read_stats(out / "default" / "fuzzer_stats"))
+            if time.monotonic() > deadline:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                return
+
+    @staticmethod
+    def _collect(directory: Path, kind: str) -> List[RawCrash]:
+        if not directory.is_dir():
+            return []
+        found = []
+        for path in sorted(directory.glob("id:*")):
+            match = _TIME.search(path.name)
+            found.append(RawCrash(path, int(match.group(1)) / 1000.0 if match else None, kind))
+        return found

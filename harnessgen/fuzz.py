@@ -1,0 +1,309 @@
+"""The ``harnessgen fuzz`` pipeline: every selected instance through every stage.
+
+Per instance: cutout -> constraints -> layout -> build -> seeds (screened by
+the replay binary: a seed that already crashes is a finding at once) ->
+engine -> replay of the raw crashes through cffi -> verdict. Everything the
+user keeps goes to ``corpus/<target>/<instance>/`` (seeds) and
+``crashes/<target>/<instance>/`` (findings); working files go under the
+output directory. ``summary.json`` is rewritten after every instance.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from . import seeds as seedlib
+from .build import HarnessBuild, build
+from .constraints import DEFAULT_FLOAT_BOUND, DEFAULT_MAX_SIZE, derive
+from .cutout import CutoutPair, extract, volume_at_probe
+from .emit import OracleOptions
+from .engines import FuzzJob, RawCrash, get_engine
+from .engines.afl import read_options
+from .errors import BuildError, ConfigError, HarnessgenError, Unsupported
+from .instances import Instance, enumerate_instances, load_transformation
+from .layout import build_layout
+from .oracle import Tolerance
+from .outcome import Outcome
+from .replay import ReplayResult, replay
+from .targets import Target, resolve
+
+
+@dataclasses.dataclass
+class FuzzOptions:
+    time_s: float = 60.0
+    max_size: int = DEFAULT_MAX_SIZE
+    constraints: Optional[Path] = None
+    rtol: float = 1e-5
+    atol: float = 1e-8
+    exact: bool = False
+    float_bound: float = DEFAULT_FLOAT_BOUND
+    nonfinite: bool = False
+    out_dir: Path = Path(".harnessgen/runs/latest")
+    work_dir: Path = Path(".harnessgen")
+    corpus_root: Path = Path("corpus")
+    crashes_root: Path = Path("crashes")
+    until_crash: bool = False
+    engine: str = "afl"
+    cmplog: bool = False
+    max_replays: int = 10
+    seed: int = 0
+    num_seeds: int = 12
+    show_progress: bool = True
+
+    @property
+    def tolerance(self) -> Tolerance:
+        return Tolerance(self.rtol, self.atol, self.exact)
+
+
+@dataclasses.dataclass
+class InstanceResult:
+    id: str
+    transformation: str
+    program: str
+    target: str
+    verdict: str                         # PASS, an Outcome name, or UNSUPPORTED
+    execs: int = 0
+    execs_per_sec: float = 0.0
+    seconds_to_first_finding: Optional[float] = None
+    crashes: List[str] = dataclasses.field(default_factory=list)
+    setup_seconds: float = 0.0
+    fuzz_seconds: float = 0.0
+    message: str = ""
+    input_config_before: str = ""
+    input_config_after: str = ""
+    build_dir: Optional[str] = None
+    findings: List[Dict] = dataclasses.field(default_factory=list)
+
+    def to_json(self) -> Dict:
+        return dataclasses.asdict(self)
+
+
+# ------------------------------------------------------------------ helpers
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, obj) -> None:
+    write_atomic(path, (json.dumps(obj, indent=1, default=str) + "\n").encode())
+
+
+def _keep_dir(options: FuzzOptions, inst: Instance) -> Path:
+    return options.crashes_root / inst.target / inst.id
+
+
+def _record_static_finding(options: FuzzOptions, pair: CutoutPair, verdict: Outcome, message: str) -> str:
+    """FAILED_TO_APPLY / INVALID_SDFG / BUILD_FAILURE: keep what reproduces it."""
+    folder = _keep_dir(options, pair.instance) / verdict.name.lower()
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / "error.txt", (message + "\n").encode())
+    write_json(folder / "transformation.json", pair.translated_match)
+    write_json(folder / "instance.json", pair.instance.to_json())
+    pair.pre.save(str(folder / "pre.sdfg"))
+    if pair.post is not None:
+        pair.post.save(str(folder / "post.sdfg"))
+    return str(folder)
+
+
+def screen_seeds(build: HarnessBuild, paths: List[Path], timeout_s: float = 20.0):
+    """Run every seed with the replay binary: (passing seeds, crashing seeds)."""
+    passing, crashing = [], []
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for path in paths:
+        try:
+            proc = subprocess.run([str(build.harness_replay), str(path)], capture_output=True, timeout=timeout_s,
+                                  env=env)
+            crashed = proc.returncode < 0
+        except subprocess.TimeoutExpired:
+            crashed = True
+        (crashing if crashed else passing).append(path)
+    return passing, crashing
+
+
+# ------------------------------------------------------------------ one instance
+class InstanceRunner:
+    def __init__(self, target: Target, program_sdfg, cls: type, options: FuzzOptions,
+                 progress: Optional[Callable] = None):
+        self.target = target
+        self.sdfg = program_sdfg
+        self.cls = cls
+        self.options = options
+        self.progress = progress
+
+    def run(self, inst: Instance) -> InstanceResult:
+        started = time.monotonic()
+        result = InstanceResult(id=inst.id, transformation=inst.transformation, program=inst.program,
+                                target=inst.target, verdict=Outcome.PASS.name)
+        try:
+            self._run(inst, result, started)
+        except Unsupported as exc:
+            result.verdict, result.message = "UNSUPPORTED", str(exc)
+        return result
+
+    def _run(self, inst: Instance, result: InstanceResult, started: float) -> None:
+        opts = self.options
+        pair = extract(self.sdfg, inst, self.cls)
+        result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
+        result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
+        if not pair.ok:
+            result.verdict, result.message = pair.verdict.name, pair.error
+            result.crashes = [_record_static_finding(opts, pair, pair.verdict, pair.error)]
+            result.seconds_to_first_finding = round(time.monotonic() - started, 3)
+            return
+        constraints = derive(pair, max_size=opts.max_size, user_file=opts.constraints, float_bound=opts.float_bound,
+                             allow_nonfinite=opts.nonfinite, strict_names=len(self.target.programs) == 1)
+        layout = build_layout(pair, constraints)
+        oracle = OracleOptions(opts.rtol, opts.atol, opts.exact)
+        try:
+            harness = build(pair, layout, opts.work_dir, oracle, afl=opts.engine == "afl", cmplog=opts.cmplog)
+        except BuildError as exc:
+            if exc.side != "hg_post":
+                raise Unsupported(f"the cutout itself does not build ({exc})") from exc
+            message = f"{exc}\n{exc.log}"
+            result.verdict, result.message = Outcome.BUILD_FAILURE.name, str(exc)
+            result.crashes = [_record_static_finding(opts, pair, Outcome.BUILD_FAILURE, message)]
+            result.seconds_to_first_finding = round(time.monotonic() - started, 3)
+            return
+        result.build_dir = str(harness.dir)
+        write_json(harness.dir / "constraints.json", constraints.to_json())
+        result.setup_seconds = round(time.monotonic() - started, 3)
+        self._fuzz(inst, harness, result)
+
+    def _fuzz(self, inst: Instance, harness: HarnessBuild, result: InstanceResult) -> None:
+        opts = self.options
+        fuzz_started = time.monotonic()
+        corpus = opts.corpus_root / inst.target / inst.id
+        seed_paths = seedlib.write(seedlib.sample(harness.layout, opts.num_seeds, opts.seed), corpus)
+        user_files = [p for p in sorted(corpus.iterdir()) if p.is_file() and p not in seed_paths
+                      and not p.name.startswith(".")]
+        passing, crashing = screen_seeds(harness, seed_paths + user_files)
+        raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, "seed") for p in crashing]
+
+        work = opts.out_dir / "afl" / inst.id
+        screened = opts.out_dir / "afl" / f"{inst.id}.seeds"
+        shutil.rmtree(screened, ignore_errors=True)
+        screened.mkdir(parents=True)
+        for p in passing:
+            shutil.copy(p, screened / p.name)
+        remaining = opts.time_s - (time.monotonic() - fuzz_started)
+        if passing and remaining >= 1 and not (crashing and opts.until_crash):
+            engine = get_engine(opts.engine)
+            job = FuzzJob(build=harness, seeds_dir=screened, out_dir=work, time_s=remaining,
+                          options=read_options(self.target.options_file), dict_file=self.target.dict_file,
+                          until_crash=opts.until_crash, progress=self._progress_hook(inst))
+            engine_started = time.monotonic() - fuzz_started
+            res = engine.run(job)
+            result.execs, result.execs_per_sec = res.execs, round(res.execs_per_sec, 1)
+            for crash in res.crashes:
+                crash.seconds = None if crash.seconds is None else engine_started + crash.seconds
+            raw += sorted(res.crashes, key=lambda c: (c.seconds is None, c.seconds or 0.0, c.path.name))
+        result.execs += len(passing) + len(crashing)
+        result.fuzz_seconds = round(time.monotonic() - fuzz_started, 3)
+        self._triage(inst, harness, raw, result)
+
+    def _progress_hook(self, inst: Instance):
+        if self.progress is None:
+            return None
+        return lambda stats: self.progress(inst, stats)
+
+    def _triage(self, inst: Instance, harness: HarnessBuild, raw: List[RawCrash], result: InstanceResult) -> None:
+        """Replay raw crashes (earliest first) through cffi, keep them, decide the verdict."""
+        opts = self.options
+        keep = _keep_dir(opts, inst) / "raw"
+        outcomes: List[Outcome] = []
+        for index, crash in enumerate(raw):
+            data = crash.path.read_bytes()
+            name = f"{crash.kind}-{hashlib.sha1(data).hexdigest()[:12]}"
+            target = keep / f"{name}.bin"
+            if not target.exists():
+                write_atomic(target, data)
+            result.crashes.append(str(target))
+            if index >= opts.max_replays:
+                continue
+            verdict = replay(harness.dir, data, opts.tolerance, scratch=opts.out_dir / "replay")
+            outcomes.append(verdict.outcome)
+            record = {"input": target.name, "source": crash.path.name, "kind": crash.kind,
+                      "seconds": crash.seconds, "build_dir": str(harness.dir), "instance": inst.to_json(),
+                      "tolerance": dataclasses.asdict(opts.tolerance), "replay": verdict.to_json(),
+                      "summary": verdict.describe()}
+            write_json(keep / f"{name}.json", record)
+            if verdict.outcome.is_finding:
+                result.findings.append({"input": str(target), "outcome": verdict.outcome.name,
+                                        "summary": verdict.describe(), "seconds": crash.seconds})
+                if result.seconds_to_first_finding is None and crash.seconds is not None:
+                    result.seconds_to_first_finding = round(crash.seconds, 3)
+        result.verdict = _verdict(outcomes, bool(raw)).name
+        if result.findings:
+            result.message = result.findings[0]["summary"]
+
+
+def _verdict(outcomes: List[Outcome], had_crashes: bool) -> Outcome:
+    findings = [o for o in outcomes if o.is_finding]
+    if findings:
+        return findings[0]          # the earliest confirmed finding
+    if Outcome.INVALID_INPUT in outcomes:
+        return Outcome.INVALID_INPUT
+    if had_crashes:
+        return Outcome.FLAKY        # the engine saw crashes that do not replay
+    return Outcome.PASS
+
+
+# ------------------------------------------------------------------ the command
+def select_instances(target: Target, program: Optional[str], cls: type, spec: str, ids: Optional[List[str]],
+                     sdfgs: Dict[str, object]) -> List[Instance]:
+    programs = target.select(program)
+    found = enumerate_instances(target, programs, cls, spec, sdfgs)
+    if ids:
+        by_id = {i.id: i for i in found}
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise ConfigError(f"--instance {', '.join(missing)}: no such instance; "
+                              f"`harnessgen instances --program {target.name} --transformation {spec}` lists them")
+        return [by_id[i] for i in ids]
+    return found
+
+
+def fuzz(program_spec: str, xform_spec: str, instance_ids: Optional[List[str]], options: FuzzOptions,
+         progress: Optional[Callable] = None, on_result: Optional[Callable] = None) -> List[InstanceResult]:
+    target, program = resolve(program_spec)
+    cls = load_transformation(xform_spec)
+    programs = target.select(program)
+    sdfgs = {p.name: p.build() for p in programs}
+    instances = select_instances(target, program, cls, xform_spec, instance_ids, sdfgs)
+    if options.constraints is None and target.constraints_file is not None:
+        options = dataclasses.replace(options, constraints=target.constraints_file)
+    options.out_dir.mkdir(parents=True, exist_ok=True)
+    results: List[InstanceResult] = []
+    summary_path = options.out_dir / "summary.json"
+    for inst in instances:
+        runner = InstanceRunner(target, sdfgs[inst.program], cls, options, progress)
+        result = runner.run(inst)
+        results.append(result)
+        write_json(summary_path, summary(program_spec, xform_spec, options, results))
+        if on_result:
+            on_result(result)
+    if not instances:
+        write_json(summary_path, summary(program_spec, xform_spec, options, results))
+    return results
+
+
+def summary(program_spec: str, xform_spec: str, options: FuzzOptions, results: List[InstanceResult]) -> Dict:
+    import dace
+
+    from . import __version__
+
+    return {
+        "harnessgen": __version__, "dace": dace.__version__, "program": program_spec,
+        "transformation": xform_spec, "time_per_instance_s": options.time_s,
+        "tolerance": dataclasses.asdict(options.tolerance),
+        "instances": [r.to_json() for r in results],
+    }

@@ -1,0 +1,147 @@
+"""Boundary-aware seed inputs: the values where optimizations break first.
+
+Sizes 1 and 2, the largest allowed, primes, and tile / vector widths +-1
+(remainder loops); data that is zero, constant, a ramp, small integers,
+random, or extreme but finite (the float bound, values just above the flush
+threshold, alternating signs). Every seed is encoded with the layout, so it
+decodes to exactly the intended values. Deterministic for a given RNG seed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from . import expr as ex
+from .layout import InputLayout
+
+WIDTHS = (2, 4, 8, 16, 32, 64, 128)
+PATTERNS = ("zeros", "random", "ones", "ramp", "small_ints", "extremes", "mixed", "sorted")
+
+
+def _primes_upto(n: int) -> List[int]:
+    return [p for p in range(2, n + 1) if all(p % d for d in range(2, int(p ** 0.5) + 1))]
+
+
+def symbol_candidates(lo: int, hi: int) -> List[int]:
+    """Boundary values of one symbol's range, smallest first, no duplicates."""
+    if lo > hi:
+        return []
+    cands = {lo, hi, lo + 1, hi - 1}
+    cands |= {w + d for w in WIDTHS for d in (-1, 0, 1)}
+    cands |= set(p for p in _primes_upto(min(hi, 257)) if p >= lo)
+    return sorted(c for c in cands if lo <= c <= hi)
+
+
+def _float_values(pattern: str, n: int, lo: float, hi: float, tiny: float, rng) -> np.ndarray:
+    span_lo, span_hi = max(lo, -1e300), min(hi, 1e300)
+    if pattern == "zeros":
+        v = np.zeros(n)
+    elif pattern == "ones":
+        v = np.ones(n)
+    elif pattern == "ramp":
+        v = np.arange(n, dtype=np.float64) + 1.0
+    elif pattern == "small_ints":
+        v = rng.integers(-3, 4, size=n).astype(np.float64)
+    elif pattern == "extremes":
+        choices = np.array([span_hi, span_lo, 2 * tiny, -2 * tiny, 1.0, -1.0, 0.5, 1e-3])
+        v = choices[rng.integers(0, len(choices), size=n)]
+    elif pattern == "mixed":
+        v = rng.normal(0.0, 1.0, size=n) * 10.0 ** rng.integers(-3, 4, size=n)
+    else:  # random, sorted
+        v = rng.uniform(max(span_lo, -1e3), min(span_hi, 1e3), size=n)
+        if pattern == "sorted":
+            v = np.sort(v)
+    # keep every value where it decodes to itself: inside the range, not below the flush threshold
+    v = np.clip(v, lo, hi)
+    v = np.where((np.abs(v) < tiny) & (v != 0), np.sign(v) * 2 * tiny, v)
+    return np.clip(v, lo, hi)
+
+
+def _int_values(pattern: str, n: int, lo: int, hi: int, rng) -> np.ndarray:
+    lo_c, hi_c = max(lo, -(1 << 20)), min(hi, 1 << 20)
+    if lo_c > hi_c:
+        lo_c = hi_c = lo
+    if pattern == "zeros":
+        v = np.zeros(n, dtype=np.int64)
+    elif pattern == "ones":
+        v = np.ones(n, dtype=np.int64)
+    elif pattern == "ramp":
+        v = np.arange(n, dtype=np.int64)
+    elif pattern == "extremes":
+        v = np.array([lo, hi], dtype=np.int64)[rng.integers(0, 2, size=n)]
+    else:
+        v = rng.integers(lo_c, hi_c + 1, size=n, dtype=np.int64)
+        if pattern == "sorted":
+            v = np.sort(v)
+    return np.clip(v, lo, hi)
+
+
+def sample(layout: InputLayout, count: int = 12, seed: int = 0) -> List[Tuple[str, bytes]]:
+    """``count`` named seed inputs for this layout."""
+    rng = np.random.default_rng(seed)
+    seeds: List[Tuple[str, bytes]] = []
+    for i in range(count):
+        symbols = _choose_symbols(layout, i, rng)
+        if symbols is None:
+            continue
+        pattern = PATTERNS[i % len(PATTERNS)]
+        arrays = _arrays(layout, symbols, pattern, rng)
+        seeds.append((f"hg-seed-{i:02d}-{pattern}", layout.encode(symbols, arrays)))
+    return seeds
+
+
+def _choose_symbols(layout: InputLayout, i: int, rng) -> Dict[str, int]:
+    env: Dict[str, int] = {}
+    for slot in layout.symbols:
+        info = np.iinfo(slot.dtype)
+        lo = max(ex.evaluate(slot.lo, env), int(info.min))
+        hi = min(ex.evaluate(slot.hi, env), int(info.max))
+        cands = symbol_candidates(lo, hi)
+        if not cands:
+            return None
+        if i == 0:
+            env[slot.name] = cands[0]             # everything smallest
+        elif i == 1:
+            env[slot.name] = cands[-1]            # everything largest
+        else:
+            env[slot.name] = int(cands[rng.integers(0, len(cands))])
+    return env
+
+
+def _arrays(layout: InputLayout, symbols: Dict[str, int], pattern: str, rng) -> Dict[str, np.ndarray]:
+    counts = layout.counts(symbols)
+    arrays = {}
+    for slot in layout.containers:
+        n = counts[slot.name]
+        kind = slot.kind
+        if kind == "b":
+            values = rng.integers(0, 2, size=n).astype(bool) if pattern != "zeros" else np.zeros(n, bool)
+        elif kind in "iu":
+            lo, hi = layout._value_bounds(slot, symbols, as_float=False)
+            info = np.iinfo(slot.dtype)
+            values = _int_values(pattern, n, max(lo, int(info.min)), min(hi, int(info.max)), rng)
+        else:
+            lo, hi = layout._value_bounds(slot, symbols, as_float=True)
+            parts = 2 * n if kind == "c" else n
+            values = _float_values(pattern, parts, lo, hi, layout.float_tiny, rng)
+            part_type = np.float32 if slot.dtype in ("float32", "complex64") else np.float64
+            values = values.astype(part_type)
+            if kind == "c":
+                values = values.view(slot.dtype)
+        arrays[slot.name] = np.asarray(values).astype(slot.dtype)
+    return arrays
+
+
+def write(seeds: List[Tuple[str, bytes]], directory: Path) -> List[Path]:
+    """Write seeds into ``directory`` (kept: user files there are left alone)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, data in seeds:
+        path = directory / f"{name}.bin"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        paths.append(path)
+    return paths
