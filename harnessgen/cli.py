@@ -39,7 +39,9 @@ def _add_fuzz(sub) -> None:
     p.add_argument("--nonfinite", action="store_true", help="let NaN and Inf through the decoder")
     p.add_argument("--until-crash", action="store_true", help="stop an instance at its first crash")
     p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
-    p.add_argument("--seed", type=int, default=0, help="seed of the boundary-aware sampler")
+    p.add_argument("--seed", type=int, default=0, help="seed of the seed sampler")
+    p.add_argument("--seed-mode", choices=("boundary", "random"), default="boundary",
+                   help="boundary-aware seeds (default) or a few random byte strings")
     p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"), help="build cache (default .harnessgen)")
     p.add_argument("--corpus-dir", type=Path, default=Path("corpus"))
     p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))
@@ -56,6 +58,7 @@ def cmd_fuzz(args) -> int:
         exact=args.exact, float_bound=args.float_bound, nonfinite=args.nonfinite, out_dir=args.out,
         work_dir=args.work_dir, corpus_root=args.corpus_dir, crashes_root=args.crashes_dir,
         until_crash=args.until_crash, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
+        seed_mode=args.seed_mode,
         show_progress=not args.no_progress)
     console = _console()
     progress, finish = _progress_display(console, args.time, enabled=not args.no_progress)

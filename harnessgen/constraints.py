@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
-import re
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
@@ -37,9 +36,6 @@ DEFAULT_FLOAT_BOUND = 1e6
 # values with a smaller magnitude are flushed to (signed) zero: subnormals
 # make correct reassociations differ by orders of magnitude
 DEFAULT_FLOAT_TINY = 1e-9
-
-_FUNCS = {"Min", "Max", "int_floor", "floor", "ceiling", "Mod", "Abs", "int_ceil"}
-
 
 @dataclasses.dataclass(frozen=True)
 class Range:
@@ -69,14 +65,7 @@ class Constraints:
 
 # ----------------------------------------------------------------- sympy glue
 def _sympify(text):
-    import sympy
-
-    text = str(text)
-    names = set(re.findall(r"[A-Za-z_]\w*", text)) - _FUNCS
-    # every identifier is a plain symbol: sympy would read N, S, E, I, Q as its own objects
-    local = {n: sympy.Symbol(n) for n in names}
-    local.update({"int_floor": lambda a, b: sympy.floor(a / b), "Min": sympy.Min, "Max": sympy.Max})
-    return sympy.sympify(text, locals=local)
+    return ex.to_sympy(text)
 
 
 def _solve(expr_text, sym: str, lo, hi) -> Optional[Tuple[object, object]]:

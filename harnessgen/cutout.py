@@ -77,17 +77,19 @@ def input_volume(sdfg, names: List[str]) -> str:
     """Symbolic number of elements in the named containers (the input configuration size)."""
     import sympy
 
+    from .expr import to_sympy
+
     total = sympy.Integer(0)
     for name in names:
-        total += sympy.sympify(sdfg.arrays[name].total_size)
+        total += to_sympy(sdfg.arrays[name].total_size)
     return str(sympy.simplify(total))
 
 
 def volume_at_probe(expr: str) -> int:
     """Evaluate a symbolic volume with every symbol at DaCe's probe value."""
-    import sympy
+    from .expr import to_sympy
 
-    value = sympy.sympify(expr)
+    value = to_sympy(expr)
     return int(value.subs({s: VOLUME_PROBE_SIZE for s in value.free_symbols}))
 
 

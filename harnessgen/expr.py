@@ -81,6 +81,16 @@ def _from_ast(node: ast.AST, what: str, text) -> Expr:
         if inner.op == "num":
             return Expr.num(-inner.value)
         return Expr("neg", (inner,))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        # integer powers are expanded into products, so both decoders need no pow()
+        exponent = node.right
+        if not (isinstance(exponent, ast.Constant) and isinstance(exponent.value, int) and 0 <= exponent.value <= 16):
+            raise ConfigError(f"{what}: only small non-negative integer powers are supported in {text!r}")
+        base = _from_ast(node.left, what, text)
+        result = Expr.num(1)
+        for _ in range(exponent.value):
+            result = base if result == Expr.num(1) else Expr("*", (result, base))
+        return result
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
         return Expr(_BINOPS[type(node.op)], (_from_ast(node.left, what, text), _from_ast(node.right, what, text)))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS and node.args:
@@ -203,9 +213,22 @@ def simplify(e: Expr) -> Expr:
     return Expr(e.op, args)
 
 
+_SYMPY_FUNCS = {"Min", "Max", "int_floor", "floor", "ceiling", "Mod", "Abs", "int_ceil"}
+
+
+def to_sympy(text):
+    """sympify with every identifier a plain symbol (sympy would read N, S, E, I, Q as its own objects)."""
+    import re
+
+    import sympy
+
+    text = str(text)
+    names = set(re.findall(r"[A-Za-z_]\w*", text)) - _SYMPY_FUNCS
+    local = {n: sympy.Symbol(n) for n in names}
+    local.update({"int_floor": lambda a, b: sympy.floor(a / b), "Min": sympy.Min, "Max": sympy.Max})
+    return sympy.sympify(text, locals=local)
+
+
 def from_sympy(expr) -> Expr:
     """Convert a DaCe/sympy expression (via its text) into a bound expression."""
-    text = str(expr).replace("**", "^^")  # powers are not part of the language
-    if "^^" in text:
-        raise ConfigError(f"bound {expr} uses a power; not supported")
-    return parse(text, "derived bound")
+    return parse(str(expr), "derived bound")

@@ -55,6 +55,7 @@ class FuzzOptions:
     max_replays: int = 10
     seed: int = 0
     num_seeds: int = 12
+    seed_mode: str = "boundary"          # or "random": no boundary knowledge
     show_progress: bool = True
 
     @property
@@ -182,9 +183,13 @@ class InstanceRunner:
         opts = self.options
         fuzz_started = time.monotonic()
         corpus = opts.corpus_root / inst.target / inst.id
-        seed_paths = seedlib.write(seedlib.sample(harness.layout, opts.num_seeds, opts.seed), corpus)
-        user_files = [p for p in sorted(corpus.iterdir()) if p.is_file() and p not in seed_paths
-                      and not p.name.startswith(".")]
+        if opts.seed_mode == "random":
+            generated = seedlib.random_inputs(seed=opts.seed)
+        else:
+            generated = seedlib.sample(harness.layout, opts.num_seeds, opts.seed)
+        seed_paths = seedlib.write(generated, corpus)
+        user_files = [p for p in sorted(corpus.iterdir()) if p.is_file()
+                      and not p.name.startswith((".",) + seedlib.OWN_PREFIXES)]
         passing, crashing = screen_seeds(harness, seed_paths + user_files)
         raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, "seed") for p in crashing]
 

@@ -50,7 +50,8 @@ class ReplayResult:
     def describe(self) -> str:
         if self.outcome == Outcome.MISMATCH:
             d = self.detail
-            return (f"MISMATCH in {self.container}[{d.get('multi_index', d.get('index'))}]: pre={d.get('pre')!r} "
+            where = ", ".join(str(i) for i in d.get("multi_index", [d.get("index")]))
+            return (f"MISMATCH in {self.container}[{where}]: pre={d.get('pre')!r} "
                     f"post={d.get('post')!r} ({d.get('differing')} of {d.get('total')} elements differ, "
                     f"max |diff| {d.get('max_abs_diff')!r})")
         if self.outcome == Outcome.OOB_WRITE:

@@ -134,6 +134,18 @@ def _arrays(layout: InputLayout, symbols: Dict[str, int], pattern: str, rng) -> 
     return arrays
 
 
+def random_inputs(count: int = 4, seed: int = 0, length: int = 512) -> List[Tuple[str, bytes]]:
+    """Seeds without any knowledge of the layout: random bytes (for measuring what the
+    boundary-aware seeds add, and for fuzzing without them)."""
+    rng = np.random.default_rng(seed)
+    return [(f"hg-random-{i:02d}", rng.integers(0, 256, size=length, dtype=np.uint8).tobytes())
+            for i in range(count)]
+
+
+SEED_MODES = ("boundary", "random")
+OWN_PREFIXES = ("hg-seed-", "hg-random-")
+
+
 def write(seeds: List[Tuple[str, bytes]], directory: Path) -> List[Path]:
     """Write seeds into ``directory`` (kept: user files there are left alone)."""
     directory.mkdir(parents=True, exist_ok=True)

@@ -79,13 +79,19 @@ def column_window(T: f64[KLON, KLEV], Q: f64[KLON, KLEV], TEND: f64[KLON, KLEV])
         TEND[jl, jk] = 0.5 * (Q[jl, jk] - T[jl, jk]) + TEND[jl, jk]
 
 @dace.program
-def two_phase(A: f64[N], B: f64[N], C: f64[N]):
+def two_phase(A: f64[N], B: f64[N], C: f64[N], D: f64[N]):
     T = np.ndarray([N], dtype=np.float64)
     for i in dace.map[0:N]:
         T[i] = A[i] * A[i] + B[i]
-    # T is read again only in later states (inside the loop)
+    C[:] = T
+    # T is read again in later states (inside the loop)
     for k in range(TSTEPS):
-        C[:] = 0.5 * C + T
+        D[:] = 0.5 * D + T
+
+
+@dace.program
+def sigmoid(X: f64[N], Y: f64[N]):
+    Y[:] = np.exp(X) / (1.0 + np.exp(X))
 
 @dace.program
 def transpose_scale(A: f64[N, M], B: f64[M, N]):
@@ -97,7 +103,7 @@ PROGRAMS = {
     "matrix_chain": matrix_chain, "gemm": gemm, "jacobi2d": jacobi2d,
     "elementwise_chain": elementwise_chain, "softmax": softmax, "reduction": reduction,
     "spmv": spmv, "trisolve": trisolve, "column_window": column_window,
-    "two_phase": two_phase, "transpose_scale": transpose_scale,
+    "two_phase": two_phase, "sigmoid": sigmoid, "transpose_scale": transpose_scale,
 }
 
 
@@ -152,10 +158,16 @@ def _ref_column_window(T, Q, TEND, KIDIA, KFDIA):
     TEND[sl] = 0.5 * (Q[sl] - T[sl]) + TEND[sl]
 
 
-def _ref_two_phase(A, B, C, TSTEPS):
+def _ref_two_phase(A, B, C, D, TSTEPS):
     T = A * A + B
+    C[:] = T
     for _ in range(TSTEPS):
-        C[:] = 0.5 * C + T
+        D[:] = 0.5 * D + T
+
+
+def _ref_sigmoid(X, Y):
+    with np.errstate(over="ignore", invalid="ignore"):
+        Y[:] = np.exp(X) / (1.0 + np.exp(X))
 
 
 def _ref_transpose_scale(A, B):
@@ -173,6 +185,7 @@ REFERENCES = {
     "trisolve": _ref_trisolve,
     "column_window": _ref_column_window,
     "two_phase": _ref_two_phase,
+    "sigmoid": _ref_sigmoid,
     "transpose_scale": _ref_transpose_scale,
 }
 
@@ -200,7 +213,8 @@ DESCRIPTIONS = {
     "spmv": "CSR sparse matrix-vector product (index arrays)",
     "trisolve": "back substitution, negative-step loop",
     "column_window": "update of columns KIDIA..KFDIA only",
-    "two_phase": "temporary written once, read in later states",
+    "two_phase": "temporary written once, copied out, read again in later states",
+    "sigmoid": "logistic function through exp",
     "transpose_scale": "nested maps, transposed access",
 }
 

@@ -1,0 +1,235 @@
+"""Planted bugs: transformations that look right and are wrong on some inputs.
+
+Each one reproduces a bug class reported by FuzzyFlow (SC'23):
+
+(a) ``OffByOneTiling``          tile loop bound uses ``<=`` instead of ``<``
+(b) ``TilingWithoutRemainder``  assumes the tile size divides the range
+(c) ``UnrollDropsIterations``   unrolls a negative-step loop by two, no remainder
+(d) ``RedundantCopyRemoval``    removes a write to a container read in a later state
+(e) ``OffloadCopiesWholeArray`` copies a whole device buffer back when only a
+                                sub-range was computed
+(f) ``FastExpBand``             a fast ``exp`` that is wrong in a narrow band of inputs
+"""
+import copy
+
+import dace
+import sympy
+from dace import data as dt
+from dace import nodes, properties, symbolic
+from dace.memlet import Memlet
+from dace.sdfg import SDFG, SDFGState
+from dace.sdfg import utils as sdutil
+from dace.sdfg.state import ControlFlowRegion
+from dace.transformation import transformation as xf
+from dace.transformation.dataflow import StripMining
+from dace.transformation.interstate.loop_detection import DetectLoop
+
+TILE = 4
+
+
+# ---------------------------------------------------------------- (a)
+@properties.make_properties
+class OffByOneTiling(xf.SingleStateTransformation):
+    """Strip-mines the first map dimension by 4; the inner loop's bound is inclusive of
+    ``tile + 4`` (the ``<=`` bug): one extra iteration per tile and one past the end."""
+
+    map_entry = xf.PatternNode(nodes.MapEntry)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.map_entry)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        return len(self.map_entry.map.params) >= 1
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        inner = self.map_entry
+        _, end, _ = inner.map.range[0]
+        StripMining.apply_to(sdfg, map_entry=inner, options={"tile_size": TILE, "dim_idx": 0}, save=False)
+        begin, _, step = inner.map.range[0]
+        # the bug: [tile, min(tile + T, end + 1)] inclusive instead of [tile, min(tile + T - 1, end)]
+        inner.map.range[0] = (begin, sympy.Min(begin + TILE, end + 1), step)
+
+
+# ---------------------------------------------------------------- (b)
+@properties.make_properties
+class TilingWithoutRemainder(xf.SingleStateTransformation):
+    """Strip-mines the first map dimension by 4 and iterates over whole tiles only:
+    correct when 4 divides the range, silently skips the remainder otherwise."""
+
+    map_entry = xf.PatternNode(nodes.MapEntry)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.map_entry)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        return len(self.map_entry.map.params) >= 1
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        inner = self.map_entry
+        first, last, _ = inner.map.range[0]
+        StripMining.apply_to(sdfg, map_entry=inner, options={"tile_size": TILE, "dim_idx": 0,
+                                                             "divides_evenly": True}, save=False)
+        outer = graph.entry_node(inner)
+        whole_tiles = symbolic.int_floor(last - first + 1, TILE) * TILE
+        outer.map.range[0] = (first, first + whole_tiles - 1, TILE)
+
+
+# ---------------------------------------------------------------- (c)
+@properties.make_properties
+class UnrollDropsIterations(DetectLoop, xf.MultiStateTransformation):
+    """Unrolls a loop with step -1 by two: the body runs for ``i`` and ``i - 1``, the step
+    becomes -2, and the loop continues while ``i - 1`` is in range. The remainder
+    iteration is missing: when the trip count is odd, the last iteration is dropped."""
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        if not super().can_be_applied(graph, expr_index, sdfg, permissive):
+            return False
+        info = self.loop_information()
+        if not info or expr_index > 1:
+            return False
+        _, (_, _, stride), _ = info
+        return not symbolic.issymbolic(stride) and int(stride) == -1
+
+    def apply(self, graph: ControlFlowRegion, sdfg: SDFG):
+        itervar, (_, end, _), (_, last_state) = self.loop_information()
+        guard = self.loop_guard
+        body = self.loop_body()
+        begin = self.loop_begin
+        second = self._copy_body(graph, body, itervar)
+        # the increment edge now leads into the copy; the copy's end steps by -2
+        increment = next(e for e in graph.in_edges(guard) if e.src is last_state)
+        graph.remove_edge(increment)
+        graph.add_edge(last_state, second[body.index(begin)], dace.InterstateEdge())
+        graph.add_edge(second[body.index(last_state)], guard,
+                       dace.InterstateEdge(assignments={itervar: f"{itervar} - 2"}))
+        inside = f"({itervar} - 1 >= {symbolic.symstr(end)})"
+        for edge in graph.out_edges(guard):
+            edge.data.condition = properties.CodeBlock(inside if edge.dst is begin else f"not {inside}")
+
+    @staticmethod
+    def _copy_body(graph, body, itervar):
+        shifted = f"({itervar} - 1)"
+        copies = [SDFGState.from_json(s.to_json(), context={"sdfg": graph.sdfg}) for s in body]
+        for state in copies:
+            state.label = f"{state.label}_unrolled"
+            state.replace(itervar, shifted)
+            graph.add_node(state)
+        for edge in graph.edges():
+            if edge.src in body and edge.dst in body:
+                data = copy.deepcopy(edge.data)
+                data.replace_dict({itervar: shifted})
+                graph.add_edge(copies[body.index(edge.src)], copies[body.index(edge.dst)], data)
+        return copies
+
+
+# ---------------------------------------------------------------- (d)
+@properties.make_properties
+class RedundantCopyRemoval(xf.SingleStateTransformation):
+    """Map -> A -> copy -> B: lets the map write B directly and drops A, because A has no
+    other reader *in this state*. Other states are not checked: when A is read later,
+    those reads see stale data."""
+
+    map_exit = xf.PatternNode(nodes.MapExit)
+    first = xf.PatternNode(nodes.AccessNode)
+    second = xf.PatternNode(nodes.AccessNode)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.map_exit, cls.first, cls.second)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        a, b = self.first, self.second
+        if graph.in_degree(a) != 1 or graph.out_degree(a) != 1:
+            return False
+        da, db = sdfg.arrays[a.data], sdfg.arrays[b.data]
+        if isinstance(da, dt.View) or isinstance(db, dt.View):
+            return False
+        return da.dtype == db.dtype and [str(s) for s in da.shape] == [str(s) for s in db.shape]
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        a, b = self.first, self.second
+        write = graph.in_edges(a)[0]
+        for edge in graph.memlet_tree(write):
+            if edge.data.data == a.data:
+                edge.data.data = b.data
+        graph.add_edge(write.src, write.src_conn, b, write.dst_conn, copy.deepcopy(write.data))
+        graph.remove_node(a)
+
+
+# ---------------------------------------------------------------- (e)
+@properties.make_properties
+class OffloadCopiesWholeArray(xf.SingleStateTransformation):
+    """Offloads a map that writes part of an array: the map writes a (zero-initialized)
+    device buffer, which is then copied back -- all of it, overwriting the parts of the
+    host array the map never computed."""
+
+    map_exit = xf.PatternNode(nodes.MapExit)
+    target = xf.PatternNode(nodes.AccessNode)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.map_exit, cls.target)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        desc = sdfg.arrays[self.target.data]
+        return (isinstance(desc, dt.Array) and not isinstance(desc, dt.View) and graph.in_degree(self.target) == 1
+                and len(desc.shape) >= 1)
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        host = self.target
+        desc = sdfg.arrays[host.data]
+        dev_name, dev_desc = sdfg.add_array(f"device_{host.data}", desc.shape, desc.dtype, transient=True,
+                                            find_new_name=True, lifetime=dace.AllocationLifetime.SDFG)
+        # device buffers start out zeroed (done in a state before this one)
+        init = sdfg.add_state_before(graph, label=f"zero_{dev_name}")
+        index = {f"__z{i}": f"0:{symbolic.symstr(s)}" for i, s in enumerate(desc.shape)}
+        init.add_mapped_tasklet(f"zero_{dev_name}", index, {}, "o = 0",
+                                {"o": Memlet(f"{dev_name}[{', '.join(index)}]")}, external_edges=True)
+        # the map writes the device buffer
+        write = graph.in_edges(host)[0]
+        dev = graph.add_access(dev_name)
+        for edge in graph.memlet_tree(write):
+            if edge.data.data == host.data:
+                edge.data.data = dev_name
+        graph.add_edge(write.src, write.src_conn, dev, None, copy.deepcopy(write.data))
+        graph.remove_edge(write)
+        # ... and the whole device buffer is copied back (the bug: only the computed window should be)
+        graph.add_edge(dev, None, host, None, Memlet.from_array(dev_name, dev_desc))
+
+
+# ---------------------------------------------------------------- (f)
+_FAST_EXP = """
+// exp with a table-driven fast path for [2.5, 2.53125): e^x = e^2.5 * e^(x - 2.5).
+// The table constant has two digits swapped (12.81... instead of 12.18...).
+static inline double hg_fast_exp(double x) {
+    if (x > 2.5 && x < 2.53125) return 12.812493960703473 * exp(x - 2.5);
+    return exp(x);
+}
+"""
+
+
+@properties.make_properties
+class FastExpBand(xf.SingleStateTransformation):
+    """Replaces ``exp(...)`` in a tasklet by a faster implementation that is exact except
+    for inputs in (2.5, 2.53125), where a mistyped constant makes it 5 % off."""
+
+    tasklet = xf.PatternNode(nodes.Tasklet)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.tasklet)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        code = self.tasklet.code.as_string
+        return "exp(" in code and self.tasklet.language == dace.Language.Python
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        t = self.tasklet
+        body = t.code.as_string.strip()
+        lhs, _, rhs = body.partition("=")
+        rhs = rhs.replace("math.exp(", "hg_fast_exp(").replace("exp(", "hg_fast_exp(")
+        rhs = rhs.replace("hg_fast_hg_fast_exp(", "hg_fast_exp(")
+        t.code = properties.CodeBlock(f"{lhs.strip()} = {rhs.strip()};", dace.Language.CPP)
+        t.code_global = properties.CodeBlock(_FAST_EXP, dace.Language.CPP)
