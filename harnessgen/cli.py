@@ -26,6 +26,8 @@ def _add_fuzz(sub) -> None:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--instance", action="append", metavar="ID", help="fuzz only this instance (repeatable)")
     which.add_argument("--all", action="store_true", help="fuzz every instance (the default)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a transformation property, VALUE as JSON (e.g. tile_sizes=[4,4])")
     p.add_argument("--time", type=float, default=60.0, metavar="SECONDS", help="budget per instance (default 60)")
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
@@ -73,7 +75,8 @@ def cmd_fuzz(args) -> int:
         if r.verdict != "PASS" and r.message:
             console.print(f"    {r.message.splitlines()[0]}")
 
-    results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result)
+    results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result,
+                   settings=args.set)
     counts = {}
     for r in results:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
@@ -114,6 +117,8 @@ def _add_instances(sub) -> None:
     p = sub.add_parser("instances", help="list every instance with its cutout's input configuration size")
     p.add_argument("--program", required=True)
     p.add_argument("--transformation", required=True)
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a transformation property, VALUE as JSON")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_instances)
 
@@ -121,14 +126,15 @@ def _add_instances(sub) -> None:
 def cmd_instances(args) -> int:
     from .cutout import extract, volume_at_probe
     from .fuzz import select_instances
-    from .instances import load_transformation
+    from .instances import load_transformation, parse_settings
     from .targets import resolve
 
     target, program = resolve(args.program)
     cls = load_transformation(args.transformation)
     sdfgs = {p.name: p.build() for p in target.select(program)}
     rows = []
-    for inst in select_instances(target, program, cls, args.transformation, None, sdfgs):
+    settings = parse_settings(args.set, cls)
+    for inst in select_instances(target, program, cls, args.transformation, None, sdfgs, settings):
         row = {"id": inst.id, "program": inst.program, "match": inst.description}
         try:
             pair = extract(sdfgs[inst.program], inst, cls)

@@ -89,8 +89,11 @@ def volume_at_probe(expr: str) -> int:
     """Evaluate a symbolic volume with every symbol at DaCe's probe value."""
     from .expr import to_sympy
 
-    value = to_sympy(expr)
-    return int(value.subs({s: VOLUME_PROBE_SIZE for s in value.free_symbols}))
+    try:
+        value = to_sympy(expr)
+        return int(value.subs({s: VOLUME_PROBE_SIZE for s in value.free_symbols}))
+    except Exception:  # "unknown (...)" volumes
+        return -1
 
 
 def _scalars_to_arrays(sdfg, names: List[str]) -> None:
@@ -136,7 +139,7 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
         raise Unsupported(f"DaCe could not cut out {instance.id}: {type(exc).__name__}: {exc}") from exc
     translated = _translated_json(xform)
     input_config, output_config = _configs(reduced)
-    before = input_volume(program_sdfg, _unreduced_inputs(program_sdfg, instance, cls))
+    before = _unreduced_volume(program_sdfg, instance, cls)
     after = input_volume(reduced, input_config)
 
     pre = _plain_copy(reduced, PRE_NAME)
@@ -180,15 +183,15 @@ def _translated_json(xform) -> Dict[str, Any]:
     return xform.to_json()
 
 
-def _unreduced_inputs(program_sdfg, instance: Instance, cls: type) -> List[str]:
-    """Input configuration without the minimum input-flow reduction (for reporting)."""
+def _unreduced_volume(program_sdfg, instance: Instance, cls: type) -> str:
+    """Input configuration size without the minimum input-flow reduction (for reporting)."""
     xform = rebuild_transformation(cls, copy.deepcopy(instance.match), program_sdfg)
     try:
         cutout = _make_cutout(program_sdfg, xform, reduce=False)
-    except Exception:  # reporting only: fall back to nothing rather than fail the instance
-        return []
+    except Exception as exc:  # reporting only: say so instead of failing the instance
+        return f"unknown ({type(exc).__name__})"
     names, _ = _configs(cutout)
-    return [n for n in names if n in program_sdfg.arrays]
+    return input_volume(cutout, names)
 
 
 def _can_apply(xform, sdfg) -> bool:

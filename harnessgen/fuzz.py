@@ -27,7 +27,7 @@ from .emit import OracleOptions
 from .engines import FuzzJob, RawCrash, get_engine
 from .engines.afl import read_options
 from .errors import BuildError, ConfigError, HarnessgenError, Unsupported
-from .instances import Instance, enumerate_instances, load_transformation
+from .instances import Instance, enumerate_instances, load_transformation, parse_settings
 from .layout import build_layout
 from .oracle import Tolerance
 from .outcome import Outcome
@@ -264,9 +264,9 @@ def _verdict(outcomes: List[Outcome], had_crashes: bool) -> Outcome:
 
 # ------------------------------------------------------------------ the command
 def select_instances(target: Target, program: Optional[str], cls: type, spec: str, ids: Optional[List[str]],
-                     sdfgs: Dict[str, object]) -> List[Instance]:
+                     sdfgs: Dict[str, object], settings: Optional[Dict] = None) -> List[Instance]:
     programs = target.select(program)
-    found = enumerate_instances(target, programs, cls, spec, sdfgs)
+    found = enumerate_instances(target, programs, cls, spec, sdfgs, settings)
     if ids:
         by_id = {i.id: i for i in found}
         missing = [i for i in ids if i not in by_id]
@@ -278,12 +278,14 @@ def select_instances(target: Target, program: Optional[str], cls: type, spec: st
 
 
 def fuzz(program_spec: str, xform_spec: str, instance_ids: Optional[List[str]], options: FuzzOptions,
-         progress: Optional[Callable] = None, on_result: Optional[Callable] = None) -> List[InstanceResult]:
+         progress: Optional[Callable] = None, on_result: Optional[Callable] = None,
+         settings: Optional[List[str]] = None) -> List[InstanceResult]:
     target, program = resolve(program_spec)
     cls = load_transformation(xform_spec)
     programs = target.select(program)
     sdfgs = {p.name: p.build() for p in programs}
-    instances = select_instances(target, program, cls, xform_spec, instance_ids, sdfgs)
+    instances = select_instances(target, program, cls, xform_spec, instance_ids, sdfgs,
+                                 parse_settings(settings, cls))
     if options.constraints is None and target.constraints_file is not None:
         options = dataclasses.replace(options, constraints=target.constraints_file)
     options.out_dir.mkdir(parents=True, exist_ok=True)

@@ -115,14 +115,34 @@ def rebuild_transformation(cls: type, match: Dict[str, Any], sdfg) -> Any:
     return xform
 
 
-def _pattern_matches(sdfg, cls) -> Iterator[Any]:
+def _pattern_matches(sdfg, cls, options: Optional[Dict[str, Any]]) -> Iterator[Any]:
     from dace.transformation import optimizer
 
-    yield from optimizer.Optimizer(sdfg).get_pattern_matches(patterns=[cls])
+    yield from optimizer.Optimizer(sdfg).get_pattern_matches(patterns=[cls], options=[options] if options else None)
+
+
+def parse_settings(settings: List[str], cls: type) -> Dict[str, Any]:
+    """``--set NAME=VALUE`` (VALUE as JSON, else a string) into transformation properties."""
+    out: Dict[str, Any] = {}
+    props = getattr(cls, "__properties__", {})
+    for item in settings or []:
+        name, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {item!r}: expected NAME=VALUE")
+        if props and name not in props:
+            raise ConfigError(f"--set {name}: {cls.__name__} has no property {name!r} "
+                              f"(it has: {', '.join(sorted(props))})")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out[name] = tuple(value) if isinstance(value, list) else value
+    return out
 
 
 def enumerate_instances(target: Target, programs: List[Program], cls: type, spec: str,
-                        sdfgs: Optional[Dict[str, Any]] = None) -> List[Instance]:
+                        sdfgs: Optional[Dict[str, Any]] = None,
+                        settings: Optional[Dict[str, Any]] = None) -> List[Instance]:
     """Every match of ``cls`` in the given programs, in a deterministic order."""
     from dace.transformation.transformation import SubgraphTransformation
 
@@ -132,7 +152,7 @@ def enumerate_instances(target: Target, programs: List[Program], cls: type, spec
     found: List[Instance] = []
     for program in programs:
         sdfg = sdfgs[program.name] if sdfgs is not None else program.build()
-        for xform in _pattern_matches(sdfg, cls):
+        for xform in _pattern_matches(sdfg, cls, settings):
             match = xform.to_json()
             desc = _describe(xform, sdfg)
             found.append(Instance(id=instance_id(program.name, cls.__name__, match), target=target.name,

@@ -1,0 +1,56 @@
+"""Correct transformations: they must stay silent under the default tolerance.
+
+``ReciprocalDivision`` is correct only up to rounding: ``x / y`` becomes
+``x * (1.0 / y)``, which differs from the division in the last bits for many
+inputs. It passes with the default rtol/atol and must be caught by ``--exact``.
+"""
+import ast
+
+import dace
+from dace import nodes, properties
+from dace.sdfg import SDFG, SDFGState
+from dace.sdfg import utils as sdutil
+from dace.transformation import transformation as xf
+
+
+class _DivToReciprocal(ast.NodeTransformer):
+    def __init__(self):
+        self.changed = 0
+
+    def visit_BinOp(self, node: ast.BinOp):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Div) and not isinstance(node.right, ast.Constant):
+            self.changed += 1
+            reciprocal = ast.BinOp(left=ast.Constant(1.0), op=ast.Div(), right=node.right)
+            return ast.BinOp(left=node.left, op=ast.Mult(), right=reciprocal)
+        return node
+
+
+def _rewrite(code: str):
+    tree = ast.parse(code)
+    rewriter = _DivToReciprocal()
+    tree = ast.fix_missing_locations(rewriter.visit(tree))
+    return ast.unparse(tree), rewriter.changed
+
+
+@properties.make_properties
+class ReciprocalDivision(xf.SingleStateTransformation):
+    """Rewrites every ``a / b`` (b not a literal) in a Python tasklet into ``a * (1.0 / b)``."""
+
+    tasklet = xf.PatternNode(nodes.Tasklet)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.tasklet)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        if self.tasklet.language != dace.Language.Python:
+            return False
+        try:
+            return _rewrite(self.tasklet.code.as_string)[1] > 0
+        except SyntaxError:
+            return False
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        code, _ = _rewrite(self.tasklet.code.as_string)
+        self.tasklet.code = properties.CodeBlock(code, dace.Language.Python)
