@@ -170,6 +170,20 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
     return pair
 
 
+def whole_program_pair(program_sdfg, label: str = "whole-program") -> CutoutPair:
+    """The whole program as both pre and post (no transformation): checks the harness
+    and the program itself (must always pass, deterministically)."""
+    inst = Instance(id=label, target="", program=program_sdfg.name, transformation="identity",
+                    transformation_spec="", match={})
+    everything = sorted(n for n, d in program_sdfg.arrays.items() if not d.transient)
+    pair = CutoutPair(instance=inst, pre=_plain_copy(program_sdfg, PRE_NAME), post=_plain_copy(program_sdfg, POST_NAME),
+                      input_config=everything, output_config=everything, program_sdfg=program_sdfg,
+                      translated_match={})
+    _scalars_to_arrays(pair.pre, everything)
+    _scalars_to_arrays(pair.post, everything)
+    return pair
+
+
 def _translated_json(xform) -> Dict[str, Any]:
     """The match JSON after DaCe translated it into the cutout.
 

@@ -8,6 +8,7 @@ Transformations are named on the command line as
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import importlib
 import json
@@ -81,8 +82,8 @@ def load_transformation(spec: str) -> type:
         builtins = builtin_transformations()
         cls = builtins.get(spec)
         if cls is None:
-            close = sorted(n for n in builtins if n.lower().startswith(spec.lower()[:3]))
-            hint = f" (did you mean {', '.join(close[:5])}?)" if close else ""
+            close = difflib.get_close_matches(spec, sorted(builtins), n=3, cutoff=0.6)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise ConfigError(f"--transformation {spec!r} is not a DaCe built-in transformation{hint}; "
                               "custom ones are given as path/file.py:Class or module:Class")
     if not (isinstance(cls, type) and issubclass(cls, (PatternTransformation, SubgraphTransformation))):
@@ -153,7 +154,8 @@ def enumerate_instances(target: Target, programs: List[Program], cls: type, spec
     for program in programs:
         sdfg = sdfgs[program.name] if sdfgs is not None else program.build()
         for xform in _pattern_matches(sdfg, cls, settings):
-            match = xform.to_json()
+            # through JSON once, so the record equals what a file round trip gives back
+            match = json.loads(json.dumps(xform.to_json()))
             desc = _describe(xform, sdfg)
             found.append(Instance(id=instance_id(program.name, cls.__name__, match), target=target.name,
                                   program=program.name, transformation=cls.__name__,

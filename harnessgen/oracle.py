@@ -1,7 +1,8 @@
 """The oracle in NumPy; the same rule as ``hg_compare`` in templates/harness.cpp.j2.
 
 Per element: ``|post - pre| <= atol + rtol * |pre|`` computed in double, NaN
-equals NaN, equal values (infinities included) are equal; ``exact`` compares
+equals NaN, equal values (infinities included) are equal, an infinity never
+equals a finite value (the tolerance applies to finite pairs); ``exact`` compares
 bits; integers and booleans compare exactly. Complex values compare as their
 real and imaginary parts.
 """
@@ -50,7 +51,8 @@ def differing(pre: np.ndarray, post: np.ndarray, tol: Tolerance) -> np.ndarray:
         return pre.view(width) != post.view(width)
     a, b = pre.astype(np.float64), post.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        same = (np.isnan(a) & np.isnan(b)) | (a == b) | (np.abs(b - a) <= tol.atol + tol.rtol * np.abs(a))
+        close = np.isfinite(a) & np.isfinite(b) & (np.abs(b - a) <= tol.atol + tol.rtol * np.abs(a))
+        same = (np.isnan(a) & np.isnan(b)) | (a == b) | close
     return ~same
 
 

@@ -239,6 +239,20 @@ def replay_in_process(build_dir: Path, data: bytes, tolerance: Tolerance, progre
     return ReplayResult(Outcome.PASS, symbols=symbols)
 
 
+def execute(build_dir: Path, decoded: DecodedInput, side: str = "pre") -> Dict[str, np.ndarray]:
+    """Run one side in this process on decoded inputs and return every container after it
+    (for checking programs against references; crashes take the caller down)."""
+    from .build import HarnessBuild
+
+    build = HarnessBuild.open(build_dir)
+    lib = build.libpre if side == "pre" else build.libpost
+    runner = _Side(lib, build.manifest[side], build.layout)
+    buffers = {name: _Guarded(values) for name, values in decoded.arrays.items()}
+    if not runner.run(decoded, buffers):
+        raise RuntimeError(f"{side}'s initialization failed")
+    return {name: buf.data.copy() for name, buf in buffers.items()}
+
+
 def _multi_index(layout: InputLayout, slot, symbols, flat: int):
     element = flat // 2 if slot.kind == "c" else flat
     shape = layout.shape(slot.name, symbols)

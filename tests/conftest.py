@@ -1,0 +1,76 @@
+"""Shared fixtures. Builds go to one content-addressed cache shared by every test and
+xdist worker (``.harnessgen/test-builds``), so each cutout is compiled once per machine."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+BUILD_CACHE = REPO / ".harnessgen" / "test-builds"
+
+
+@pytest.fixture(scope="session")
+def build_cache() -> Path:
+    BUILD_CACHE.mkdir(parents=True, exist_ok=True)
+    return BUILD_CACHE
+
+
+@functools.lru_cache(maxsize=None)
+def kernels():
+    from harnessgen.targets import resolve
+
+    target, _ = resolve("kernels")
+    return target
+
+
+@functools.lru_cache(maxsize=None)
+def program_sdfg(name: str):
+    return kernels().programs[name].build()
+
+
+def instances_of(program: str, spec: str, settings=None):
+    from harnessgen.instances import enumerate_instances, load_transformation
+
+    cls = load_transformation(spec)
+    target = kernels()
+    return cls, enumerate_instances(target, [target.programs[program]], cls, spec,
+                                    {program: program_sdfg(program)}, settings)
+
+
+def make_pair(program: str, spec: str, pick=lambda inst: True, settings=None):
+    """The cutout pair of the first instance of ``spec`` in ``program`` that ``pick`` accepts."""
+    from harnessgen.cutout import extract
+
+    cls, insts = instances_of(program, spec, settings)
+    inst = next(i for i in insts if pick(i))
+    return extract(program_sdfg(program), inst, cls)
+
+
+def layout_of(pair, **kwargs):
+    from harnessgen.constraints import derive
+    from harnessgen.layout import build_layout
+
+    return build_layout(pair, derive(pair, **kwargs))
+
+
+def run_cli(args: List[str], tmp: Path, timeout: float = 900, env: Optional[dict] = None):
+    """Run the ``harnessgen`` console script with every output directory under ``tmp``."""
+    cmd = [str(Path(sys.executable).with_name("harnessgen")), *args]
+    if args and args[0] == "fuzz":
+        cmd += ["--out", str(tmp / "out"), "--work-dir", str(BUILD_CACHE),
+                "--corpus-dir", str(tmp / "corpus"), "--crashes-dir", str(tmp / "crashes"), "--no-progress"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                          env={**os.environ, **(env or {})})
+    return proc
+
+
+def summary_of(tmp: Path) -> dict:
+    return json.loads((tmp / "out" / "summary.json").read_text())

@@ -1,0 +1,71 @@
+"""Derived ranges keep pre valid; user files narrow them and name what to fix."""
+import json
+
+import pytest
+
+from harnessgen import expr as ex
+from harnessgen.constraints import derive
+from harnessgen.errors import ConfigError
+from tests.conftest import make_pair
+
+
+def ranges(c):
+    return {k: (str(v.lo), str(v.hi)) for k, v in c.symbols.items()}
+
+
+def test_sizes_are_between_one_and_max_size():
+    pair = make_pair("gemm", "MapTiling")
+    c = derive(pair, max_size=7)
+    assert all(r == ("1", "7") for r in ranges(c).values())
+
+
+def test_index_arrays_stay_within_the_extents_they_index():
+    pair = make_pair("spmv", "LoopToMap")
+    c = derive(pair)
+    assert (str(c.values["col"].lo), str(c.values["col"].hi)) == ("0", "(N - 1)")
+    assert (str(c.values["rowptr"].lo), str(c.values["rowptr"].hi)) == ("0", "NNZ")
+
+
+def test_window_symbols_keep_the_window_inside_the_array():
+    c = derive(make_pair("column_window", "MapTiling"))
+    r = ranges(c)
+    assert r["KIDIA"] == ("1", "(KLON + 1)")
+    assert r["KFDIA"] == ("0", "KLON")
+
+
+def test_loop_variable_of_the_enclosing_program_gets_the_loop_bounds():
+    # a cutout of one state inside trisolve's row loop has the loop variable as a free symbol
+    pair = make_pair("trisolve", "harnessgen.zoo.correct:ReciprocalDivision")
+    c = derive(pair)
+    free = set(c.symbols)
+    assert free, "the division inside the loop needs no symbols only if DaCe cut out a scalar tasklet"
+
+
+def test_user_file_narrows_safety_ranges_and_replaces_defaults(tmp_path):
+    f = tmp_path / "c.json"
+    f.write_text(json.dumps({"KIDIA": ["2", "KLON"], "KLON": ["3", "40"], "T": ["150", "350"]}))
+    c = derive(make_pair("column_window", "MapTiling"), user_file=f)
+    assert ranges(c)["KLON"] == ("3", "40")                       # default replaced
+    kidia = c.symbols["KIDIA"]
+    assert ex.evaluate(kidia.lo, {"KLON": 10}) == 2                  # narrowed...
+    assert ex.evaluate(kidia.hi, {"KLON": 10}) == 10                 # ...within the safety range
+    assert (str(c.values["T"].lo), str(c.values["T"].hi)) == ("150", "350")
+
+
+@pytest.mark.parametrize("content,message", [
+    ("{not json", "not valid JSON"),
+    ('{"KIDIA": [1]}', "'KIDIA' must map to \\[lo, hi\\]"),
+    ('{"NOPE": [1, 2]}', "'NOPE' is neither a symbol nor a container"),
+    ('{"KIDIA": ["1", "KLON +"]}', "KIDIA upper bound"),
+])
+def test_bad_user_files_name_the_file_and_key(tmp_path, content, message):
+    f = tmp_path / "bad.json"
+    f.write_text(content)
+    with pytest.raises(ConfigError, match=message) as info:
+        derive(make_pair("column_window", "MapTiling"), user_file=f)
+    assert "bad.json" in str(info.value)
+
+
+def test_missing_user_file_names_the_flag(tmp_path):
+    with pytest.raises(ConfigError, match="--constraints"):
+        derive(make_pair("column_window", "MapTiling"), user_file=tmp_path / "missing.json")

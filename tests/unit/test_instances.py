@@ -1,0 +1,89 @@
+"""Instances: stable ids, transformations from names, files and modules."""
+import json
+import textwrap
+
+import pytest
+
+from harnessgen.errors import ConfigError, Unsupported
+from harnessgen.instances import Instance, load_transformation
+from harnessgen.targets import resolve
+from tests.conftest import instances_of
+
+
+def test_ids_are_stable_and_unique():
+    _, first = instances_of("gemm", "MapTiling")
+    _, second = instances_of("gemm", "MapTiling")
+    assert [i.id for i in first] == [i.id for i in second]
+    assert len({i.id for i in first}) == len(first) == 5
+    assert all(i.id.startswith("MapTiling-") for i in first)
+
+
+def test_instance_json_round_trip():
+    _, insts = instances_of("gemm", "MapTiling")
+    again = Instance.from_json(json.loads(json.dumps(insts[0].to_json())))
+    assert again == insts[0]
+
+
+def test_settings_change_the_match_and_its_id():
+    _, plain = instances_of("gemm", "MapTiling")
+    _, small = instances_of("gemm", "MapTiling", {"tile_sizes": (4, 4, 4)})
+    assert {i.id for i in plain}.isdisjoint({i.id for i in small})
+    assert [int(v) for v in small[0].match["tile_sizes"]] == [4, 4, 4]
+
+
+def test_builtin_custom_file_and_module_transformations(tmp_path):
+    assert load_transformation("MapTiling").__name__ == "MapTiling"
+    assert load_transformation("harnessgen.zoo.planted:OffByOneTiling").__name__ == "OffByOneTiling"
+    f = tmp_path / "mine.py"
+    f.write_text("from harnessgen.zoo.correct import ReciprocalDivision as Mine\n")
+    assert load_transformation(f"{f}:Mine").__name__ == "ReciprocalDivision"
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("MapTilling", "did you mean MapTiling"),
+    ("no.such.module:X", "cannot import module"),
+    ("harnessgen.zoo.planted:Nope", "has no class 'Nope'"),
+    ("harnessgen.zoo.planted:TILE", "not a DaCe transformation"),
+])
+def test_bad_transformation_names_say_what_to_fix(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        load_transformation(spec)
+
+
+def test_program_and_transformation_in_one_file_load_it_once(tmp_path):
+    f = tmp_path / "both.py"
+    f.write_text(textwrap.dedent("""
+        import dace
+        from harnessgen.zoo.correct import ReciprocalDivision
+        LOADS = globals().setdefault("LOADS", [])
+        LOADS.append(1)
+        N = dace.symbol("N")
+
+        @dace.program
+        def ratio(A: dace.float64[N], B: dace.float64[N], C: dace.float64[N]):
+            C[:] = A / B
+
+        class Recip(ReciprocalDivision):
+            pass
+    """))
+    target, _ = resolve(f"{f}:ratio")
+    cls = load_transformation(f"{f}:Recip")
+    assert target.source_module.LOADS == [1]
+    assert cls.__module__ == target.source_module.__name__
+
+
+def test_unknown_targets_and_programs_are_config_errors():
+    with pytest.raises(ConfigError, match="unknown target"):
+        resolve("cloudy")
+    target, prog = resolve("kernels:nope")
+    with pytest.raises(ConfigError, match="no program 'nope'"):
+        target.select(prog)
+
+
+def test_subgraph_transformations_are_reported_unsupported():
+    from harnessgen.instances import enumerate_instances
+    from tests.conftest import kernels
+
+    cls = load_transformation("SubgraphFusion")
+    with pytest.raises(Unsupported, match="subgraph transformation"):
+        enumerate_instances(kernels(), [kernels().programs["gemm"]], cls, "SubgraphFusion")
