@@ -146,11 +146,12 @@ def _ref_spmv(rowptr, col, val, x, y):
 
 def _ref_trisolve(U, b, x):
     n = len(b)
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for j in range(i + 1, n):
-            s = s - U[i, j] * x[j]
-        x[i] = s / U[i, i]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in range(n - 1, -1, -1):
+            s = b[i]
+            for j in range(i + 1, n):
+                s = s - U[i, j] * x[j]
+            x[i] = s / U[i, i]
 
 
 def _ref_column_window(T, Q, TEND, KIDIA, KFDIA):

@@ -1,0 +1,54 @@
+"""The C++ oracle in the harness and the NumPy oracle give the same verdict."""
+import itertools
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from harnessgen.build import build
+from harnessgen.constraints import derive
+from harnessgen.cutout import POST_NAME, PRE_NAME, CutoutPair
+from harnessgen.instances import Instance
+from harnessgen.layout import build_layout
+from harnessgen.oracle import Tolerance, differing
+from harnessgen.targets.loaders import load_python_program
+from tests.conftest import PROGRAMS
+
+POOL = [0.0, -0.0, 1.0, 1.0 + 1e-6, 1.0 + 2e-5, -1.0, 1e-8, 2.5e-8, 1e6, 1e6 * (1 + 1e-5), np.nan, np.inf,
+        -np.inf, 1e300, 5e-324, 0.1 + 0.2, 0.3]
+
+
+@pytest.fixture(scope="module")
+def oracle_build(build_cache):
+    pre = load_python_program(PROGRAMS / "oracle_pair.py", "copy_x").programs["copy_x"].build()
+    post = load_python_program(PROGRAMS / "oracle_pair.py", "copy_z").programs["copy_z"].build()
+    pre.name, post.name = PRE_NAME, POST_NAME
+    names = ["X", "Y", "Z"]
+    inst = Instance("oracle-pair", "", "copy", "swap", "", {})
+    pair = CutoutPair(inst, pre, post, names, names, pre, {})
+    layout = build_layout(pair, derive(pair, allow_nonfinite=True, float_tiny=0.0, float_bound=1e308))
+    return layout, build(pair, layout, build_cache, afl=False)
+
+
+def verdict(harness, path, env):
+    proc = subprocess.run([str(harness.harness_replay), str(path)], capture_output=True,
+                          env={**os.environ, **env})
+    assert proc.returncode in (0, -6), proc.stderr
+    return proc.returncode == -6
+
+
+@pytest.mark.parametrize("tol", [Tolerance(), Tolerance(exact=True), Tolerance(rtol=1e-3, atol=0.0)])
+def test_harness_and_numpy_agree_on_every_pair(oracle_build, tmp_path, tol):
+    layout, harness = oracle_build
+    env = {"HARNESSGEN_RTOL": repr(tol.rtol), "HARNESSGEN_ATOL": repr(tol.atol),
+           "HARNESSGEN_EXACT": "1" if tol.exact else "0"}
+    for n, (x, z) in enumerate(itertools.product(POOL, POOL)):
+        X, Z = np.array([x]), np.array([z])
+        data = layout.encode({"N": 1}, {"X": X, "Y": np.zeros(1), "Z": Z})
+        decoded = layout.decode(data)
+        assert decoded.arrays["X"].tobytes() == X.tobytes() and decoded.arrays["Z"].tobytes() == Z.tobytes()
+        path = tmp_path / f"{n}.bin"
+        path.write_bytes(data)
+        expected = bool(differing(X, Z, tol).any())
+        assert verdict(harness, path, env) == expected, (x, z, tol)
