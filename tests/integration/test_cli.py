@@ -1,0 +1,80 @@
+"""The command line: the fuzz contract, static verdicts, and errors that say what to fix."""
+import json
+
+import pytest
+
+from tests.conftest import PROGRAMS, run_cli, summary_of
+
+CONTRACT = {"id", "transformation", "verdict", "execs", "execs_per_sec", "seconds_to_first_finding", "crashes"}
+BROKEN = str(PROGRAMS / "broken_xforms.py")
+
+
+def test_fuzz_writes_the_summary_contract(tmp_path):
+    ratio = PROGRAMS / "ratio.py"
+    proc = run_cli(["fuzz", "--program", f"{ratio}:ratio", "--transformation", f"{ratio}:Recip", "--all",
+                    "--time", "3"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = summary_of(tmp_path)
+    [entry] = summary["instances"]
+    assert CONTRACT <= set(entry)
+    assert entry["verdict"] == "PASS" and entry["transformation"] == "Recip"
+    assert entry["execs"] > 100 and entry["execs_per_sec"] > 0
+    assert entry["seconds_to_first_finding"] is None and entry["crashes"] == []
+    seeds = list((tmp_path / "corpus" / "ratio" / entry["id"]).glob("hg-seed-*.bin"))
+    assert len(seeds) >= 8
+
+
+@pytest.mark.parametrize("xform,verdict", [("RaisesOnApply", "FAILED_TO_APPLY"),
+                                           ("LeavesInvalidSDFG", "INVALID_SDFG"),
+                                           ("DoesNotCompile", "BUILD_FAILURE")])
+def test_broken_transformations_are_findings_not_tracebacks(tmp_path, xform, verdict):
+    proc = run_cli(["fuzz", "--program", "kernels:sigmoid", "--transformation", f"{BROKEN}:{xform}",
+                    "--time", "2"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    entries = summary_of(tmp_path)["instances"]
+    assert entries and all(e["verdict"] == verdict for e in entries)
+    kept = tmp_path / "crashes" / "kernels" / entries[0]["id"] / verdict.lower()
+    assert {"error.txt", "pre.sdfg", "transformation.json", "instance.json"} <= {p.name for p in kept.iterdir()}
+    if verdict == "BUILD_FAILURE":
+        assert "hg_no_such_function_anywhere" in (kept / "error.txt").read_text()
+
+
+def test_sdfg_file_program_and_single_instance(tmp_path):
+    from tests.conftest import instances_of, program_sdfg
+
+    path = tmp_path / "gemm.sdfg"
+    program_sdfg("gemm").save(str(path))
+    _, insts = instances_of("gemm", "MapTiling")
+    proc = run_cli(["fuzz", "--program", str(path), "--transformation", "MapTiling", "--instance", insts[0].id,
+                    "--time", "2"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [entry] = summary_of(tmp_path)["instances"]
+    assert entry["id"] == insts[0].id and entry["verdict"] == "PASS"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["fuzz", "--program", "cloudy", "--transformation", "MapTiling"], "unknown target 'cloudy'"),
+    (["fuzz", "--program", "kernels:gemm", "--transformation", "MapTilling"], "did you mean MapTiling"),
+    (["fuzz", "--program", "kernels:gemm", "--transformation", "MapTiling", "--constraints", "nope.json"],
+     "--constraints: no such file"),
+    (["fuzz", "--program", "kernels:gemm", "--transformation", "MapTiling", "--instance", "MapTiling-00000000"],
+     "no such instance"),
+    (["replay", "missing.bin"], "no such input file"),
+])
+def test_errors_name_what_to_fix(tmp_path, args, message):
+    proc = run_cli(args, tmp_path)
+    assert proc.returncode == 2
+    assert message in " ".join(proc.stderr.split()), proc.stderr
+
+
+def test_instances_lists_input_configuration_sizes():
+    proc = run_cli(["instances", "--program", "kernels:jacobi2d", "--transformation", "MapTiling", "--json"],
+                   PROGRAMS)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert len(rows) == 10
+    assert all({"id", "before", "after", "before_at_20", "after_at_20"} <= set(r) for r in rows)
+    # the minimum input-flow cut shrinks some cutouts' input configurations
+    assert any(r["after_at_20"] < r["before_at_20"] for r in rows)
+    assert all(r["after_at_20"] <= r["before_at_20"] for r in rows)

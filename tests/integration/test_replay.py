@@ -1,0 +1,95 @@
+"""Replay classifies what post did: mismatch, out-of-bounds write, crash, hang; and
+recognises when pre itself failed (a missing constraint, never a transformation bug)."""
+import subprocess
+
+import numpy as np
+import pytest
+
+from harnessgen import seeds
+from harnessgen.build import build
+from harnessgen import expr as ex
+from harnessgen.constraints import Range, derive
+from harnessgen.cutout import extract, whole_program_pair
+from harnessgen.instances import enumerate_instances, load_transformation
+from harnessgen.layout import build_layout
+from harnessgen.oracle import Tolerance
+from harnessgen.outcome import Outcome
+from harnessgen.replay import replay
+from harnessgen.targets.loaders import load_python_program
+from tests.conftest import PROGRAMS, layout_of, make_pair
+
+BROKEN = str(PROGRAMS / "broken_xforms.py")
+
+
+def first_seed(layout):
+    return seeds.sample(layout, count=3, seed=0)[1][1]
+
+
+def built(pair, cache):
+    layout = layout_of(pair)
+    return layout, build(pair, layout, cache, afl=False)
+
+
+def test_out_of_bounds_write_is_found_by_guard_zones(build_cache):
+    pair = make_pair("reduction", "harnessgen.zoo.planted:OffByOneTiling")
+    layout, harness = built(pair, build_cache)
+    result = replay(harness.dir, first_seed(layout))
+    assert result.outcome == Outcome.OOB_WRITE
+    assert result.container in ("ROWSUM", "COLMAX") and result.detail["offset"] >= result.detail["bytes"]
+    proc = subprocess.run([str(harness.harness_replay), "-"], input=first_seed(layout), capture_output=True)
+    assert proc.returncode == -6 and b"HARNESSGEN: OOB_WRITE" in proc.stderr
+
+
+def test_mismatch_reports_container_index_and_values(build_cache):
+    pair = make_pair("column_window", "harnessgen.zoo.planted:OffloadCopiesWholeArray")
+    layout, harness = built(pair, build_cache)
+    result = replay(harness.dir, first_seed(layout))
+    assert result.outcome == Outcome.MISMATCH and result.container == "TEND"
+    assert len(result.detail["multi_index"]) == 2 and result.detail["pre"] != result.detail["post"]
+    assert "MISMATCH in TEND[" in result.describe()
+
+
+def test_segfault_in_post_is_a_post_crash(build_cache):
+    pair = make_pair("sigmoid", f"{BROKEN}:NullWrite")
+    layout, harness = built(pair, build_cache)
+    result = replay(harness.dir, first_seed(layout))
+    assert result.outcome == Outcome.POST_CRASH and "SIGSEGV" in result.message
+
+
+def test_endless_post_is_a_post_hang(build_cache):
+    pair = make_pair("sigmoid", f"{BROKEN}:SpinForever")
+    layout, harness = built(pair, build_cache)
+    result = replay(harness.dir, first_seed(layout), timeout_s=3)
+    assert result.outcome == Outcome.POST_HANG
+
+
+def test_pre_writing_out_of_bounds_is_invalid_input_not_a_finding(build_cache):
+    program = load_python_program(PROGRAMS / "scatter.py", "scatter").programs["scatter"].build()
+    pair = whole_program_pair(program, "scatter")
+    constraints = derive(pair)
+    # as if the analysis had missed that idx indexes y: a missing constraint
+    constraints.values["idx"] = Range(ex.parse("0"), ex.parse("M + 40"), "missing constraint", "default")
+    layout = build_layout(pair, constraints)
+    harness = build(pair, layout, build_cache, afl=False)
+    bad = layout.encode({"N": 1, "M": 2}, {"idx": np.array([41], np.int32), "val": np.ones(1), "y": np.zeros(2)})
+    result = replay(harness.dir, bad)
+    assert result.outcome == Outcome.INVALID_INPUT and not result.outcome.is_finding
+    proc = subprocess.run([str(harness.harness_replay), "-"], input=bad, capture_output=True)
+    assert proc.returncode == 3 and b"INVALID_INPUT" in proc.stderr     # never an abort
+    good = layout.encode({"N": 1, "M": 2}, {"idx": np.array([1], np.int32), "val": np.ones(1), "y": np.zeros(2)})
+    assert replay(harness.dir, good).outcome == Outcome.PASS
+
+
+def test_derived_constraints_keep_the_scatter_in_bounds():
+    program = load_python_program(PROGRAMS / "scatter.py", "scatter").programs["scatter"].build()
+    c = derive(whole_program_pair(program, "scatter"))
+    assert (str(c.values["idx"].lo), str(c.values["idx"].hi)) == ("0", "(M - 1)")
+
+
+def test_tolerance_can_be_overridden_at_replay(build_cache):
+    pair = make_pair("elementwise_chain", "harnessgen.zoo.correct:ReciprocalDivision")
+    layout, harness = built(pair, build_cache)
+    inputs = [d for _, d in seeds.sample(layout, count=12, seed=5)]
+    assert all(replay(harness.dir, d).outcome == Outcome.PASS for d in inputs)
+    exact = [replay(harness.dir, d, Tolerance(exact=True)).outcome for d in inputs]
+    assert Outcome.MISMATCH in exact

@@ -1,0 +1,50 @@
+"""Transformations that break in every way the pipeline must classify (tests only)."""
+import dace
+from dace import nodes, properties
+from dace.sdfg import utils as sdutil
+from dace.transformation import transformation as xf
+
+
+class _TaskletRewrite(xf.SingleStateTransformation):
+    tasklet = xf.PatternNode(nodes.Tasklet)
+    body = ""
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.tasklet)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        return len(self.tasklet.out_connectors) == 1 and "exp(" in self.tasklet.code.as_string
+
+    def apply(self, graph, sdfg):
+        out = next(iter(self.tasklet.out_connectors))
+        self.tasklet.code = properties.CodeBlock(self.body.format(out=out), dace.Language.CPP)
+
+
+@properties.make_properties
+class NullWrite(_TaskletRewrite):
+    body = "{{ volatile double *hg_null = nullptr; *hg_null = 1.0; }} {out} = 0;"
+
+
+@properties.make_properties
+class SpinForever(_TaskletRewrite):
+    body = "{{ volatile int hg_spin = 1; while (hg_spin) {{ }} }} {out} = 0;"
+
+
+@properties.make_properties
+class DoesNotCompile(_TaskletRewrite):
+    body = "{out} = hg_no_such_function_anywhere(1);"
+
+
+@properties.make_properties
+class RaisesOnApply(_TaskletRewrite):
+    def apply(self, graph, sdfg):
+        raise RuntimeError("the transformation gave up half way")
+
+
+@properties.make_properties
+class LeavesInvalidSDFG(_TaskletRewrite):
+    def apply(self, graph, sdfg):
+        for edge in list(graph.in_edges(self.tasklet)):
+            graph.remove_edge(edge)
+        self.tasklet.add_in_connector("hg_dangling")
