@@ -42,8 +42,9 @@ def _add_fuzz(sub) -> None:
     p.add_argument("--until-crash", action="store_true", help="stop an instance at its first crash")
     p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
     p.add_argument("--seed", type=int, default=0, help="seed of the seed sampler")
-    p.add_argument("--seed-mode", choices=("boundary", "random"), default="boundary",
-                   help="boundary-aware seeds (default) or a few random byte strings")
+    p.add_argument("--seed-mode", choices=("boundary", "random", "none"), default="boundary",
+                   help="boundary-aware seeds (default), a few random byte strings, or only your own "
+                        "files in the corpus directory")
     p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"), help="build cache (default .harnessgen)")
     p.add_argument("--corpus-dir", type=Path, default=Path("corpus"))
     p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))

@@ -55,7 +55,7 @@ class FuzzOptions:
     max_replays: int = 10
     seed: int = 0
     num_seeds: int = 12
-    seed_mode: str = "boundary"          # or "random": no boundary knowledge
+    seed_mode: str = "boundary"          # "random": no boundary knowledge; "none": the user's files only
     show_progress: bool = True
 
     @property
@@ -185,11 +185,15 @@ class InstanceRunner:
         corpus = opts.corpus_root / inst.target / inst.id
         if opts.seed_mode == "random":
             generated = seedlib.random_inputs(seed=opts.seed)
+        elif opts.seed_mode == "none":
+            generated = []
         else:
             generated = seedlib.sample(harness.layout, opts.num_seeds, opts.seed)
         seed_paths = seedlib.write(generated, corpus)
         user_files = [p for p in sorted(corpus.iterdir()) if p.is_file()
                       and not p.name.startswith((".",) + seedlib.OWN_PREFIXES)]
+        if not seed_paths and not user_files:
+            raise ConfigError(f"--seed-mode none: put seed inputs into {corpus} first")
         passing, crashing = screen_seeds(harness, seed_paths + user_files)
         raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, "seed") for p in crashing]
 
@@ -242,7 +246,7 @@ class InstanceRunner:
                       "summary": verdict.describe()}
             write_json(keep / f"{name}.json", record)
             if verdict.outcome.is_finding:
-                result.findings.append({"input": str(target), "outcome": verdict.outcome.name,
+                result.findings.append({"input": str(target), "outcome": verdict.outcome.name, "kind": crash.kind,
                                         "summary": verdict.describe(), "seconds": crash.seconds})
                 if result.seconds_to_first_finding is None and crash.seconds is not None:
                     result.seconds_to_first_finding = round(crash.seconds, 3)

@@ -142,7 +142,7 @@ def random_inputs(count: int = 4, seed: int = 0, length: int = 512) -> List[Tupl
             for i in range(count)]
 
 
-SEED_MODES = ("boundary", "random")
+SEED_MODES = ("boundary", "random", "none")
 OWN_PREFIXES = ("hg-seed-", "hg-random-")
 
 
