@@ -1,5 +1,5 @@
 # harnessgen — every target installs what it needs (idempotently).
-#   make fuzz TARGET=kernels [XFORM=MapTiling] [TIME=60] [INSTANCE=id|ALL=1]
+#   make fuzz TARGET=kernels:gemm [XFORM=MapTiling] [TIME=20] [INSTANCE=id]
 #   make test
 #   make instances TARGET=kernels XFORM=MapTiling
 
@@ -9,19 +9,20 @@ VENV         := .venv
 BIN          := $(VENV)/bin
 WORK         := .harnessgen
 DEB_PACKAGES := afl++ clang lld llvm libomp-dev build-essential
-TARGET       ?= kernels
+TARGET       ?= kernels:gemm
 XFORM        ?= MapTiling
-TIME         ?= 60
+TIME         ?= 20
 OUT          ?= $(WORK)/runs/$(subst /,_,$(TARGET))-$(XFORM)
 FUZZ_ARGS    ?=
 TEST_ARGS    ?=
 
-.PHONY: setup deps venv fuzz instances test test-unit clean distclean help
+.PHONY: setup deps venv fuzz instances test test-unit bench-zoo clean distclean help
 
 help:
-	@echo "make fuzz TARGET=kernels XFORM=MapTiling TIME=60   fuzz every instance (bounded)"
-	@echo "make instances TARGET=kernels XFORM=MapTiling      list instances and cutout sizes"
-	@echo "make test                                          the whole test suite"
+	@echo "make fuzz TARGET=kernels:gemm XFORM=MapTiling TIME=20   fuzz every instance, TIME s each"
+	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
+	@echo "make test                                               the whole test suite"
+	@echo "make bench-zoo                                          time the planted-bug zoo (about 10 min)"
 
 setup: deps venv
 
@@ -53,7 +54,10 @@ instances: setup
 	$(BIN)/harnessgen instances --program $(TARGET) --transformation $(XFORM)
 
 test: setup
-	$(BIN)/pytest -n 2 --dist loadgroup $(TEST_ARGS)
+	$(BIN)/pytest -n 2 --durations=10 $(TEST_ARGS)
+
+bench-zoo: setup
+	$(BIN)/python bench/zoo.py
 
 test-unit: setup
 	$(BIN)/pytest -n 2 tests/unit $(TEST_ARGS)

@@ -27,14 +27,14 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from . import __version__
+from . import __version__, envs
 from .cutout import CutoutPair
 from .emit import OracleOptions, generate_side, render_harness, template_sources
 from .errors import BuildError, ToolMissing
 from .layout import InputLayout
 
-CXX = os.environ.get("HARNESSGEN_CXX", "clang++")
-AFL_CXX = os.environ.get("HARNESSGEN_AFL_CXX", "afl-clang-fast++")
+CXX = envs.get("HARNESSGEN_CXX")
+AFL_CXX = envs.get("HARNESSGEN_AFL_CXX")
 # Same flags for pre and post: a difference must come from the transformation, never
 # from the compiler. No -ffast-math, no FMA contraction, no -march=native (reproducers
 # run on other machines).
@@ -109,9 +109,10 @@ def cache_key(pair: CutoutPair, layout: InputLayout, oracle: OracleOptions, afl:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, oracle: OracleOptions = OracleOptions(),
+def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, oracle: Optional[OracleOptions] = None,
           afl: bool = True, cmplog: bool = False) -> HarnessBuild:
     """Build (or reuse) everything an instance needs; raises BuildError with the failing side."""
+    oracle = oracle or OracleOptions()
     key = cache_key(pair, layout, oracle, afl, cmplog)
     final = Path(work_dir) / "builds" / key
     if (final / "manifest.json").exists():

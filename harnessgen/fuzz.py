@@ -26,12 +26,12 @@ from .cutout import CutoutPair, extract, volume_at_probe
 from .emit import OracleOptions
 from .engines import FuzzJob, RawCrash, get_engine
 from .engines.afl import read_options
-from .errors import BuildError, ConfigError, HarnessgenError, Unsupported
+from .errors import BuildError, ConfigError, Unsupported
 from .instances import Instance, enumerate_instances, load_transformation, parse_settings
 from .layout import build_layout
 from .oracle import Tolerance
 from .outcome import Outcome
-from .replay import ReplayResult, replay
+from .replay import replay
 from .targets import Target, resolve
 
 
@@ -195,7 +195,9 @@ class InstanceRunner:
         if not seed_paths and not user_files:
             raise ConfigError(f"--seed-mode none: put seed inputs into {corpus} first")
         passing, crashing = screen_seeds(harness, seed_paths + user_files)
-        raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, "seed") for p in crashing]
+        screened_after = time.monotonic() - fuzz_started
+        raw: List[RawCrash] = [RawCrash(p, screened_after, "seed", execs=i + 1)
+                               for i, p in enumerate(crashing)]
 
         work = opts.out_dir / "afl" / inst.id
         screened = opts.out_dir / "afl" / f"{inst.id}.seeds"
@@ -208,12 +210,14 @@ class InstanceRunner:
             engine = get_engine(opts.engine)
             job = FuzzJob(build=harness, seeds_dir=screened, out_dir=work, time_s=remaining,
                           options=read_options(self.target.options_file), dict_file=self.target.dict_file,
-                          until_crash=opts.until_crash, progress=self._progress_hook(inst))
+                          until_crash=opts.until_crash, seed=opts.seed, progress=self._progress_hook(inst))
             engine_started = time.monotonic() - fuzz_started
             res = engine.run(job)
             result.execs, result.execs_per_sec = res.execs, round(res.execs_per_sec, 1)
             for crash in res.crashes:
                 crash.seconds = None if crash.seconds is None else engine_started + crash.seconds
+                if crash.execs is not None:
+                    crash.execs += len(passing) + len(crashing)
             raw += sorted(res.crashes, key=lambda c: (c.seconds is None, c.seconds or 0.0, c.path.name))
         result.execs += len(passing) + len(crashing)
         result.fuzz_seconds = round(time.monotonic() - fuzz_started, 3)
@@ -247,7 +251,8 @@ class InstanceRunner:
             write_json(keep / f"{name}.json", record)
             if verdict.outcome.is_finding:
                 result.findings.append({"input": str(target), "outcome": verdict.outcome.name, "kind": crash.kind,
-                                        "summary": verdict.describe(), "seconds": crash.seconds})
+                                        "summary": verdict.describe(), "seconds": crash.seconds,
+                                        "execs": crash.execs})
                 if result.seconds_to_first_finding is None and crash.seconds is not None:
                     result.seconds_to_first_finding = round(crash.seconds, 3)
         result.verdict = _verdict(outcomes, bool(raw)).name

@@ -217,19 +217,17 @@ def replay_in_process(build_dir: Path, data: bytes, tolerance: Tolerance, progre
     post_bufs = {name: _Guarded(values) for name, values in decoded.arrays.items()}
     if not pre_side.run(decoded, pre_bufs):
         return ReplayResult(Outcome.INVALID_INPUT, symbols=symbols, message="pre's initialization failed")
-    for name, buf in pre_bufs.items():
-        offset = buf.first_corruption()
-        if offset is not None:
-            return ReplayResult(Outcome.INVALID_INPUT, container=name, symbols=symbols,
-                                detail={"offset": offset}, message=f"pre wrote outside {name}")
+    name, offset = _corrupted_guard(pre_bufs)
+    if name is not None:
+        return ReplayResult(Outcome.INVALID_INPUT, container=name, symbols=symbols,
+                            detail={"offset": offset}, message=f"pre wrote outside {name}")
     progress("pre_done", {"symbols": symbols})
     if not post_side.run(decoded, post_bufs):
         return ReplayResult(Outcome.POST_CRASH, symbols=symbols, message="post's initialization failed")
-    for name, buf in post_bufs.items():
-        offset = buf.first_corruption()
-        if offset is not None:
-            return ReplayResult(Outcome.OOB_WRITE, container=name, symbols=symbols,
-                                detail={"offset": offset, "bytes": buf.nbytes})
+    name, offset = _corrupted_guard(post_bufs)
+    if name is not None:
+        return ReplayResult(Outcome.OOB_WRITE, container=name, symbols=symbols,
+                            detail={"offset": offset, "bytes": post_bufs[name].nbytes})
     for slot in layout.containers:
         diff = compare(slot.name, pre_bufs[slot.name].data, post_bufs[slot.name].data, tolerance)
         if diff is not None:
@@ -237,6 +235,15 @@ def replay_in_process(build_dir: Path, data: bytes, tolerance: Tolerance, progre
             detail["multi_index"] = _multi_index(layout, slot, symbols, diff.index)
             return ReplayResult(Outcome.MISMATCH, container=slot.name, symbols=symbols, detail=detail)
     return ReplayResult(Outcome.PASS, symbols=symbols)
+
+
+def _corrupted_guard(buffers: Dict[str, _Guarded]):
+    """(container, byte offset) of the first guard zone written into, or (None, None)."""
+    for name, buf in buffers.items():
+        offset = buf.first_corruption()
+        if offset is not None:
+            return name, offset
+    return None, None
 
 
 def execute(build_dir: Path, decoded: DecodedInput, side: str = "pre") -> Dict[str, np.ndarray]:

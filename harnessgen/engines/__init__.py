@@ -30,14 +30,16 @@ class FuzzJob:
     dict_file: Optional[Path] = None
     until_crash: bool = False
     resume: bool = True
+    seed: int = 0                         # the engine's own RNG seed
     progress: Optional[Callable[[Dict[str, float]], None]] = None
 
 
 @dataclasses.dataclass
 class RawCrash:
     path: Path
-    seconds: Optional[float]              # since the engine started fuzzing, when known
-    kind: str = "crash"                   # "crash" or "hang"
+    seconds: Optional[float]              # since the engine was started, when known
+    kind: str = "crash"                   # "crash", "hang" or "seed"
+    execs: Optional[int] = None           # the engine's exec count when it saved the input
 
 
 @dataclasses.dataclass

@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+from .. import envs
 from ..errors import ConfigError, ToolMissing
 from . import Engine, EngineResult, FuzzJob, RawCrash
 
-AFL_FUZZ = os.environ.get("HARNESSGEN_AFL_FUZZ", "afl-fuzz")
+AFL_FUZZ = envs.get("HARNESSGEN_AFL_FUZZ")
 # Extra seconds afl-fuzz may take beyond -V (start-up, calibration) before it is stopped.
 GRACE_S = 30.0
 
@@ -59,6 +60,7 @@ def read_stats(path: Path) -> Dict[str, str]:
 
 
 _TIME = re.compile(r"time:(\d+)")
+_EXECS = re.compile(r"execs:(\d+)")
 
 
 class AflEngine(Engine):
@@ -73,6 +75,8 @@ class AflEngine(Engine):
         cmd = [afl, "-i", "-" if resume else str(job.seeds_dir), "-o", str(out), "-V", str(max(1, int(job.time_s)))]
         if job.dict_file:
             cmd += ["-x", str(job.dict_file)]
+        if "-s" not in job.options:
+            cmd += ["-s", str(job.seed)]
         cmplog = job.build.harness_cmplog
         if cmplog is not None and "-c" not in job.options:
             cmd += ["-c", str(cmplog)]
@@ -83,6 +87,7 @@ class AflEngine(Engine):
         log_path = out.parent / f"{out.name}.log"
         out.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
+        started_wall = time.time()
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True)
@@ -92,7 +97,8 @@ class AflEngine(Engine):
         if proc.returncode not in (0, None) and not stats:
             tail = log_path.read_text(errors="replace")[-3000:]
             raise ConfigError(f"afl-fuzz failed to start (exit {proc.returncode}); its log {log_path}:\n{tail}")
-        crashes = self._collect(out / "default" / "crashes", "crash") + self._collect(out / "default" / "hangs", "hang")
+        crashes = (self._collect(out / "default" / "crashes", "crash", started_wall)
+                   + self._collect(out / "default" / "hangs", "hang", started_wall))
         execs = int(float(stats.get("execs_done", 0)))
         run_time = float(stats.get("run_time", 0) or 0) or wall
         return EngineResult(execs=execs, execs_per_sec=execs / run_time if run_time else 0.0, wall_s=wall,
@@ -118,11 +124,17 @@ class AflEngine(Engine):
                 return
 
     @staticmethod
-    def _collect(directory: Path, kind: str) -> List[RawCrash]:
+    def _collect(directory: Path, kind: str, started_wall: float) -> List[RawCrash]:
+        """Crash files with the time they were written (since afl-fuzz was started: its own
+        ``time:`` field leaves out its start-up) and the exec count from their name."""
         if not directory.is_dir():
             return []
         found = []
         for path in sorted(directory.glob("id:*")):
-            match = _TIME.search(path.name)
-            found.append(RawCrash(path, int(match.group(1)) / 1000.0 if match else None, kind))
+            seconds = path.stat().st_mtime - started_wall
+            if seconds < 0:  # written by an earlier session (resumed output directory)
+                match = _TIME.search(path.name)
+                seconds = int(match.group(1)) / 1000.0 if match else None
+            execs = _EXECS.search(path.name)
+            found.append(RawCrash(path, seconds, kind, int(execs.group(1)) if execs else None))
         return found

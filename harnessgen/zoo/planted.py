@@ -27,11 +27,8 @@ from dace.transformation.interstate.loop_detection import DetectLoop
 TILE = 4
 
 
-# ---------------------------------------------------------------- (a)
-@properties.make_properties
-class OffByOneTiling(xf.SingleStateTransformation):
-    """Strip-mines the first map dimension by 4; the inner loop's bound is inclusive of
-    ``tile + 4`` (the ``<=`` bug): one extra iteration per tile and one past the end."""
+class _FirstDimensionTiling(xf.SingleStateTransformation):
+    """Matches any map; subclasses strip-mine its first dimension."""
 
     map_entry = xf.PatternNode(nodes.MapEntry)
 
@@ -41,6 +38,13 @@ class OffByOneTiling(xf.SingleStateTransformation):
 
     def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
         return len(self.map_entry.map.params) >= 1
+
+
+# ---------------------------------------------------------------- (a)
+@properties.make_properties
+class OffByOneTiling(_FirstDimensionTiling):
+    """Strip-mines the first map dimension by 4; the inner loop's bound is inclusive of
+    ``tile + 4`` (the ``<=`` bug): one extra iteration per tile and one past the end."""
 
     def apply(self, graph: SDFGState, sdfg: SDFG):
         inner = self.map_entry
@@ -53,18 +57,9 @@ class OffByOneTiling(xf.SingleStateTransformation):
 
 # ---------------------------------------------------------------- (b)
 @properties.make_properties
-class TilingWithoutRemainder(xf.SingleStateTransformation):
+class TilingWithoutRemainder(_FirstDimensionTiling):
     """Strip-mines the first map dimension by 4 and iterates over whole tiles only:
     correct when 4 divides the range, silently skips the remainder otherwise."""
-
-    map_entry = xf.PatternNode(nodes.MapEntry)
-
-    @classmethod
-    def expressions(cls):
-        return [sdutil.node_path_graph(cls.map_entry)]
-
-    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
-        return len(self.map_entry.map.params) >= 1
 
     def apply(self, graph: SDFGState, sdfg: SDFG):
         inner = self.map_entry

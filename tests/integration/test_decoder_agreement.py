@@ -73,7 +73,6 @@ def check_agreement(layout, binary, inputs):
 
 @pytest.fixture(scope="module")
 def mixed_build(build_cache):
-    import dace
 
     from harnessgen.targets.loaders import load_python_program
 

@@ -3,14 +3,12 @@ recognises when pre itself failed (a missing constraint, never a transformation 
 import subprocess
 
 import numpy as np
-import pytest
 
 from harnessgen import seeds
 from harnessgen.build import build
 from harnessgen import expr as ex
 from harnessgen.constraints import Range, derive
-from harnessgen.cutout import extract, whole_program_pair
-from harnessgen.instances import enumerate_instances, load_transformation
+from harnessgen.cutout import whole_program_pair
 from harnessgen.layout import build_layout
 from harnessgen.oracle import Tolerance
 from harnessgen.outcome import Outcome

@@ -1,0 +1,140 @@
+"""Measure the zoo: how fast each planted bug is found, how long correct ones stay silent.
+
+    python bench/zoo.py [--time 60] [--out bench/results/zoo.json]
+
+For every planted bug: time to the first confirmed finding (a) with the
+boundary-aware seeds and (b) starting afl-fuzz from one passing input
+(size 4, zero data) so that AFL++'s mutations must reach the bug. For every
+correct transformation: execs and execs/s over the whole budget.
+Prints a Markdown table and writes the figures as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from harnessgen.constraints import derive  # noqa: E402
+from harnessgen.cutout import extract  # noqa: E402
+from harnessgen.fuzz import FuzzOptions, fuzz  # noqa: E402
+from harnessgen.instances import enumerate_instances, load_transformation  # noqa: E402
+from harnessgen.layout import build_layout  # noqa: E402
+from harnessgen.targets import resolve  # noqa: E402
+from harnessgen.zoo import PLANTED  # noqa: E402
+
+CORRECT = [
+    ("MapTiling tiles 4x3x5", "gemm", "MapTiling", ["tile_sizes=[4,3,5]"], "gemm_map"),
+    ("MapInterchange", "transpose_scale", "MapInterchange", [], ""),
+    ("MapFusion", "elementwise_chain", "MapFusion", [], ""),
+    ("ReciprocalDivision (x/y -> x*(1/y))", "elementwise_chain", "harnessgen.zoo.correct:ReciprocalDivision", [], ""),
+]
+
+
+def options(tmp: Path, time_s: float, **kw) -> FuzzOptions:
+    return FuzzOptions(time_s=time_s, out_dir=tmp / "out", work_dir=REPO / ".harnessgen", corpus_root=tmp / "corpus",
+                       crashes_root=tmp / "crashes", show_progress=False, **kw)
+
+
+def passing_input(program: str, spec: str, inst):
+    """Size 4 for every symbol (clamped into its range), all data zero."""
+    target, _ = resolve("kernels")
+    sdfg = target.programs[program].build()
+    pair = extract(sdfg, inst, load_transformation(spec))
+    layout = build_layout(pair, derive(pair))
+    from harnessgen import expr as ex
+    import numpy as np
+
+    env = {}
+    for slot in layout.symbols:
+        env[slot.name] = max(ex.evaluate(slot.lo, env), min(4, ex.evaluate(slot.hi, env)))
+    arrays = {c.name: np.zeros(layout.counts(env)[c.name], dtype=c.dtype) for c in layout.containers}
+    return layout.encode(env, arrays)
+
+
+def planted_row(name: str, time_s: float):
+    program = PLANTED[name]
+    spec = f"harnessgen.zoo.planted:{name}"
+    row = {"bug": name, "program": program}
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.monotonic()
+        results = fuzz(f"kernels:{program}", spec, None, options(Path(tmp), time_s, until_crash=True))
+        found = [r for r in results if r.findings]
+        row["instances"] = len(results)
+        row["found"] = f"{len(found)}/{len(results)}"
+        row["verdict"] = found[0].verdict if found else "PASS"
+        row["boundary_seconds"] = found[0].seconds_to_first_finding if found else None
+        row["boundary_execs"] = found[0].findings[0]["execs"] if found else None
+        row["boundary_total_seconds"] = round(time.monotonic() - started, 1)
+    target, _ = resolve("kernels")
+    cls = load_transformation(spec)
+    inst = enumerate_instances(target, [target.programs[program]], cls, spec)[0]
+    data = passing_input(program, spec, inst)
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "corpus" / "kernels" / inst.id
+        corpus.mkdir(parents=True)
+        (corpus / "passing.bin").write_bytes(data)
+        [r] = fuzz(f"kernels:{program}", spec, [inst.id],
+                   options(Path(tmp), time_s, until_crash=True, seed_mode="none"))
+        afl_found = [f for f in r.findings if f["kind"] == "crash"]
+        seed_found = [f for f in r.findings if f["kind"] == "seed"]
+        row["afl_from_passing"] = ("start input already fails" if seed_found else
+                                   afl_found[0]["seconds"] if afl_found else f"not found in {time_s:g} s")
+        row["afl_execs"] = afl_found[0]["execs"] if afl_found else r.execs
+        row["afl_execs_per_sec"] = r.execs_per_sec
+    return row
+
+
+def correct_row(label, program, spec, settings, match, time_s: float):
+    target, _ = resolve("kernels")
+    cls = load_transformation(spec)
+    from harnessgen.instances import parse_settings
+
+    insts = enumerate_instances(target, [target.programs[program]], cls, spec,
+                                settings=parse_settings(settings, cls))
+    inst = next(i for i in insts if match in i.description)
+    with tempfile.TemporaryDirectory() as tmp:
+        [r] = fuzz(f"kernels:{program}", spec, [inst.id], options(Path(tmp), time_s), settings=settings)
+    return {"transformation": label, "program": program, "instance": inst.id, "verdict": r.verdict,
+            "silent_seconds": r.fuzz_seconds, "execs": r.execs, "execs_per_sec": r.execs_per_sec,
+            "build_seconds": r.setup_seconds}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--time", type=float, default=60.0)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "zoo.json")
+    args = parser.parse_args()
+    planted = [planted_row(name, args.time) for name in sorted(PLANTED)]
+    correct = [correct_row(*c, args.time) for c in CORRECT]
+    report = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {platform.processor() or ''}"
+              f" {__import__('os').cpu_count()} cores", "time_per_instance_s": args.time,
+              "planted": planted, "correct": correct}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    print("| planted bug | kernel | verdict | found (instances) | first finding, boundary seeds | "
+          "AFL++ from one passing input | execs/s |")
+    print("|---|---|---|---|---|---|---|")
+    for r in planted:
+        afl = r["afl_from_passing"]
+        afl = f"{afl:.2f} s ({r['afl_execs']:,} execs)" if isinstance(afl, float) else afl
+        print(f"| {r['bug']} | {r['program']} | {r['verdict']} | {r['found']} | {r['boundary_seconds']:.2f} s "
+              f"(seed #{r['boundary_execs']}) | {afl} | "
+              f"{r['afl_execs_per_sec']:,.0f} |")
+    print()
+    print("| correct transformation | kernel | verdict | silent for | execs | execs/s | build |")
+    print("|---|---|---|---|---|---|---|")
+    for r in correct:
+        print(f"| {r['transformation']} | {r['program']} | {r['verdict']} | {r['silent_seconds']:.0f} s | "
+              f"{r['execs']:,} | {r['execs_per_sec']:,.0f} | {r['build_seconds']:.1f} s |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""Every environment variable harnessgen reads, declared once.
+
+The README's "Environment" section lists the same names (a unit test checks).
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict
+
+KNOBS: Dict[str, str] = {
+    "HARNESSGEN_CXX": "C++ compiler for the plain libraries and the replay binary (default clang++)",
+    "HARNESSGEN_AFL_CXX": "AFL++ compiler wrapper for the fuzzing harness (default afl-clang-fast++)",
+    "HARNESSGEN_AFL_FUZZ": "afl-fuzz executable (default afl-fuzz)",
+    "HARNESSGEN_RTOL": "read by a built harness at start-up: overrides the relative tolerance it was built with",
+    "HARNESSGEN_ATOL": "read by a built harness at start-up: overrides the absolute tolerance",
+    "HARNESSGEN_EXACT": "read by a built harness at start-up: 1 compares floats bit for bit, 0 uses the tolerance",
+}
+
+DEFAULTS = {
+    "HARNESSGEN_CXX": "clang++",
+    "HARNESSGEN_AFL_CXX": "afl-clang-fast++",
+    "HARNESSGEN_AFL_FUZZ": "afl-fuzz",
+}
+
+
+def get(name: str) -> str:
+    """The value of a declared knob (its default when unset)."""
+    if name not in KNOBS:
+        raise KeyError(f"undeclared environment knob {name}; declare it in harnessgen/envs.py")
+    return os.environ.get(name, DEFAULTS.get(name, ""))
