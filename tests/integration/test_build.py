@@ -1,0 +1,36 @@
+"""Builds are cached by content: same cutout, same directory; any change, a new key."""
+import json
+import subprocess
+
+from harnessgen.build import build
+from harnessgen.emit import OracleOptions
+from tests.conftest import layout_of, make_pair
+
+
+def test_same_content_reuses_the_build_and_oracle_changes_the_key(build_cache):
+    pair = make_pair("elementwise_chain", "MapTiling")
+    layout = layout_of(pair)
+    first = build(pair, layout, build_cache, afl=False)
+    marker = first.dir / "manifest.json"
+    stamp = marker.stat().st_mtime_ns
+    again = build(make_pair("elementwise_chain", "MapTiling"), layout_of(pair), build_cache, afl=False)
+    assert again.dir == first.dir and marker.stat().st_mtime_ns == stamp
+    exact = build(pair, layout, build_cache, OracleOptions(exact=True), afl=False)
+    assert exact.dir != first.dir and exact.manifest["oracle"]["exact"] is True
+
+
+def test_afl_harness_and_replay_binary_come_from_one_source(build_cache):
+    pair = make_pair("elementwise_chain", "MapTiling")
+    harness = build(pair, layout_of(pair), build_cache, afl=True)
+    for binary in (harness.harness_afl, harness.harness_replay, harness.libpre, harness.libpost):
+        assert binary.is_file()
+    manifest = json.loads((harness.dir / "manifest.json").read_text())
+    assert manifest["pre"]["name"] == "hg_pre" and manifest["post"]["name"] == "hg_post"
+    # pre and post export only DaCe's entry points: nothing else can clash between them
+    for lib, name in ((harness.libpre, "hg_pre"), (harness.libpost, "hg_post")):
+        syms = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True).stdout
+        exported = {line.split()[-1] for line in syms.splitlines() if " T " in line}
+        assert exported == {f"__dace_init_{name}", f"__dace_exit_{name}", f"__program_{name}"}
+    source = (harness.dir / "harness.cpp").read_text()
+    assert "__AFL_FUZZ_INIT" in source and "__AFL_LOOP" in source and "LLVMFuzzerTestOneInput" in source
+    assert "omp_set_num_threads(1)" in source

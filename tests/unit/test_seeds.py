@@ -1,0 +1,40 @@
+"""Boundary-aware seeds: deterministic, and each decodes to exactly the values it encodes."""
+import numpy as np
+
+from harnessgen import seeds
+from tests.unit.test_layout import LAYOUT
+
+
+def test_symbol_candidates_cover_boundaries_primes_and_tile_widths():
+    cands = seeds.symbol_candidates(1, 40)
+    assert {1, 2, 39, 40} <= set(cands)
+    assert {3, 5, 7, 11, 13, 37} <= set(cands)                 # primes
+    assert {7, 8, 9, 15, 16, 17, 31, 32, 33} <= set(cands)     # tile / vector widths +-1
+    assert cands == sorted(set(cands)) and seeds.symbol_candidates(5, 4) == []
+
+
+def test_seeds_are_deterministic_and_start_smallest_and_largest():
+    first, again = seeds.sample(LAYOUT, 12, seed=3), seeds.sample(LAYOUT, 12, seed=3)
+    assert first == again
+    assert seeds.sample(LAYOUT, 12, seed=4) != first
+    smallest, largest = LAYOUT.decode(first[0][1]), LAYOUT.decode(first[1][1])
+    assert smallest.symbols["N"] == 1 and largest.symbols["N"] == 16
+
+
+def test_every_seed_decodes_to_itself():
+    for name, data in seeds.sample(LAYOUT, 16, seed=0):
+        decoded = LAYOUT.decode(data)
+        assert decoded is not None, name
+        assert decoded.consumed == len(data), name          # nothing padded, nothing left over
+        assert LAYOUT.encode(decoded.symbols, decoded.arrays) == data, name
+
+
+def test_extremes_pattern_reaches_the_float_bound():
+    extremes = [d for n, d in seeds.sample(LAYOUT, 16, seed=0) if n.endswith("extremes")]
+    values = np.concatenate([LAYOUT.decode(d).arrays["A"] for d in extremes])
+    assert values.max() == 1e6 and values.min() == -1e6
+
+
+def test_random_mode_ignores_the_layout():
+    assert seeds.random_inputs(4, seed=1) == seeds.random_inputs(4, seed=1)
+    assert all(len(d) == 512 for _, d in seeds.random_inputs(4, seed=1))
