@@ -185,7 +185,12 @@ class ProgramAnalysis:
             texts.append(rhs)
             tree = _parse_py(rhs)
             if isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name) and tree.value.id in sd.arrays:
-                self.array_reads.setdefault(tree.value.id, set()).add(sym)
+                read = tree.value.id
+            elif isinstance(tree, ast.Name) and tree.id in sd.arrays:
+                read = tree.id   # a scalar, e.g. an indirection idx[i] passed into a nested SDFG
+            else:
+                continue
+            self.array_reads.setdefault(_outer_name(sd, read), set()).add(sym)
         for text in texts:
             tree = _parse_py(text)
             if tree is None:
@@ -237,6 +242,17 @@ class ProgramAnalysis:
         result = (los, his)
         self._need_cache[sym] = result
         return result
+
+
+def _outer_name(sd, name: str) -> str:
+    """Follow a nested SDFG's container out through its connector to the top-level container."""
+    while sd.parent_nsdfg_node is not None and sd.parent is not None:
+        state, node = sd.parent, sd.parent_nsdfg_node
+        edge = next((e for e in state.in_edges(node) if e.dst_conn == name), None)
+        if edge is None or edge.data.data is None:
+            break
+        name, sd = edge.data.data, sd.parent_sdfg
+    return name
 
 
 def _max(values):

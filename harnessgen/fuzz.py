@@ -116,17 +116,20 @@ def _record_static_finding(options: FuzzOptions, pair: CutoutPair, verdict: Outc
 
 
 def screen_seeds(build: HarnessBuild, paths: List[Path], timeout_s: float = 20.0):
-    """Run every seed with the replay binary: (passing seeds, crashing seeds)."""
+    """Run every seed with the replay binary: (passing seeds, [(crashing seed, its 1-based position)])."""
     passing, crashing = [], []
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    for path in paths:
+    for position, path in enumerate(paths, start=1):
         try:
             proc = subprocess.run([str(build.harness_replay), str(path)], capture_output=True, timeout=timeout_s,
                                   env=env)
             crashed = proc.returncode < 0
         except subprocess.TimeoutExpired:
             crashed = True
-        (crashing if crashed else passing).append(path)
+        if crashed:
+            crashing.append((path, position))
+        else:
+            passing.append(path)
     return passing, crashing
 
 
@@ -196,8 +199,7 @@ class InstanceRunner:
             raise ConfigError(f"--seed-mode none: put seed inputs into {corpus} first")
         passing, crashing = screen_seeds(harness, seed_paths + user_files)
         screened_after = time.monotonic() - fuzz_started
-        raw: List[RawCrash] = [RawCrash(p, screened_after, "seed", execs=i + 1)
-                               for i, p in enumerate(crashing)]
+        raw: List[RawCrash] = [RawCrash(p, screened_after, "seed", execs=position) for p, position in crashing]
 
         work = opts.out_dir / "afl" / inst.id
         screened = opts.out_dir / "afl" / f"{inst.id}.seeds"

@@ -69,3 +69,13 @@ def test_bad_user_files_name_the_file_and_key(tmp_path, content, message):
 def test_missing_user_file_names_the_flag(tmp_path):
     with pytest.raises(ConfigError, match="--constraints"):
         derive(make_pair("column_window", "MapTiling"), user_file=tmp_path / "missing.json")
+
+
+def test_index_array_read_inside_a_map_through_a_nested_sdfg():
+    from harnessgen.cutout import whole_program_pair
+    from harnessgen.targets.loaders import load_python_program
+    from tests.conftest import PROGRAMS
+
+    program = load_python_program(PROGRAMS / "gather.py", "gather").programs["gather"].build()
+    c = derive(whole_program_pair(program, "gather"))
+    assert (str(c.values["idx"].lo), str(c.values["idx"].hi)) == ("0", "(M - 1)")
