@@ -28,7 +28,7 @@ setup: deps venv
 
 # Debian packages: apt-get runs only when one of them is missing.
 deps: $(WORK)/.deps-stamp
-$(WORK)/.deps-stamp:
+$(WORK)/.deps-stamp: Makefile
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
