@@ -67,8 +67,8 @@ def cmd_fuzz(args) -> int:
 
     def on_result(r) -> None:
         finish(r)
-        colour = "green" if r.verdict == "PASS" else ("yellow" if r.verdict in ("UNSUPPORTED", "FLAKY",
-                                                                                  "INVALID_INPUT") else "red")
+        colour = {"PASS": "green", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
+                  "ERROR": "magenta"}.get(r.verdict, "red")
         rate = f"{r.execs_per_sec:,.0f} execs/s" if r.execs_per_sec else ""
         first = f", first finding after {r.seconds_to_first_finding:.1f} s" if r.seconds_to_first_finding is not None else ""
         console.print(f"[{colour}]{r.verdict:<15}[/] {r.program}/{r.id}  {r.execs:,} execs {rate}{first}")

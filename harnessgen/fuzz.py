@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import time
+import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
@@ -69,7 +70,7 @@ class InstanceResult:
     transformation: str
     program: str
     target: str
-    verdict: str                         # PASS, an Outcome name, or UNSUPPORTED
+    verdict: str                         # PASS, an Outcome name, UNSUPPORTED, or ERROR (a harnessgen bug)
     execs: int = 0
     execs_per_sec: float = 0.0
     seconds_to_first_finding: Optional[float] = None
@@ -151,6 +152,13 @@ class InstanceRunner:
             self._run(inst, result, started)
         except Unsupported as exc:
             result.verdict, result.message = "UNSUPPORTED", str(exc)
+        except (ConfigError, KeyboardInterrupt):
+            raise                      # the user must act; every other instance would fail the same way
+        except Exception as exc:       # a bug in harnessgen (or DaCe): record it, go on with the others
+            where = self.options.out_dir / "errors" / f"{inst.id}.txt"
+            write_atomic(where, traceback.format_exc().encode())
+            result.verdict = "ERROR"
+            result.message = f"{type(exc).__name__}: {exc} (traceback in {where})"
         return result
 
     def _run(self, inst: Instance, result: InstanceResult, started: float) -> None:
