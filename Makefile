@@ -16,10 +16,12 @@ OUT          ?= $(WORK)/runs/$(subst /,_,$(TARGET))-$(XFORM)
 FUZZ_ARGS    ?=
 TEST_ARGS    ?=
 
-.PHONY: setup deps venv fuzz instances test test-unit bench-zoo clean distclean help
+.PHONY: setup deps venv fuzz triage replay instances test test-unit bench-zoo clean distclean help
 
 help:
 	@echo "make fuzz TARGET=kernels:gemm XFORM=MapTiling TIME=20   fuzz every instance, TIME s each"
+	@echo "make triage TARGET=kernels:gemm XFORM=MapTiling         re-triage that run's raw crashes"
+	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
 	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
 	@echo "make test                                               the whole test suite"
 	@echo "make bench-zoo                                          time the planted-bug zoo (about 10 min)"
@@ -49,6 +51,13 @@ $(VENV)/.stamp: pyproject.toml constraints.txt
 fuzz: setup
 	$(BIN)/harnessgen fuzz --program $(TARGET) --transformation $(XFORM) \
 	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --out $(OUT) $(FUZZ_ARGS)
+
+triage: setup
+	$(BIN)/harnessgen triage $(OUT)
+
+replay: setup
+	@test -n "$(CRASH)" || { echo "usage: make replay CRASH=crashes/<target>/<instance>/<finding>"; exit 2; }
+	$(BIN)/harnessgen replay $(CRASH)
 
 instances: setup
 	$(BIN)/harnessgen instances --program $(TARGET) --transformation $(XFORM)

@@ -139,6 +139,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
     pair.post.save(str(out / "post.sdfg"))
     layout.save(out / "layout.json")
     (out / "instance.json").write_text(json.dumps(pair.instance.to_json(), indent=1))
+    (out / "transformation.json").write_text(json.dumps(pair.translated_match, indent=1, default=str))
     pre = generate_side(pair.pre, out)
     post = generate_side(pair.post, out)
     codegen_s = time.perf_counter() - started

@@ -47,7 +47,7 @@ def _add_fuzz(sub) -> None:
     p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"), help="build cache (default .harnessgen)")
     p.add_argument("--corpus-dir", type=Path, default=Path("corpus"))
     p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))
-    p.add_argument("--max-replays", type=int, default=10, help="raw crashes replayed per instance")
+    p.add_argument("--max-replays", type=int, default=500, help="raw crashes triaged per instance (default 500)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_fuzz)
 
@@ -60,7 +60,7 @@ def cmd_fuzz(args) -> int:
         exact=args.exact, float_bound=args.float_bound, nonfinite=args.nonfinite, out_dir=args.out,
         work_dir=args.work_dir, corpus_root=args.corpus_dir, crashes_root=args.crashes_dir,
         until_crash=args.until_crash, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
-        seed_mode=args.seed_mode,
+        seed_mode=args.seed_mode, command_line=" ".join(["harnessgen"] + sys.argv[1:]),
         show_progress=not args.no_progress)
     console = _console()
     progress, finish = _progress_display(console, args.time, enabled=not args.no_progress)
@@ -165,7 +165,8 @@ def cmd_instances(args) -> int:
 # ------------------------------------------------------------------ replay
 def _add_replay(sub) -> None:
     p = sub.add_parser("replay", help="replay a crash input through cffi and show the difference")
-    p.add_argument("input", type=Path, help="a crash file (crashes/<target>/<instance>/raw/*.bin) or any input")
+    p.add_argument("input", type=Path, help="a finding directory (runs its repro.py), a crash file "
+                                            "(crashes/<target>/<instance>/raw/*.bin) or any input file")
     p.add_argument("--build", type=Path, help="build directory (default: the one recorded next to the crash)")
     p.add_argument("--rtol", type=float)
     p.add_argument("--atol", type=float)
@@ -179,6 +180,8 @@ def cmd_replay(args) -> int:
     from .oracle import Tolerance
     from .replay import replay
 
+    if args.input.is_dir():
+        return _run_reproducer(args)
     if not args.input.is_file():
         raise ConfigError(f"replay: no such input file {str(args.input)!r}")
     build_dir = args.build
@@ -198,6 +201,51 @@ def cmd_replay(args) -> int:
         if result.symbols:
             print("symbols: " + ", ".join(f"{k}={v}" for k, v in result.symbols.items()))
     return 1 if result.outcome.is_finding else 0
+
+
+def _run_reproducer(args) -> int:
+    """``harnessgen replay <finding dir>``: run the finding's own repro.py."""
+    import subprocess
+
+    repro = args.input / "repro.py"
+    if not repro.is_file():
+        raise ConfigError(f"replay: {args.input} is not a finding directory (it has no repro.py)")
+    extra = ([f"--rtol={args.rtol}"] if args.rtol is not None else []) + \
+        ([f"--atol={args.atol}"] if args.atol is not None else []) + (["--exact"] if args.exact else [])
+    return subprocess.run([sys.executable, str(repro), *extra], cwd=args.input).returncode
+
+
+# ------------------------------------------------------------------ triage
+def _add_triage(sub) -> None:
+    p = sub.add_parser("triage", help="turn raw crashes into de-duplicated, minimized reproducers")
+    p.add_argument("directory", type=Path, help="a `harnessgen fuzz --out` directory or an AFL++ output directory")
+    p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))
+    p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"))
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--atol", type=float, default=1e-8)
+    p.add_argument("--exact", action="store_true")
+    p.add_argument("--max-replays", type=int, default=500, help="raw crashes triaged per instance")
+    p.set_defaults(func=cmd_triage)
+
+
+def cmd_triage(args) -> int:
+    from .runtime import Tolerance
+    from .triage import TriageOptions, triage_directory
+
+    if not args.directory.is_dir():
+        raise ConfigError(f"triage: no such directory {str(args.directory)!r}")
+    options = TriageOptions(tolerance=Tolerance(args.rtol, args.atol, args.exact), work_dir=args.work_dir,
+                            max_raw=args.max_replays, command_line=" ".join(["harnessgen"] + sys.argv[1:]))
+    console = _console()
+    results = triage_directory(args.directory, args.crashes_dir, options)
+    for instance_id, result in results:
+        console.print(f"{instance_id}: {result.raw_total} raw crash(es) -> {len(result.findings)} finding(s), "
+                      f"{len(result.invalid)} invalid input(s), {len(result.flaky)} flaky, {result.seconds:.1f} s")
+        for finding in result.findings:
+            console.print(f"    {finding.outcome.name:<11} {finding.folder}")
+    if not results:
+        console.print("nothing to triage")
+    return 0
 
 
 # ------------------------------------------------------------------ targets
@@ -225,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fuzz(sub)
     _add_instances(sub)
     _add_replay(sub)
+    _add_triage(sub)
     _add_targets(sub)
     return parser
 

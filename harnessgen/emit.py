@@ -20,15 +20,10 @@ from . import __version__
 from . import expr as ex
 from .errors import BuildError, InternalError
 from .layout import MAX_INPUT_BYTES, InputLayout
+from .runtime import CTYPES, GUARD_BYTES, parse_prototypes
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
-GUARD_BYTES = 1024
 
-CTYPES = {
-    "float64": "double", "float32": "float", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
-    "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "bool": "bool",
-    "complex64": "std::complex<float>", "complex128": "std::complex<double>",
-}
 
 
 @dataclasses.dataclass
@@ -74,49 +69,14 @@ def generate_side(sdfg, build_dir: Path) -> SideSource:
             header = obj.clean_code
     if cpp_path is None or not header:
         raise InternalError(f"DaCe produced no frame code for {name}")
-    init_args, program_args = parse_prototypes(name, header)
+    try:
+        init_args, program_args = parse_prototypes(name, header)
+    except RuntimeError as exc:
+        raise InternalError(str(exc)) from exc
     (build_dir / f"exports_{name}.map").write_text(
         "{\n  global:\n" + "".join(f"    {f}_{name};\n" for f in ("__dace_init", "__dace_exit", "__program"))
         + "  local: *;\n};\n")
     return SideSource(name=name, cpp=cpp_path, init_args=init_args, program_args=program_args)
-
-
-def _split_params(text: str) -> List[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
-
-
-def parse_prototypes(name: str, header: str):
-    """Argument names of ``__dace_init_<name>`` and ``__program_<name>`` from DaCe's header."""
-    init = re.search(rf"__dace_init_{re.escape(name)}\((.*?)\);", header, re.S)
-    prog = re.search(rf"__program_{re.escape(name)}\((.*?)\);", header, re.S)
-    if not init or not prog:
-        raise InternalError(f"cannot find the entry points of {name} in DaCe's header")
-
-    def names(params: List[str]) -> List[tuple]:
-        out = []
-        for p in params:
-            if not p or p == "void":
-                continue
-            ident = re.findall(r"[A-Za-z_]\w*", p)[-1]
-            out.append((ident, "*" in p or "&" in p))
-        return out
-
-    init_args = [n for n, _ in names(_split_params(init.group(1)))]
-    program_args = names(_split_params(prog.group(1)))[1:]  # drop the state handle
-    return init_args, program_args
 
 
 def _ident(name: str) -> str:

@@ -14,6 +14,7 @@ KNOBS: Dict[str, str] = {
     "HARNESSGEN_RTOL": "read by a built harness at start-up: overrides the relative tolerance it was built with",
     "HARNESSGEN_ATOL": "read by a built harness at start-up: overrides the absolute tolerance",
     "HARNESSGEN_EXACT": "read by a built harness at start-up: 1 compares floats bit for bit, 0 uses the tolerance",
+    "HARNESSGEN_STAGES": "read by a built harness at start-up: 1 reports on stderr when pre has finished (triage)",
 }
 
 DEFAULTS = {

@@ -32,7 +32,7 @@ from .instances import Instance, enumerate_instances, load_transformation, parse
 from .layout import build_layout
 from .oracle import Tolerance
 from .outcome import Outcome
-from .replay import replay
+from .triage import TriageOptions, triage_build
 from .targets import Target, resolve
 
 
@@ -53,7 +53,8 @@ class FuzzOptions:
     until_crash: bool = False
     engine: str = "afl"
     cmplog: bool = False
-    max_replays: int = 10
+    max_replays: int = 500               # raw crashes triaged per instance
+    command_line: str = ""
     seed: int = 0
     num_seeds: int = 12
     seed_mode: str = "boundary"          # "random": no boundary knowledge; "none": the user's files only
@@ -82,6 +83,7 @@ class InstanceResult:
     input_config_after: str = ""
     build_dir: Optional[str] = None
     findings: List[Dict] = dataclasses.field(default_factory=list)
+    triage: Dict = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> Dict:
         return dataclasses.asdict(self)
@@ -239,46 +241,41 @@ class InstanceRunner:
         return lambda stats: self.progress(inst, stats)
 
     def _triage(self, inst: Instance, harness: HarnessBuild, raw: List[RawCrash], result: InstanceResult) -> None:
-        """Replay raw crashes (earliest first) through cffi, keep them, decide the verdict."""
+        """Keep every raw crash, then triage them into findings (reproducer directories)."""
         opts = self.options
-        keep = _keep_dir(opts, inst) / "raw"
-        outcomes: List[Outcome] = []
-        for index, crash in enumerate(raw):
+        keep = _keep_dir(opts, inst)
+        kept: List[RawCrash] = []
+        for crash in raw:
             data = crash.path.read_bytes()
-            name = f"{crash.kind}-{hashlib.sha1(data).hexdigest()[:12]}"
-            target = keep / f"{name}.bin"
+            target = keep / "raw" / f"{crash.kind}-{hashlib.sha1(data).hexdigest()[:12]}.bin"
             if not target.exists():
                 write_atomic(target, data)
-            result.crashes.append(str(target))
-            if index >= opts.max_replays:
-                continue
-            verdict = replay(harness.dir, data, opts.tolerance, scratch=opts.out_dir / "replay")
-            outcomes.append(verdict.outcome)
-            record = {"input": target.name, "source": crash.path.name, "kind": crash.kind,
-                      "seconds": crash.seconds, "build_dir": str(harness.dir), "instance": inst.to_json(),
-                      "tolerance": dataclasses.asdict(opts.tolerance), "replay": verdict.to_json(),
-                      "summary": verdict.describe()}
-            write_json(keep / f"{name}.json", record)
-            if verdict.outcome.is_finding:
-                result.findings.append({"input": str(target), "outcome": verdict.outcome.name, "kind": crash.kind,
-                                        "summary": verdict.describe(), "seconds": crash.seconds,
-                                        "execs": crash.execs})
-                if result.seconds_to_first_finding is None and crash.seconds is not None:
-                    result.seconds_to_first_finding = round(crash.seconds, 3)
-        result.verdict = _verdict(outcomes, bool(raw)).name
+            kept.append(dataclasses.replace(crash, path=target))
+        result.crashes = [str(c.path) for c in kept]
+        if not kept:
+            result.verdict = Outcome.PASS.name
+            return
+        triaged = triage_build(harness.dir, kept, TriageOptions(
+            tolerance=opts.tolerance, keep_root=keep, work_dir=opts.work_dir, max_raw=opts.max_replays,
+            command_line=opts.command_line))
+        when = {str(c.path): (c.seconds, c.kind, c.execs) for c in kept}
+        for finding in triaged.findings:
+            entry = finding.to_json()
+            times = sorted((when[p] for p in finding.raw if p in when), key=lambda t: (t[0] is None, t[0] or 0))
+            entry.update(input=str(finding.folder / "input.bin"), seconds=times[0][0] if times else None,
+                         kind=times[0][1] if times else None, execs=times[0][2] if times else None)
+            result.findings.append(entry)
+        found_at = [f["seconds"] for f in result.findings if f["seconds"] is not None]
+        result.seconds_to_first_finding = round(min(found_at), 3) if found_at else None
+        result.verdict = triaged.verdict.name
+        result.triage = {"raw": triaged.raw_total, "findings": len(triaged.findings),
+                         "invalid_inputs": len(triaged.invalid), "flaky": len(triaged.flaky),
+                         "seconds": triaged.seconds}
         if result.findings:
             result.message = result.findings[0]["summary"]
-
-
-def _verdict(outcomes: List[Outcome], had_crashes: bool) -> Outcome:
-    findings = [o for o in outcomes if o.is_finding]
-    if findings:
-        return findings[0]          # the earliest confirmed finding
-    if Outcome.INVALID_INPUT in outcomes:
-        return Outcome.INVALID_INPUT
-    if had_crashes:
-        return Outcome.FLAKY        # the engine saw crashes that do not replay
-    return Outcome.PASS
+        elif triaged.invalid:
+            result.message = (f"{len(triaged.invalid)} raw crash(es) were pre failing on its own input "
+                              f"(missing constraint; see {keep / 'notes.json'})")
 
 
 # ------------------------------------------------------------------ the command

@@ -11,25 +11,24 @@ line, so the parent knows whether pre had finished when it died.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
-import hashlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
 import numpy as np
 
-from .emit import CTYPES, GUARD_BYTES
 from .errors import Unsupported
 from .layout import DecodedInput, InputLayout
-from .oracle import Tolerance, compare
 from .outcome import Outcome
-
-CANARY = 0xA5
+from .runtime import GuardedBuffer, SideLibrary, Tolerance, compare, first_corrupted
 DEFAULT_TIMEOUT_S = 20.0
 
 
@@ -63,36 +62,101 @@ class ReplayResult:
 
 
 # ---------------------------------------------------------------- parent side
+class ReplayWorker:
+    """A child process that loads libpre/libpost once and replays input after input.
+
+    When post kills it (a crash) or does not return (a hang), the parent attributes
+    that to the input being replayed -- the child reports when decoding and pre are
+    done -- and starts a fresh child for the next input.
+    """
+
+    def __init__(self, build_dir: Path, timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.build_dir = Path(build_dir)
+        self.timeout_s = timeout_s
+        self.proc: Optional[subprocess.Popen] = None
+        self._buffer = b""
+        self.replays = 0
+
+    def __enter__(self) -> "ReplayWorker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout):
+                stream.close()
+            self.proc = None
+
+    def _start(self) -> None:
+        self.close()
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "harnessgen.replay", "--serve", str(self.build_dir)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env)
+        self._buffer = b""
+
+    def run(self, data: bytes, tolerance: Optional[Tolerance] = None) -> ReplayResult:
+        """Replay one input and classify the outcome."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        self.replays += 1
+        request = {"data": base64.b64encode(bytes(data)).decode()}
+        if tolerance is not None:
+            request.update(rtol=tolerance.rtol, atol=tolerance.atol, exact=tolerance.exact)
+        self.proc.stdin.write((json.dumps(request) + "\n").encode())
+        self.proc.stdin.flush()
+        stages: Dict[str, Dict] = {}
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            line = self._read_line(deadline)
+            if line is None:  # timed out: kill it, the next input gets a fresh child
+                self.close()
+                if "pre_done" in stages:
+                    return ReplayResult(Outcome.POST_HANG, message=f"post ran longer than {self.timeout_s:g} s",
+                                        symbols=stages["pre_done"].get("symbols", {}))
+                return ReplayResult(Outcome.INVALID_INPUT, message=f"pre ran longer than {self.timeout_s:g} s")
+            if line == b"":  # the child died on this input
+                died = _signal_name(self.proc.wait())
+                self.close()
+                if "pre_done" in stages:
+                    return ReplayResult(Outcome.POST_CRASH, message=f"post died ({died})",
+                                        symbols=stages["pre_done"].get("symbols", {}))
+                if "decoded" in stages:
+                    return ReplayResult(Outcome.INVALID_INPUT, message=f"pre died ({died})")
+                raise RuntimeError(f"the replay worker for {self.build_dir} died before running anything ({died})")
+            obj = json.loads(line)
+            stages[obj["stage"]] = obj
+            if obj["stage"] == "result":
+                return _from_json(obj)
+
+    def _read_line(self, deadline: float) -> Optional[bytes]:
+        """The next line from the child; b"" at end of file, None when the deadline passes."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return b""
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+
 def replay(build_dir: Path, data: bytes, tolerance: Optional[Tolerance] = None,
            timeout_s: float = DEFAULT_TIMEOUT_S, scratch: Optional[Path] = None) -> ReplayResult:
-    """Replay ``data`` against the build in a child process and classify the outcome."""
-    build_dir = Path(build_dir)
-    scratch = Path(scratch or build_dir)
-    scratch.mkdir(parents=True, exist_ok=True)
-    input_path = scratch / f".replay-{os.getpid()}-{hashlib.sha1(data).hexdigest()[:12]}.bin"
-    input_path.write_bytes(data)
-    cmd = [sys.executable, "-m", "harnessgen.replay", str(build_dir), str(input_path)]
-    if tolerance is not None:
-        cmd += ["--rtol", repr(tolerance.rtol), "--atol", repr(tolerance.atol)] + (["--exact"] if tolerance.exact else [])
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired as exc:
-        stages = _stages(exc.stdout or "")
-        if "pre_done" in stages:
-            return ReplayResult(Outcome.POST_HANG, message=f"post ran longer than {timeout_s:g} s")
-        return ReplayResult(Outcome.INVALID_INPUT, message=f"pre ran longer than {timeout_s:g} s")
-    finally:
-        input_path.unlink(missing_ok=True)
-    stages = _stages(proc.stdout)
-    if "result" in stages:
-        return _from_json(stages["result"])
-    died = _signal_name(proc.returncode)
-    if "pre_done" in stages:
-        return ReplayResult(Outcome.POST_CRASH, message=f"post died ({died})", symbols=stages["pre_done"].get("symbols", {}))
-    if "decoded" in stages:
-        return ReplayResult(Outcome.INVALID_INPUT, message=f"pre died ({died})")
-    raise RuntimeError(f"replay child failed before running anything ({died}):\n{proc.stderr[-2000:]}")
+    """Replay ``data`` against the build in a fresh child process and classify the outcome."""
+    with ReplayWorker(build_dir, timeout_s) as worker:
+        return worker.run(data, tolerance)
 
 
 def _stages(stdout: str) -> Dict[str, Dict]:
@@ -122,109 +186,48 @@ def _from_json(obj: Dict) -> ReplayResult:
 
 
 # ---------------------------------------------------------------- child side
-class _Side:
-    """One shared library (libpre.so or libpost.so) loaded through cffi."""
-
-    def __init__(self, lib_path: Path, spec: Dict, layout: InputLayout):
-        import cffi
-
-        self.name = spec["name"]
-        self.init_args: List[str] = spec["init_args"]
-        self.program_args: List[tuple] = [tuple(a) for a in spec["program_args"]]
-        symbols = {s.name: s.dtype for s in layout.symbols}
-        containers = {c.name: c.dtype for c in layout.containers}
-        self.types = {**{k: CTYPES[v] for k, v in symbols.items()}, **{k: CTYPES[v] for k, v in containers.items()}}
-        for name, _ in self.program_args + [(a, False) for a in self.init_args]:
-            if self.types.get(name, "").startswith("std::"):
-                raise Unsupported(f"{name}: complex values passed by value cannot be replayed through cffi")
-        init_params = ", ".join(f"{self.types[a]} {a}" for a in self.init_args) or "void"
-        prog_params = "".join(f", {'void *' if ptr else self.types[a] + ' '}{a}" for a, ptr in self.program_args)
-        self.ffi = cffi.FFI()
-        self.ffi.cdef(f"void *__dace_init_{self.name}({init_params});\n"
-                      f"int __dace_exit_{self.name}(void *state);\n"
-                      f"void __program_{self.name}(void *state{prog_params});")
-        self.lib = self.ffi.dlopen(str(lib_path))
-
-    def run(self, decoded: DecodedInput, buffers: Dict[str, "_Guarded"]) -> bool:
-        init = getattr(self.lib, f"__dace_init_{self.name}")
-        program = getattr(self.lib, f"__program_{self.name}")
-        done = getattr(self.lib, f"__dace_exit_{self.name}")
-        state = init(*[self._value(a, decoded, buffers) for a in self.init_args])
-        if state == self.ffi.NULL:
-            return False
-        args = []
-        for name, is_pointer in self.program_args:
-            if is_pointer:
-                args.append(buffers[name].pointer(self.ffi))
-            else:
-                args.append(self._value(name, decoded, buffers))
-        program(state, *args)
-        done(state)
-        return True
-
-    @staticmethod
-    def _value(name: str, decoded: DecodedInput, buffers: Dict[str, "_Guarded"]):
-        if name in decoded.symbols:
-            return int(decoded.symbols[name])
-        return buffers[name].data[0].item()
-
-
-class _Guarded:
-    """A container's data with guard zones on both sides, as the C++ harness allocates it."""
-
-    def __init__(self, values: np.ndarray):
-        nbytes = values.nbytes
-        self.raw = np.full(GUARD_BYTES + nbytes + GUARD_BYTES + 64, CANARY, dtype=np.uint8)
-        # align the data start to 64 bytes, as aligned_alloc in the harness does
-        start = (-self.raw.ctypes.data) % 64 + GUARD_BYTES
-        self.start = start
-        self.nbytes = nbytes
-        self.data = self.raw[start:start + nbytes].view(values.dtype)
-        self.data[...] = values
-
-    def pointer(self, ffi):
-        """The data start as a C pointer (valid for empty containers too)."""
-        return ffi.cast("char *", ffi.from_buffer(self.raw)) + self.start
-
-    def first_corruption(self) -> Optional[int]:
-        before = self.raw[self.start - GUARD_BYTES:self.start]
-        after = self.raw[self.start + self.nbytes:self.start + self.nbytes + GUARD_BYTES]
-        bad = np.flatnonzero(before != CANARY)
-        if bad.size:
-            return int(bad[0]) - GUARD_BYTES
-        bad = np.flatnonzero(after != CANARY)
-        if bad.size:
-            return self.nbytes + int(bad[0])
-        return None
-
-
 def replay_in_process(build_dir: Path, data: bytes, tolerance: Tolerance, progress=None) -> ReplayResult:
     """Decode, run pre then post on guarded copies, compare. ``progress(stage, info)`` is told
     when decoding and pre are done (the parent uses it to attribute a crash)."""
     from .build import HarnessBuild
 
-    progress = progress or (lambda stage, info: None)
     build = HarnessBuild.open(build_dir)
-    layout = build.layout
+    return _replay_loaded(build.layout, side_library(build, "pre"), side_library(build, "post"), data, tolerance,
+                          progress)
+
+
+def side_library(build, side: str) -> SideLibrary:
+    """The cffi handle on ``libpre.so`` or ``libpost.so`` of a build."""
+    spec = build.manifest[side]
+    dtypes = {s.name: s.dtype for s in build.layout.symbols}
+    dtypes.update({c.name: c.dtype for c in build.layout.containers})
+    try:
+        return SideLibrary(build.libpre if side == "pre" else build.libpost, spec["name"], spec["init_args"],
+                           spec["program_args"], dtypes)
+    except NotImplementedError as exc:
+        raise Unsupported(str(exc)) from exc
+
+
+def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLibrary, data: bytes,
+                   tolerance: Tolerance, progress=None) -> ReplayResult:
+    progress = progress or (lambda stage, info: None)
     decoded = layout.decode(data)
     if decoded is None:
         return ReplayResult(Outcome.PASS, satisfiable=False)
     symbols = {k: int(v) for k, v in decoded.symbols.items()}
     progress("decoded", {"symbols": symbols})
-    pre_side = _Side(build.libpre, build.manifest["pre"], layout)
-    post_side = _Side(build.libpost, build.manifest["post"], layout)
-    pre_bufs = {name: _Guarded(values) for name, values in decoded.arrays.items()}
-    post_bufs = {name: _Guarded(values) for name, values in decoded.arrays.items()}
-    if not pre_side.run(decoded, pre_bufs):
+    pre_bufs = {name: GuardedBuffer(values) for name, values in decoded.arrays.items()}
+    post_bufs = {name: GuardedBuffer(values) for name, values in decoded.arrays.items()}
+    if not pre_side.run(decoded.symbols, pre_bufs):
         return ReplayResult(Outcome.INVALID_INPUT, symbols=symbols, message="pre's initialization failed")
-    name, offset = _corrupted_guard(pre_bufs)
+    name, offset = first_corrupted(pre_bufs)
     if name is not None:
         return ReplayResult(Outcome.INVALID_INPUT, container=name, symbols=symbols,
                             detail={"offset": offset}, message=f"pre wrote outside {name}")
     progress("pre_done", {"symbols": symbols})
-    if not post_side.run(decoded, post_bufs):
+    if not post_side.run(decoded.symbols, post_bufs):
         return ReplayResult(Outcome.POST_CRASH, symbols=symbols, message="post's initialization failed")
-    name, offset = _corrupted_guard(post_bufs)
+    name, offset = first_corrupted(post_bufs)
     if name is not None:
         return ReplayResult(Outcome.OOB_WRITE, container=name, symbols=symbols,
                             detail={"offset": offset, "bytes": post_bufs[name].nbytes})
@@ -237,25 +240,15 @@ def replay_in_process(build_dir: Path, data: bytes, tolerance: Tolerance, progre
     return ReplayResult(Outcome.PASS, symbols=symbols)
 
 
-def _corrupted_guard(buffers: Dict[str, _Guarded]):
-    """(container, byte offset) of the first guard zone written into, or (None, None)."""
-    for name, buf in buffers.items():
-        offset = buf.first_corruption()
-        if offset is not None:
-            return name, offset
-    return None, None
-
-
 def execute(build_dir: Path, decoded: DecodedInput, side: str = "pre") -> Dict[str, np.ndarray]:
     """Run one side in this process on decoded inputs and return every container after it
     (for checking programs against references; crashes take the caller down)."""
     from .build import HarnessBuild
 
     build = HarnessBuild.open(build_dir)
-    lib = build.libpre if side == "pre" else build.libpost
-    runner = _Side(lib, build.manifest[side], build.layout)
-    buffers = {name: _Guarded(values) for name, values in decoded.arrays.items()}
-    if not runner.run(decoded, buffers):
+    runner = side_library(build, side)
+    buffers = {name: GuardedBuffer(values) for name, values in decoded.arrays.items()}
+    if not runner.run(decoded.symbols, buffers):
         raise RuntimeError(f"{side}'s initialization failed")
     return {name: buf.data.copy() for name, buf in buffers.items()}
 
@@ -268,7 +261,43 @@ def _multi_index(layout: InputLayout, slot, symbols, flat: int):
     return [element]
 
 
+class _Replayer:
+    """Child side: the build's layout and both libraries, loaded once."""
+
+    def __init__(self, build_dir: Path):
+        from .build import HarnessBuild
+
+        self.build = HarnessBuild.open(build_dir)
+        self.layout = self.build.layout
+        self.pre = side_library(self.build, "pre")
+        self.post = side_library(self.build, "post")
+        oracle = self.build.manifest["oracle"]
+        self.default_tolerance = Tolerance(oracle["rtol"], oracle["atol"], oracle["exact"])
+
+    def run(self, data: bytes, tolerance: Tolerance, progress) -> ReplayResult:
+        return _replay_loaded(self.layout, self.pre, self.post, data, tolerance, progress)
+
+
+def _serve(build_dir: Path) -> int:
+    replayer = _Replayer(build_dir)
+
+    def progress(stage, info):
+        sys.stdout.write(json.dumps({"stage": stage, **info}) + "\n")
+        sys.stdout.flush()
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        tol = replayer.default_tolerance
+        if "rtol" in request:
+            tol = Tolerance(request["rtol"], request["atol"], request["exact"])
+        result = replayer.run(base64.b64decode(request["data"]), tol, progress)
+        progress("result", result.to_json())
+    return 0
+
+
 def _main(argv: List[str]) -> int:
+    if argv[:1] == ["--serve"]:
+        return _serve(Path(argv[1]))
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m harnessgen.replay")

@@ -1,0 +1,143 @@
+"""Write one finding as a directory a developer can take anywhere.
+
+``crashes/<target>/<instance>/<finding>/``::
+
+    repro.py            self-contained: rebuilds pre/post from the embedded SDFGs,
+                        prints the difference, exits 1 while the bug is present
+    input.bin           the minimized fuzzer bytes
+    inputs.npz          the decoded inputs (symbols as sym:NAME, containers as arr:NAME)
+    pre.sdfg post.sdfg  the cutout before and after the transformation
+    transformation.json the transformation's match inside the cutout
+    meta.json           the Finding record
+    README.md           what differs, where it diverges first, how to run it
+
+The directory is written next to its final place and renamed into it, so a
+reader never sees half a finding.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import shutil
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Dict, List
+
+import jinja2
+
+from .emit import TEMPLATES
+from .layout import DecodedInput
+
+RUNTIME_SOURCE = Path(__file__).resolve().with_name("runtime.py")
+
+
+def _pack(text: str) -> str:
+    return base64.b64encode(zlib.compress(text.encode(), 9)).decode()
+
+
+def _npz_bytes(decoded: DecodedInput) -> bytes:
+    buffer = io.BytesIO()
+    payload = {f"sym:{k}": v for k, v in decoded.symbols.items()}
+    payload.update({f"arr:{k}": v for k, v in decoded.arrays.items()})
+    import numpy as np
+
+    np.savez(buffer, **{k: np.asarray(v) for k, v in payload.items()})
+    return buffer.getvalue()
+
+
+def _runtime_source() -> str:
+    """runtime.py without its module docstring (it sits in the middle of repro.py)."""
+    text = RUNTIME_SOURCE.read_text()
+    if text.startswith('"""'):
+        text = text[text.index('"""', 3) + 3:].lstrip("\n")
+    return text
+
+
+def sdfg_diff(pre, post) -> List[str]:
+    """What the transformation changed, in a few readable lines (node labels, map ranges, code)."""
+    import dace
+
+    def inventory(sdfg) -> Dict[str, str]:
+        items = {}
+
+        def add(key: str, value: str) -> None:
+            # several nodes may share a label (a tiled map keeps it for both levels): number them
+            n, unique = 1, key
+            while unique in items:
+                n += 1
+                unique = f"{key} #{n}"
+            items[unique] = value
+
+        for node, parent in sdfg.all_nodes_recursive():
+            if isinstance(node, dace.nodes.MapEntry):
+                add(f"map {node.map.label}", ", ".join(
+                    f"{p}={b}:{e}:{s}" for p, (b, e, s) in zip(node.map.params, node.map.range.ndrange())))
+            elif isinstance(node, dace.nodes.Tasklet):
+                add(f"tasklet {node.label}", node.code.as_string.strip().replace("\n", " ")[:160])
+            elif isinstance(node, dace.nodes.AccessNode):
+                key = f"access {node.data}"
+                items[key] = str(int(items.get(key, "0")) + 1)
+            elif isinstance(node, dace.sdfg.SDFGState):
+                items[f"state {node.label}"] = ""
+        return items
+
+    a, b = inventory(pre), inventory(post)
+    lines = []
+    for key in sorted(set(a) | set(b)):
+        if key not in b:
+            lines.append(f"- {key}" + (f"  [{a[key]}]" if a[key] and not key.startswith("access") else ""))
+        elif key not in a:
+            lines.append(f"+ {key}" + (f"  [{b[key]}]" if b[key] and not key.startswith("access") else ""))
+        elif a[key] != b[key]:
+            what = "accesses" if key.startswith("access") else ""
+            lines.append(f"~ {key}: {a[key]} -> {b[key]} {what}".rstrip())
+    return lines
+
+
+def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInput, dtypes: Dict[str, str],
+                 cxx: str, cxxflags: List[str], summary: str) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined)
+    return env.get_template("repro.py.j2").render(
+        outcome=meta["outcome"], container=meta.get("container"), transformation=meta["transformation"],
+        instance=meta["instance"], target=meta["target"], program=meta["program"],
+        summary=summary, dace_version=meta["versions"]["dace"], harnessgen_version=meta["versions"]["harnessgen"],
+        pre_sdfg=_pack(pre_text), post_sdfg=_pack(post_text),
+        inputs_npz=base64.b64encode(_npz_bytes(decoded)).decode(), dtypes=repr(dtypes),
+        tolerance=repr(meta["tolerance"]), cxx=repr(cxx), cxxflags=repr(cxxflags),
+        expected=repr({k: meta.get(k) for k in ("outcome", "container", "index")}), timeout_s=60,
+        runtime_source=_runtime_source())
+
+
+def write_finding(folder: Path, meta: Dict, build_dir: Path, data: bytes, decoded: DecodedInput,
+                  dtypes: Dict[str, str], cxx: str, cxxflags: List[str], summary: str, readme: str) -> Path:
+    """Write the finding directory atomically; an existing one with a smaller input is kept."""
+    folder = Path(folder)
+    existing = folder / "input.bin"
+    if existing.is_file() and len(existing.read_bytes()) < len(data):
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+    pre_text = (Path(build_dir) / "pre.sdfg").read_text()
+    post_text = (Path(build_dir) / "post.sdfg").read_text()
+    (tmp / "input.bin").write_bytes(data)
+    decoded.to_npz(tmp / "inputs.npz")
+    (tmp / "pre.sdfg").write_text(pre_text)
+    (tmp / "post.sdfg").write_text(post_text)
+    shutil.copy(Path(build_dir) / "transformation.json", tmp / "transformation.json")
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+    repro = tmp / "repro.py"
+    repro.write_text(render_repro(meta, pre_text, post_text, decoded, dtypes, cxx, cxxflags, summary))
+    repro.chmod(0o755)
+    (tmp / "README.md").write_text(readme)
+    if folder.exists():
+        old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
+        os.rename(folder, old)
+        os.rename(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, folder)
+    return folder

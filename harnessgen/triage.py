@@ -1,0 +1,372 @@
+"""Stage 7: raw crashes -> classified, de-duplicated, minimal, localized findings.
+
+1. **Classify** every raw crash by replaying it three times through cffi (a child
+   process: ``ReplayWorker``); disagreeing replays are ``FLAKY``, a crash that
+   passes on replay too; ``INVALID_INPUT`` (pre itself failed) is recorded as a
+   missing constraint, never as a finding.
+2. **Group** by (outcome, container, region of the difference).
+3. **Minimize** the earliest crash of each group while it keeps its outcome and
+   container (``shrink.py``; the predicate runs the native replay binary, and the
+   result is confirmed through cffi).
+4. **Merge** groups whose minimized inputs have the same key: one finding per
+   distinct (instance, outcome, container, region).
+5. **Localize** where pre and post first diverge (``localize.py``) and **write**
+   the reproducer directory (``reproducer.py``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from . import __version__
+from .build import CXX, CXXFLAGS, HarnessBuild
+from .cutout import CutoutPair
+from .engines import RawCrash
+from .instances import Instance
+from .layout import InputLayout
+from .localize import Divergence, localize
+from .outcome import Outcome
+from .replay import ReplayResult, ReplayWorker
+from .reproducer import sdfg_diff, write_finding
+from .runtime import Tolerance
+from .shrink import Shrinker, ShrinkStats
+
+Key = Tuple[str, Optional[str], Tuple[str, ...]]
+HANG_TIMEOUT_S = 5.0
+
+
+@dataclasses.dataclass
+class TriageOptions:
+    tolerance: Tolerance = Tolerance()
+    keep_root: Path = Path("crashes")          # crashes/<target>/<instance>
+    work_dir: Path = Path(".harnessgen")       # capture builds for localization
+    replays: int = 3
+    max_raw: int = 2000
+    shrink_budget: int = 3000
+    shrink_seconds: float = 120.0
+    localize: bool = True
+    command_line: str = ""
+
+
+@dataclasses.dataclass
+class Finding:
+    key: Key
+    outcome: Outcome
+    container: Optional[str]
+    folder: Path
+    raw: List[str]
+    meta: Dict
+
+    def to_json(self) -> Dict:
+        return {"path": str(self.folder), "outcome": self.outcome.name, "container": self.container,
+                "region": list(self.key[2]), "raw_crashes": len(self.raw), "summary": self.meta.get("summary", "")}
+
+
+@dataclasses.dataclass
+class TriageResult:
+    findings: List[Finding]
+    invalid: List[Dict]            # pre itself failed: constraints to add
+    flaky: List[str]
+    raw_total: int
+    seconds: float
+
+    @property
+    def verdict(self) -> Outcome:
+        """The most severe confirmed finding; PASS when every raw crash was INVALID_INPUT or FLAKY."""
+        return max((f.outcome for f in self.findings), default=Outcome.PASS)
+
+
+# ---------------------------------------------------------------- keys
+def region(result: ReplayResult, layout: InputLayout) -> Tuple[str, ...]:
+    """Where the difference is, coarsely: per dimension first / inner / last element, or the side of
+    the buffer an out-of-bounds write hit, or the signal that killed post."""
+    if result.outcome == Outcome.MISMATCH:
+        shape = layout.shape(result.container, result.symbols) if result.symbols else ()
+        index = result.detail.get("multi_index", [])
+        if len(shape) != len(index):
+            return ("flat",)
+        return tuple("first" if i == 0 else "last" if i == n - 1 else "inner" for i, n in zip(index, shape))
+    if result.outcome == Outcome.OOB_WRITE:
+        return ("below",) if result.detail.get("offset", 0) < 0 else ("above",)
+    if result.outcome == Outcome.POST_CRASH:
+        return (result.message.split("(")[-1].rstrip(")"),) if "(" in result.message else ("crash",)
+    return ()
+
+
+def signature(result: ReplayResult) -> Tuple[str, Optional[str]]:
+    return result.outcome.name, result.container
+
+
+def native_signature(build: HarnessBuild, data: bytes, tol: Tolerance,
+                     timeout_s: float = HANG_TIMEOUT_S) -> Tuple[str, Optional[str]]:
+    """(outcome, container) from the native replay binary: the shrinker's fast predicate."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HARNESSGEN_STAGES": "1", "HARNESSGEN_RTOL": repr(tol.rtol),
+           "HARNESSGEN_ATOL": repr(tol.atol), "HARNESSGEN_EXACT": "1" if tol.exact else "0"}
+    try:
+        proc = subprocess.run([str(build.harness_replay), "-"], input=data, capture_output=True,
+                              timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired as exc:
+        done = b"PRE_DONE" in (exc.stderr or b"")
+        return (Outcome.POST_HANG.name if done else Outcome.INVALID_INPUT.name), None
+    err = proc.stderr.decode(errors="replace")
+    if proc.returncode in (0, 2):
+        return Outcome.PASS.name, None
+    if proc.returncode == 3:
+        return Outcome.INVALID_INPUT.name, None
+    for outcome in (Outcome.MISMATCH, Outcome.OOB_WRITE):
+        marker = f"HARNESSGEN: {outcome.name} container="
+        if marker in err:
+            return outcome.name, err.split(marker, 1)[1].split()[0]
+    if "PRE_DONE" in err:
+        return Outcome.POST_CRASH.name, None
+    return Outcome.INVALID_INPUT.name, None
+
+
+# ---------------------------------------------------------------- triage
+class Triage:
+    def __init__(self, build_dir: Path, options: TriageOptions):
+        self.build = HarnessBuild.open(build_dir)
+        self.layout = self.build.layout
+        self.options = options
+        self.instance = Instance.from_json(json.loads((self.build.dir / "instance.json").read_text()))
+
+    def run(self, raw: List[RawCrash]) -> TriageResult:
+        started = time.monotonic()
+        opts = self.options
+        invalid: List[Dict] = []
+        flaky: List[str] = []
+        groups: Dict[Key, List[Tuple[RawCrash, bytes, ReplayResult]]] = {}
+        with ReplayWorker(self.build.dir) as worker:
+            for crash in raw[:opts.max_raw]:
+                data = crash.path.read_bytes()
+                result = self._classify(worker, data, crash.kind)
+                if result is None:
+                    flaky.append(str(crash.path))
+                elif result.outcome == Outcome.INVALID_INPUT:
+                    invalid.append({"input": str(crash.path), "container": result.container,
+                                    "message": result.message, "symbols": result.symbols})
+                elif result.outcome.is_finding:
+                    key = (result.outcome.name, result.container, region(result, self.layout))
+                    groups.setdefault(key, []).append((crash, data, result))
+                else:
+                    flaky.append(str(crash.path))     # crashed under the engine, passes on replay
+            merged: Dict[Key, Dict] = {}
+            for key, members in groups.items():
+                self._minimize_group(worker, key, members, merged)
+        findings = [self._write(key, entry) for key, entry in sorted(merged.items(), key=lambda kv: kv[1]["first"])]
+        self._write_notes(invalid, flaky)
+        return TriageResult(findings=findings, invalid=invalid, flaky=flaky, raw_total=len(raw),
+                            seconds=round(time.monotonic() - started, 3))
+
+    def _classify(self, worker: ReplayWorker, data: bytes, kind: str) -> Optional[ReplayResult]:
+        """Replay up to three times; None when the replays disagree (FLAKY)."""
+        tol = self.options.tolerance
+        if kind == "hang":
+            worker.timeout_s = HANG_TIMEOUT_S
+        try:
+            results = [worker.run(data, tol)]
+            for _ in range(self.options.replays - 1):
+                results.append(worker.run(data, tol))
+                if signature(results[-1]) != signature(results[0]):
+                    return None
+        finally:
+            worker.timeout_s = 20.0
+        return results[0]
+
+    def _minimize_group(self, worker: ReplayWorker, key: Key, members, merged: Dict[Key, Dict]) -> None:
+        crash, data, result = members[0]
+        target = signature(result)
+        tol = self.options.tolerance
+        started = time.monotonic()
+        stats = ShrinkStats(bytes_before=len(data), bytes_after=len(data))
+        minimized, final = data, result
+        if result.outcome != Outcome.POST_HANG:   # every hang candidate would cost a full timeout
+            shrinker = Shrinker(self.layout, lambda d: native_signature(self.build, d, tol) == target,
+                                budget=self.options.shrink_budget, deadline_s=self.options.shrink_seconds)
+            candidate, stats = shrinker.shrink(data, harness_afl=self.build.harness_afl)
+            confirmed = [worker.run(candidate, tol) for _ in range(self.options.replays)]
+            if all(signature(r) == target for r in confirmed):
+                minimized, final = candidate, confirmed[0]
+        final_key = (final.outcome.name, final.container, region(final, self.layout))
+        entry = merged.setdefault(final_key, {"raw": [], "first": float("inf")})
+        entry["raw"] += [str(m[0].path) for m in members]
+        first = min((m[0].seconds for m in members if m[0].seconds is not None), default=float("inf"))
+        entry["first"] = min(entry["first"], first)
+        if "data" not in entry or len(minimized) < len(entry["data"]):
+            entry.update(data=minimized, result=final, stats=stats, raw_bytes=len(data),
+                         seconds=round(time.monotonic() - started, 3))
+
+    # ------------------------------------------------------------ output
+    def _pair(self) -> CutoutPair:
+        import dace
+
+        pre = dace.SDFG.from_file(str(self.build.dir / "pre.sdfg"))
+        post = dace.SDFG.from_file(str(self.build.dir / "post.sdfg"))
+        manifest = self.build.manifest
+        match = json.loads((self.build.dir / "transformation.json").read_text())
+        return CutoutPair(instance=self.instance, pre=pre, post=post, input_config=manifest["input_config"],
+                          output_config=manifest["output_config"], program_sdfg=None, translated_match=match)
+
+    def _write(self, key: Key, entry: Dict) -> Finding:
+        started = time.monotonic()
+        data, result, stats = entry["data"], entry["result"], entry["stats"]
+        decoded = self.layout.decode(data)
+        divergence: Optional[Divergence] = None
+        pair = self._pair()
+        if self.options.localize and result.outcome in (Outcome.MISMATCH, Outcome.OOB_WRITE):
+            try:
+                divergence = localize(pair, self.layout, data, self.options.work_dir, self.options.tolerance)
+            except Exception as exc:  # localization is a diagnosis aid: report why it is missing
+                divergence = None
+                entry["localize_error"] = f"{type(exc).__name__}: {exc}"
+        digest = hashlib.sha1(json.dumps(key, default=str).encode()).hexdigest()[:8]
+        name = "-".join(part for part in (key[0].lower(), key[1] or "", digest) if part)
+        folder = self.options.keep_root / name
+        meta = self._meta(key, entry, result, stats, decoded, divergence)
+        diff_lines = sdfg_diff(pair.pre, pair.post)
+        summary = result.describe()
+        meta["summary"] = summary
+        meta["triage_seconds"] = round(entry["seconds"] + time.monotonic() - started, 3)
+        dtypes = {s.name: s.dtype for s in self.layout.symbols}
+        dtypes.update({c.name: c.dtype for c in self.layout.containers})
+        readme = _readme(meta, summary, divergence, diff_lines)
+        write_finding(folder, meta, self.build.dir, data, decoded, dtypes, CXX, CXXFLAGS, summary, readme)
+        return Finding(key=key, outcome=result.outcome, container=result.container, folder=folder,
+                       raw=entry["raw"], meta=meta)
+
+    def _meta(self, key: Key, entry: Dict, result: ReplayResult, stats: ShrinkStats, decoded,
+              divergence: Optional[Divergence]) -> Dict:
+        import dace
+
+        detail = result.detail
+        return {
+            "target": self.instance.target, "instance": self.instance.id, "program": self.instance.program,
+            "transformation": self.instance.transformation,
+            "transformation_json": json.loads((self.build.dir / "transformation.json").read_text()),
+            "outcome": result.outcome.name, "stage": "post", "container": result.container,
+            "region": list(key[2]), "index": detail.get("multi_index"), "flat_index": detail.get("index"),
+            "pre_value": detail.get("pre"), "post_value": detail.get("post"),
+            "differing": detail.get("differing"), "total": detail.get("total"),
+            "max_abs_diff": detail.get("max_abs_diff"), "message": result.message,
+            "tolerance": dataclasses.asdict(self.options.tolerance),
+            "symbols": {k: int(v) for k, v in decoded.symbols.items()},
+            "divergence": divergence.to_json() if divergence else None,
+            "localize_error": entry.get("localize_error"),
+            "raw_crashes": entry["raw"], "raw_bytes": entry["raw_bytes"],
+            "minimized_bytes": len(entry["data"]), "shrink": dataclasses.asdict(stats),
+            "versions": {"harnessgen": __version__, "dace": dace.__version__,
+                         "compilers": self.build.manifest.get("compilers", {})},
+            "build_dir": str(self.build.dir), "command_line": self.options.command_line or " ".join(sys.argv),
+        }
+
+    def _write_notes(self, invalid: List[Dict], flaky: List[str]) -> None:
+        if not invalid and not flaky:
+            return
+        notes = {"invalid_inputs": invalid, "flaky": flaky,
+                 "hint": "INVALID_INPUT means pre itself failed on a decoded input: a constraint is missing "
+                         "(add it to the constraints file); FLAKY inputs did not replay the same way three times"}
+        path = self.options.keep_root / "notes.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".notes.json.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(notes, indent=1, default=str) + "\n")
+        os.replace(tmp, path)
+
+
+def _readme(meta: Dict, summary: str, divergence: Optional[Divergence], diff_lines: List[str]) -> str:
+    symbols = ", ".join(f"{k}={v}" for k, v in meta["symbols"].items()) or "none"
+    lines = [f"# {meta['outcome']}: {meta['transformation']} on {meta['target']}/{meta['program']}", "",
+             f"Instance `{meta['instance']}`. Run `python repro.py`: it exits 1 while the bug is present.", "",
+             "## What differs", "", f"    {summary}", "", f"Symbols: {symbols}. Input: {meta['minimized_bytes']} bytes "
+             f"(minimized from {meta['raw_bytes']}; {len(meta['raw_crashes'])} raw crash(es) collapse into this finding).",
+             ""]
+    lines += ["## Where it diverges first", ""]
+    if divergence:
+        lines += [f"    {divergence.describe()}", ""]
+    else:
+        lines += ["    (not localized: " + (meta.get("localize_error") or "post crashed or hung, or only the outputs "
+                                            "differ") + ")", ""]
+    lines += ["## What the transformation changed", "", "```"] + (diff_lines[:40] or ["(no structural change)"])
+    lines += ["```", "", "Files: `input.bin` (fuzzer bytes), `inputs.npz` (decoded), `pre.sdfg`, `post.sdfg`, "
+              "`transformation.json`, `meta.json`.", ""]
+    return "\n".join(lines)
+
+
+def triage_build(build_dir: Path, raw: List[RawCrash], options: TriageOptions) -> TriageResult:
+    return Triage(build_dir, options).run(raw)
+
+
+# ---------------------------------------------------------------- triage of a directory
+def _afl_crashes(afl_out: Path) -> List[RawCrash]:
+    found = []
+    for kind, sub in (("crash", "crashes"), ("hang", "hangs")):
+        folder = afl_out / sub
+        if folder.is_dir():
+            found += [RawCrash(p, None, kind) for p in sorted(folder.glob("id:*"))]
+    return found
+
+
+def _afl_build_dir(afl_out: Path) -> Optional[Path]:
+    """The build a default/ AFL++ output directory fuzzed (from its cmdline file)."""
+    cmdline = afl_out / "cmdline"
+    if not cmdline.is_file():
+        return None
+    harness = Path(cmdline.read_text().splitlines()[0])
+    return harness.parent if (harness.parent / "manifest.json").is_file() else None
+
+
+def triage_directory(path: Path, crashes_root: Path, options: TriageOptions) -> List[Tuple[str, TriageResult]]:
+    """Triage a ``harnessgen fuzz --out`` directory (updating its summary.json) or one AFL++ output
+    directory (``.../default`` or its parent)."""
+    from .errors import ConfigError
+
+    path = Path(path)
+    summary_path = path / "summary.json"
+    if summary_path.is_file():
+        return _triage_run(path, summary_path, crashes_root, options)
+    afl = path / "default" if (path / "default").is_dir() else path
+    build_dir = _afl_build_dir(afl)
+    if build_dir is None:
+        raise ConfigError(f"triage: {path} is neither a harnessgen run directory (with summary.json) nor an "
+                          "AFL++ output directory of a harnessgen harness (with default/cmdline)")
+    instance = json.loads((build_dir / "instance.json").read_text())
+    keep = crashes_root / (instance["target"] or instance["program"]) / instance["id"]
+    result = triage_build(build_dir, _afl_crashes(afl), dataclasses.replace(options, keep_root=keep))
+    return [(instance["id"], result)]
+
+
+def _triage_run(run: Path, summary_path: Path, crashes_root: Path, options: TriageOptions):
+    summary = json.loads(summary_path.read_text())
+    done = []
+    for entry in summary["instances"]:
+        build_dir = entry.get("build_dir")
+        if not build_dir or not Path(build_dir, "manifest.json").is_file():
+            continue
+        raw = [RawCrash(Path(p), None, Path(p).name.split("-")[0]) for p in entry.get("crashes", [])
+               if Path(p).is_file() and Path(p).parent.name == "raw"]
+        known = {hashlib.sha1(c.path.read_bytes()).hexdigest() for c in raw}
+        for crash in _afl_crashes(run / "afl" / entry["id"] / "default"):
+            if hashlib.sha1(crash.path.read_bytes()).hexdigest() not in known:
+                raw.append(crash)
+        if not raw:
+            continue
+        keep = (raw[0].path.parent.parent if raw[0].path.parent.name == "raw"
+                else crashes_root / (entry.get("target") or entry["program"]) / entry["id"])
+        result = triage_build(Path(build_dir), raw, dataclasses.replace(options, keep_root=keep))
+        entry["verdict"] = result.verdict.name
+        entry["findings"] = [f.to_json() for f in result.findings]
+        entry["triage"] = {"raw": result.raw_total, "findings": len(result.findings),
+                           "invalid_inputs": len(result.invalid), "flaky": len(result.flaky),
+                           "seconds": result.seconds}
+        done.append((entry["id"], result))
+    tmp = summary_path.with_name(f".summary.json.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    os.replace(tmp, summary_path)
+    return done
+
