@@ -185,9 +185,9 @@ def cmd_replay(args) -> int:
     if not args.input.is_file():
         raise ConfigError(f"replay: no such input file {str(args.input)!r}")
     build_dir = args.build
-    sidecar = args.input.with_suffix(".json")
-    if build_dir is None and sidecar.is_file():
-        build_dir = Path(json.loads(sidecar.read_text())["build_dir"])
+    for sidecar in (args.input.with_suffix(".json"), args.input.with_name("meta.json")):
+        if build_dir is None and sidecar.is_file():
+            build_dir = Path(json.loads(sidecar.read_text())["build_dir"])
     if build_dir is None or not (build_dir / "manifest.json").is_file():
         raise ConfigError("replay: pass --build DIR (the instance's build directory, see summary.json build_dir)")
     oracle = HarnessBuild.open(build_dir).manifest["oracle"]

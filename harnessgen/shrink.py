@@ -102,7 +102,8 @@ class Shrinker:
                     state = new_state
                     self.stats.passes[name] = self.stats.passes.get(name, 0) + 1
                     progress = True
-        best = self.layout.encode(state.symbols, state.arrays)
+        # trailing zero bytes are what the decoder reads past the end anyway
+        best = self.layout.encode(state.symbols, state.arrays).rstrip(b"\0")
         self.stats.bytes_after = len(best)
         self.stats.seconds = round(time.monotonic() - started, 3)
         return best, self.stats
@@ -119,10 +120,12 @@ class Shrinker:
         self.stats.accepted += ok
         return ok
 
-    def _try(self, symbols: Dict[str, int], arrays: Dict[str, np.ndarray]) -> Optional[DecodedInput]:
-        """Encode a candidate, normalise it through the decoder, test it."""
+    def _try(self, symbols: Dict[str, int], arrays: Dict[str, np.ndarray],
+             current: DecodedInput) -> Optional[DecodedInput]:
+        """Encode a candidate, normalise it through the decoder; keep it if it is simpler than
+        ``current`` and still fails the same way."""
         decoded = self.layout.decode(self.layout.encode(symbols, arrays))
-        if decoded is None:
+        if decoded is None or not simpler(decoded, current):
             return None
         canonical = self.layout.encode(decoded.symbols, decoded.arrays)
         return decoded if self._test(canonical) else None
@@ -135,17 +138,23 @@ class Shrinker:
             lo = ex.evaluate(slot.lo, state.symbols)
             for value in _smaller_values(lo, current):
                 symbols = {**state.symbols, slot.name: value}
-                arrays = self._resized(state, symbols)
-                if arrays is None:
-                    continue
-                accepted = self._try(symbols, arrays)
+                accepted = None
+                # differences often sit at the end of an array: keeping only the leading block
+                # would lose them, so the trailing block and plain ones are tried as well
+                for keep in ("leading", "trailing", "ones"):
+                    arrays = self._resized(state, symbols, keep)
+                    accepted = None if arrays is None else self._try(symbols, arrays, state)
+                    if accepted is not None:
+                        break
                 if accepted is not None:
                     state = changed = accepted
                     break
         return changed
 
-    def _resized(self, state: DecodedInput, symbols: Dict[str, int]) -> Optional[Dict[str, np.ndarray]]:
-        """Arrays for new symbol values: the leading block of each old array, zero-padded."""
+    def _resized(self, state: DecodedInput, symbols: Dict[str, int],
+                 keep: str = "leading") -> Optional[Dict[str, np.ndarray]]:
+        """Arrays for new symbol values: the leading (or trailing) block of each old array,
+        zero-padded, or all ones."""
         try:
             counts = self.layout.counts(symbols)
         except Exception:  # a bound that cannot be evaluated for these values
@@ -156,21 +165,37 @@ class Shrinker:
             n = counts[slot.name]
             old_shape = self.layout.shape(slot.name, state.symbols)
             new_shape = self.layout.shape(slot.name, symbols)
-            if (old_shape and int(np.prod(old_shape)) == old.size and new_shape
+            if keep == "ones":
+                arrays[slot.name] = np.ones(n, dtype=old.dtype)
+            elif (old_shape and int(np.prod(old_shape)) == old.size and new_shape
                     and int(np.prod(new_shape)) == n and len(old_shape) == len(new_shape)):
                 grown = np.zeros(new_shape, dtype=old.dtype)
-                block = tuple(slice(0, min(a, b)) for a, b in zip(old_shape, new_shape))
-                grown[block] = old.reshape(old_shape)[block]
+                target = tuple(slice(0, min(a, b)) for a, b in zip(old_shape, new_shape))
+                if keep == "trailing":
+                    source = tuple(slice(a - min(a, b), a) for a, b in zip(old_shape, new_shape))
+                else:
+                    source = target
+                grown[target] = old.reshape(old_shape)[source]
                 arrays[slot.name] = grown.ravel()
             else:
                 flat = np.zeros(n, dtype=old.dtype)
                 flat[:min(n, old.size)] = old[:min(n, old.size)]
                 arrays[slot.name] = flat
+            arrays[slot.name] = self._clipped(slot, arrays[slot.name], symbols)
         return arrays
+
+    def _clipped(self, slot, values: np.ndarray, symbols: Dict[str, int]) -> np.ndarray:
+        """Values clipped into ranges that depend on symbols: an index at the top of its range
+        stays at the top (the decoder would fold it somewhere else)."""
+        if slot.lo is None or values.dtype.kind not in "iuf" or not (slot.lo.symbols() | slot.hi.symbols()):
+            return values
+        as_float = values.dtype.kind == "f"
+        lo, hi = ex.evaluate(slot.lo, symbols, as_float), ex.evaluate(slot.hi, symbols, as_float)
+        return np.clip(values, lo, hi).astype(values.dtype) if lo <= hi else values
 
     def _with(self, state: DecodedInput, name: str, values: np.ndarray) -> Optional[DecodedInput]:
         arrays = {**state.arrays, name: values}
-        return self._try(state.symbols, arrays)
+        return self._try(state.symbols, arrays, state)
 
     def _pass_zeros(self, state: DecodedInput) -> Optional[DecodedInput]:
         changed = None
@@ -233,6 +258,31 @@ class Shrinker:
                         values = state.arrays[slot.name]
                         break
         return changed
+
+
+def _value_cost(values: np.ndarray) -> float:
+    """How hard values are to read: 0 is free, small integers are cheap, long decimals dear."""
+    if values.size == 0 or values.dtype == bool:
+        return float(np.count_nonzero(values))
+    parts = values.view(np.float64 if values.dtype == np.complex128 else np.float32) if values.dtype.kind == "c" \
+        else values
+    cost = 0.0
+    for v in parts[parts != 0].astype(np.float64):
+        digits = len(f"{abs(v):.15g}".replace(".", "").replace("e", "").lstrip("0"))
+        cost += 1.0 + digits + (0.0 if float(v).is_integer() and abs(v) < 1e6 else 4.0) + min(abs(v), 1e3) / 1e3
+    return cost
+
+
+def complexity(decoded: DecodedInput) -> Tuple:
+    """The shrink order: fewer symbol units, then fewer non-zeros, then simpler values."""
+    arrays = list(decoded.arrays.values())
+    return (sum(abs(int(v)) for v in decoded.symbols.values()),
+            sum(int(np.count_nonzero(a)) for a in arrays),
+            round(sum(_value_cost(a) for a in arrays), 6))
+
+
+def simpler(candidate: DecodedInput, current: DecodedInput) -> bool:
+    return complexity(candidate) < complexity(current)
 
 
 def _smaller_values(lo: int, current: int) -> List[int]:

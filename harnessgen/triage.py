@@ -191,7 +191,8 @@ class Triage:
             shrinker = Shrinker(self.layout, lambda d: native_signature(self.build, d, tol) == target,
                                 budget=self.options.shrink_budget, deadline_s=self.options.shrink_seconds)
             candidate, stats = shrinker.shrink(data, harness_afl=self.build.harness_afl)
-            confirmed = [worker.run(candidate, tol) for _ in range(self.options.replays)]
+            # two replays more than for classification: a finding must be beyond doubt
+            confirmed = [worker.run(candidate, tol) for _ in range(self.options.replays + 2)]
             if all(signature(r) == target for r in confirmed):
                 minimized, final = candidate, confirmed[0]
         final_key = (final.outcome.name, final.container, region(final, self.layout))

@@ -48,3 +48,10 @@ class LeavesInvalidSDFG(_TaskletRewrite):
         for edge in list(graph.in_edges(self.tasklet)):
             graph.remove_edge(edge)
         self.tasklet.add_in_connector("hg_dangling")
+
+
+@properties.make_properties
+class Flaky(_TaskletRewrite):
+    """Right on every other call: state that leaks from one run into the next."""
+
+    body = "{{ static int hg_calls = 0; {out} = exp(__in1) * ((hg_calls++ % 2) ? 1.0 : 1.5); }}"

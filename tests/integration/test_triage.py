@@ -1,0 +1,78 @@
+"""Triage: FLAKY and INVALID_INPUT are never findings; crashes become one minimal reproducer."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+from harnessgen import expr as ex
+from harnessgen import seeds
+from harnessgen.build import build
+from harnessgen.constraints import Range, derive
+from harnessgen.cutout import whole_program_pair
+from harnessgen.engines import RawCrash
+from harnessgen.layout import build_layout
+from harnessgen.outcome import Outcome
+from harnessgen.targets.loaders import load_python_program
+from harnessgen.triage import TriageOptions, triage_build
+from tests.conftest import PROGRAMS, layout_of, make_pair
+
+BROKEN = str(PROGRAMS / "broken_xforms.py")
+
+
+def raw_files(tmp_path, inputs):
+    out = []
+    for i, data in enumerate(inputs):
+        path = tmp_path / "raw" / f"crash-{i}.bin"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        out.append(RawCrash(path, float(i), "crash"))
+    return out
+
+
+def options(tmp_path, build_cache):
+    return TriageOptions(keep_root=tmp_path / "kept", work_dir=build_cache)
+
+
+def test_nondeterministic_post_is_flaky_not_a_finding(build_cache, tmp_path):
+    pair = make_pair("sigmoid", f"{BROKEN}:Flaky")
+    layout = layout_of(pair)
+    harness = build(pair, layout, build_cache, afl=False)
+    inputs = [d for _, d in seeds.sample(layout, 6, 0)[1:]]      # not the all-zero seed
+    result = triage_build(harness.dir, raw_files(tmp_path, inputs), options(tmp_path, build_cache))
+    assert result.findings == [] and result.verdict == Outcome.PASS
+    assert len(result.flaky) >= 3
+    notes = json.loads((tmp_path / "kept" / "notes.json").read_text())
+    assert notes["flaky"]
+
+
+def test_pre_failing_is_invalid_input_and_the_instance_passes(build_cache, tmp_path):
+    program = load_python_program(PROGRAMS / "scatter.py", "scatter").programs["scatter"].build()
+    pair = whole_program_pair(program, "scatter-missing-constraint")
+    constraints = derive(pair)
+    constraints.values["idx"] = Range(ex.parse("0"), ex.parse("M + 40"), "missing constraint", "default")
+    layout = build_layout(pair, constraints)
+    harness = build(pair, layout, build_cache, afl=False)
+    bad = layout.encode({"N": 2, "M": 2}, {"idx": np.array([40, 0], np.int32), "val": np.ones(2), "y": np.zeros(2)})
+    result = triage_build(harness.dir, raw_files(tmp_path, [bad]), options(tmp_path, build_cache))
+    assert result.verdict == Outcome.PASS and result.findings == []
+    assert len(result.invalid) == 1 and "outside y" in result.invalid[0]["message"]
+
+
+def test_post_crash_becomes_one_minimal_reproducer(build_cache, tmp_path):
+    pair = make_pair("sigmoid", f"{BROKEN}:NullWrite")
+    layout = layout_of(pair)
+    harness = build(pair, layout, build_cache, afl=True)
+    inputs = [d for _, d in seeds.sample(layout, 5, 0)]
+    result = triage_build(harness.dir, raw_files(tmp_path, inputs), options(tmp_path, build_cache))
+    [finding] = result.findings
+    assert finding.outcome == Outcome.POST_CRASH and len(finding.raw) == 5
+    meta = json.loads((finding.folder / "meta.json").read_text())
+    assert meta["minimized_bytes"] <= meta["raw_bytes"]
+    with np.load(finding.folder / "inputs.npz") as npz:      # the crash needs no data: all zeros
+        assert all(not npz[k].any() for k in npz.files if k.startswith("arr:"))
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "repro.py").write_text((finding.folder / "repro.py").read_text())
+    proc = subprocess.run([sys.executable, "repro.py"], cwd=alone, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "post died (signal SIGSEGV)" in proc.stdout, proc.stdout + proc.stderr
