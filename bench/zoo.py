@@ -92,6 +92,22 @@ def planted_row(name: str, time_s: float):
     return row
 
 
+def triage_row(name: str, time_s: float):
+    """Fuzz one instance for the whole budget (no early stop), then read what triage made of it."""
+    program = PLANTED[name]
+    spec = f"harnessgen.zoo.planted:{name}"
+    target, _ = resolve("kernels")
+    cls = load_transformation(spec)
+    inst = enumerate_instances(target, [target.programs[program]], cls, spec)[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        [r] = fuzz(f"kernels:{program}", spec, [inst.id], options(Path(tmp), time_s))
+        metas = [json.loads((Path(f["path"]) / "meta.json").read_text()) for f in r.findings]
+    return {"bug": name, "raw_crashes": r.triage.get("raw", 0), "findings": len(metas),
+            "raw_bytes": [m["raw_bytes"] for m in metas], "minimized_bytes": [m["minimized_bytes"] for m in metas],
+            "triage_seconds_per_finding": [m["triage_seconds"] for m in metas],
+            "triage_seconds_total": r.triage.get("seconds"), "symbols": [m["symbols"] for m in metas]}
+
+
 def correct_row(label, program, spec, settings, match, time_s: float):
     target, _ = resolve("kernels")
     cls = load_transformation(spec)
@@ -112,7 +128,21 @@ def main() -> int:
     parser.add_argument("--time", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "zoo.json")
     parser.add_argument("--planted-only", action="store_true", help="skip the 60 s silence runs")
+    parser.add_argument("--triage-only", action="store_true", help="only the triage figures")
     args = parser.parse_args()
+    if args.triage_only:
+        rows = [triage_row(name, args.time) for name in sorted(PLANTED)]
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "time_per_instance_s": args.time,
+                                        "triage": rows}, indent=1) + "\n")
+        print("| planted bug | raw crashes | findings | bytes raw -> minimized | triage s / finding | minimized symbols |")
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            sizes = ", ".join(f"{a} -> {b}" for a, b in zip(r["raw_bytes"], r["minimized_bytes"]))
+            print(f"| {r['bug']} | {r['raw_crashes']} | {r['findings']} | {sizes} | "
+                  f"{', '.join(str(t) for t in r['triage_seconds_per_finding'])} | "
+                  f"{'; '.join(str(s) for s in r['symbols'])} |")
+        return 0
     planted = [planted_row(name, args.time) for name in sorted(PLANTED)]
     correct = [] if args.planted_only else [correct_row(*c, args.time) for c in CORRECT]
     report = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {platform.processor() or ''}"

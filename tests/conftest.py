@@ -74,3 +74,20 @@ def run_cli(args: List[str], tmp: Path, timeout: float = 900, env: Optional[dict
 
 def summary_of(tmp: Path) -> dict:
     return json.loads((tmp / "out" / "summary.json").read_text())
+
+
+def scatter_missing_constraint(cache: Path):
+    """y[idx[i]] = ... built as if the analysis had missed that idx indexes y: pre can fail on its own."""
+    from harnessgen import expr as ex
+    from harnessgen.build import build
+    from harnessgen.constraints import Range, derive
+    from harnessgen.cutout import whole_program_pair
+    from harnessgen.layout import build_layout
+    from harnessgen.targets.loaders import load_python_program
+
+    program = load_python_program(PROGRAMS / "scatter.py", "scatter").programs["scatter"].build()
+    pair = whole_program_pair(program, "scatter-missing-constraint")
+    constraints = derive(pair)
+    constraints.values["idx"] = Range(ex.parse("0"), ex.parse("M + 40"), "missing constraint", "default")
+    layout = build_layout(pair, constraints)
+    return layout, build(pair, layout, cache, afl=False)

@@ -6,15 +6,13 @@ import numpy as np
 
 from harnessgen import seeds
 from harnessgen.build import build
-from harnessgen import expr as ex
-from harnessgen.constraints import Range, derive
+from harnessgen.constraints import derive
 from harnessgen.cutout import whole_program_pair
-from harnessgen.layout import build_layout
 from harnessgen.oracle import Tolerance
 from harnessgen.outcome import Outcome
 from harnessgen.replay import replay
 from harnessgen.targets.loaders import load_python_program
-from tests.conftest import PROGRAMS, layout_of, make_pair
+from tests.conftest import PROGRAMS, layout_of, make_pair, scatter_missing_constraint
 
 BROKEN = str(PROGRAMS / "broken_xforms.py")
 
@@ -62,13 +60,7 @@ def test_endless_post_is_a_post_hang(build_cache):
 
 
 def test_pre_writing_out_of_bounds_is_invalid_input_not_a_finding(build_cache):
-    program = load_python_program(PROGRAMS / "scatter.py", "scatter").programs["scatter"].build()
-    pair = whole_program_pair(program, "scatter")
-    constraints = derive(pair)
-    # as if the analysis had missed that idx indexes y: a missing constraint
-    constraints.values["idx"] = Range(ex.parse("0"), ex.parse("M + 40"), "missing constraint", "default")
-    layout = build_layout(pair, constraints)
-    harness = build(pair, layout, build_cache, afl=False)
+    layout, harness = scatter_missing_constraint(build_cache)
     bad = layout.encode({"N": 1, "M": 2}, {"idx": np.array([41], np.int32), "val": np.ones(1), "y": np.zeros(2)})
     result = replay(harness.dir, bad)
     assert result.outcome == Outcome.INVALID_INPUT and not result.outcome.is_finding

@@ -5,17 +5,12 @@ import sys
 
 import numpy as np
 
-from harnessgen import expr as ex
 from harnessgen import seeds
 from harnessgen.build import build
-from harnessgen.constraints import Range, derive
-from harnessgen.cutout import whole_program_pair
 from harnessgen.engines import RawCrash
-from harnessgen.layout import build_layout
 from harnessgen.outcome import Outcome
-from harnessgen.targets.loaders import load_python_program
 from harnessgen.triage import TriageOptions, triage_build
-from tests.conftest import PROGRAMS, layout_of, make_pair
+from tests.conftest import PROGRAMS, layout_of, make_pair, scatter_missing_constraint
 
 BROKEN = str(PROGRAMS / "broken_xforms.py")
 
@@ -47,12 +42,7 @@ def test_nondeterministic_post_is_flaky_not_a_finding(build_cache, tmp_path):
 
 
 def test_pre_failing_is_invalid_input_and_the_instance_passes(build_cache, tmp_path):
-    program = load_python_program(PROGRAMS / "scatter.py", "scatter").programs["scatter"].build()
-    pair = whole_program_pair(program, "scatter-missing-constraint")
-    constraints = derive(pair)
-    constraints.values["idx"] = Range(ex.parse("0"), ex.parse("M + 40"), "missing constraint", "default")
-    layout = build_layout(pair, constraints)
-    harness = build(pair, layout, build_cache, afl=False)
+    layout, harness = scatter_missing_constraint(build_cache)
     bad = layout.encode({"N": 2, "M": 2}, {"idx": np.array([40, 0], np.int32), "val": np.ones(2), "y": np.zeros(2)})
     result = triage_build(harness.dir, raw_files(tmp_path, [bad]), options(tmp_path, build_cache))
     assert result.verdict == Outcome.PASS and result.findings == []
