@@ -74,6 +74,8 @@ def cmd_fuzz(args) -> int:
         console.print(f"[{colour}]{r.verdict:<15}[/] {r.program}/{r.id}  {r.execs:,} execs {rate}{first}")
         if r.verdict != "PASS" and r.message:
             console.print(f"    {r.message.splitlines()[0]}")
+        for finding in r.findings:
+            console.print(f"    -> {finding['outcome']}: {finding['path']}  ({finding['raw_crashes']} raw crash(es))")
 
     results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result,
                    settings=args.set)

@@ -4,10 +4,11 @@
 segfaults or hangs cannot take the tool down, and classifies the result:
 ``PASS``, ``MISMATCH``, ``OOB_WRITE``, ``POST_CRASH``, ``POST_HANG`` or
 ``INVALID_INPUT`` (pre itself failed: a missing constraint, not a bug of the
-transformation). The child reports its progress on stdout, one JSON object a
-line, so the parent knows whether pre had finished when it died.
+transformation). ``ReplayWorker`` keeps one child for many inputs (triage).
+The child reports its progress on stdout, one JSON object a line, so the
+parent knows whether pre had finished when it died.
 
-``python -m harnessgen.replay BUILD_DIR INPUT`` is the child.
+``python -m harnessgen.replay --serve BUILD_DIR`` is the child.
 """
 from __future__ import annotations
 
@@ -186,16 +187,6 @@ def _from_json(obj: Dict) -> ReplayResult:
 
 
 # ---------------------------------------------------------------- child side
-def replay_in_process(build_dir: Path, data: bytes, tolerance: Tolerance, progress=None) -> ReplayResult:
-    """Decode, run pre then post on guarded copies, compare. ``progress(stage, info)`` is told
-    when decoding and pre are done (the parent uses it to attribute a crash)."""
-    from .build import HarnessBuild
-
-    build = HarnessBuild.open(build_dir)
-    return _replay_loaded(build.layout, side_library(build, "pre"), side_library(build, "post"), data, tolerance,
-                          progress)
-
-
 def side_library(build, side: str) -> SideLibrary:
     """The cffi handle on ``libpre.so`` or ``libpost.so`` of a build."""
     spec = build.manifest[side]
@@ -236,6 +227,7 @@ def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLi
         if diff is not None:
             detail = diff.to_json()
             detail["multi_index"] = _multi_index(layout, slot, symbols, diff.index)
+            detail["max_multi_index"] = _multi_index(layout, slot, symbols, diff.max_index)
             return ReplayResult(Outcome.MISMATCH, container=slot.name, symbols=symbols, detail=detail)
     return ReplayResult(Outcome.PASS, symbols=symbols)
 
@@ -296,30 +288,11 @@ def _serve(build_dir: Path) -> int:
 
 
 def _main(argv: List[str]) -> int:
-    if argv[:1] == ["--serve"]:
-        return _serve(Path(argv[1]))
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m harnessgen.replay")
-    parser.add_argument("build_dir")
-    parser.add_argument("input")
-    parser.add_argument("--rtol", type=float)
-    parser.add_argument("--atol", type=float)
-    parser.add_argument("--exact", action="store_true")
-    args = parser.parse_args(argv)
-    from .build import HarnessBuild
-
-    oracle = HarnessBuild.open(Path(args.build_dir)).manifest["oracle"]
-    tol = Tolerance(rtol=args.rtol if args.rtol is not None else oracle["rtol"],
-                    atol=args.atol if args.atol is not None else oracle["atol"],
-                    exact=args.exact or oracle["exact"])
-
-    def progress(stage, info):
-        print(json.dumps({"stage": stage, **info}), flush=True)
-
-    result = replay_in_process(Path(args.build_dir), Path(args.input).read_bytes(), tol, progress)
-    print(json.dumps({"stage": "result", **result.to_json()}), flush=True)
-    return 0
+    if len(argv) != 2 or argv[0] != "--serve":
+        sys.stderr.write("usage: python -m harnessgen.replay --serve BUILD_DIR (the replay worker; "
+                         "use `harnessgen replay` instead)\n")
+        return 64
+    return _serve(Path(argv[1]))
 
 
 if __name__ == "__main__":

@@ -151,6 +151,7 @@ class Difference:
     differing: int
     total: int
     max_abs_diff: float
+    max_index: int = -1        # flat index of the largest difference (the first if all are NaN)
 
     def to_json(self):
         return dataclasses.asdict(self)
@@ -192,7 +193,8 @@ def compare(name: str, pre: np.ndarray, post: np.ndarray, tol: Tolerance) -> Opt
     idx = np.flatnonzero(mask)
     with np.errstate(invalid="ignore", over="ignore"):
         diffs = np.abs(b[idx].astype(np.float64) - a[idx].astype(np.float64))
-    finite = diffs[~np.isnan(diffs)]
+    finite = ~np.isnan(diffs)
+    worst = int(idx[finite][np.argmax(diffs[finite])]) if finite.any() else int(idx[0])
     return Difference(container=name, index=int(idx[0]), pre=float(a[idx[0]]), post=float(b[idx[0]]),
                       differing=int(idx.size), total=int(mask.size),
-                      max_abs_diff=float(finite.max()) if finite.size else float("nan"))
+                      max_abs_diff=float(diffs[finite].max()) if finite.any() else float("nan"), max_index=worst)

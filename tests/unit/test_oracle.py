@@ -50,3 +50,10 @@ def test_float32_compared_in_double():
     post = np.array([np.nextafter(np.float32(1.0), np.float32(2.0))], dtype=np.float32)
     assert not differing(pre, post, DEFAULT).any()
     assert differing(pre, post, EXACT).all()
+
+
+def test_largest_difference_is_located():
+    pre = np.array([1.0, 2.0, 3.0, 4.0])
+    post = np.array([1.0, 2.5, 3.0, 9.0])
+    diff = compare("X", pre, post, DEFAULT)
+    assert (diff.index, diff.max_index, diff.max_abs_diff) == (1, 3, 5.0)
