@@ -187,7 +187,8 @@ def cmd_replay(args) -> int:
     if not args.input.is_file():
         raise ConfigError(f"replay: no such input file {str(args.input)!r}")
     build_dir = args.build
-    for sidecar in (args.input.with_suffix(".json"), args.input.with_name("meta.json")):
+    for sidecar in (args.input.with_suffix(".json"), args.input.with_name("meta.json"),
+                    args.input.parent.parent / "build.json"):
         if build_dir is None and sidecar.is_file():
             build_dir = Path(json.loads(sidecar.read_text())["build_dir"])
     if build_dir is None or not (build_dir / "manifest.json").is_file():

@@ -252,6 +252,8 @@ class InstanceRunner:
                 write_atomic(target, data)
             kept.append(dataclasses.replace(crash, path=target))
         result.crashes = [str(c.path) for c in kept]
+        if kept:  # lets `harnessgen replay <raw crash>` find the libraries
+            write_json(keep / "build.json", {"build_dir": str(harness.dir), "instance": inst.id})
         if not kept:
             result.verdict = Outcome.PASS.name
             return

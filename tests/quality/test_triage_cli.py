@@ -44,6 +44,9 @@ def test_triage_of_a_run_directory_and_of_an_afl_directory(tmp_path):
 
     proc = run_cli(["replay", str(made)], tmp_path)
     assert proc.returncode == 1 and "MISMATCH" in proc.stdout
+    raw = sorted((tmp_path / "crashes" / "kernels" / inst.id / "raw").glob("*.bin"))
+    proc = run_cli(["replay", str(raw[0])], tmp_path)          # a raw crash finds its build
+    assert proc.returncode == 1 and proc.stdout.startswith("MISMATCH"), proc.stdout + proc.stderr
 
 
 def test_triage_refuses_a_directory_it_cannot_read(tmp_path):
