@@ -137,6 +137,7 @@ def _container_context(layout: InputLayout) -> List[Dict[str, object]]:
             "name": c.name, "ident": _ident(c.name), "kind": kind, "ctype": CTYPES[c.dtype],
             "part_ctype": part, "itemsize": np.dtype(c.dtype).itemsize, "count_cpp": ex.to_cpp(c.count),
             "lo_cpp": lo, "hi_cpp": hi, "is_float": is_float, "is_complex": kind == "c",
+            "offset_choices": c.offset_choices,
             "compare_type": part if kind != "b" else "uint8_t",
         })
     return out
@@ -154,7 +155,7 @@ def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post:
     return env.get_template("harness.cpp.j2").render(
         version=__version__, instance_id=instance_id, sides=[pre_ctx, post_ctx], pre=pre_ctx, post=post_ctx,
         symbols=_symbol_context(layout), containers=_container_context(layout),
-        max_input_bytes=MAX_INPUT_BYTES, float_tiny=repr(float(layout.float_tiny)),
+        max_input_bytes=MAX_INPUT_BYTES, float_tiny=repr(float(layout.float_tiny)), offsets=layout.offsets,
         allow_nonfinite=layout.allow_nonfinite, guard_bytes=GUARD_BYTES,
         rtol=repr(float(oracle.rtol)), atol=repr(float(oracle.atol)), exact=oracle.exact)
 

@@ -12,7 +12,12 @@ The rule, implemented here in NumPy and rendered into C++ by
    ``lo + ((x - lo) mod (hi - lo + 1))`` (unsigned 64-bit arithmetic).
    An empty range (``lo > hi``) makes the input *unsatisfiable*: it is
    skipped, never run.
-3. Containers next, sorted by name: element count from the decoded symbols;
+3. Start offsets next (when the layout has them, the default): one byte per
+   container, sorted by name, ``offset = (byte mod (64 / itemsize)) * itemsize``:
+   where inside its guard-zoned, 64-byte aligned allocation the container
+   starts. Real callers pass views aligned only to the element size; zero bytes
+   keep every buffer aligned.
+4. Containers next, sorted by name: element count from the decoded symbols;
    each element reads its type's width.
    * integers: as symbols, within the container's value range (the type's
      range when none is given);
@@ -23,7 +28,7 @@ The rule, implemented here in NumPy and rendered into C++ by
      -> signed zero; outside the range -> ``lo + fmod(|x|, hi - lo)``, capped
      at ``hi``;
    * complex: real and imaginary part as two floats.
-4. More than ``MAX_INPUT_BYTES`` of container data makes the input
+5. More than ``MAX_INPUT_BYTES`` of container data makes the input
    unsatisfiable (sizes come from the constraints, so this only bounds
    absurd user ranges).
 """
@@ -40,7 +45,8 @@ from . import expr as ex
 from .constraints import Constraints
 from .errors import ConfigError, Unsupported
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
+ALIGNMENT = 64      # allocations are aligned to this; offsets stay below it
 MAX_INPUT_BYTES = 256 << 20
 
 # uint64 is left out: its values do not fit the signed 64-bit folding rule
@@ -74,16 +80,23 @@ class ContainerSlot:
     def kind(self) -> str:
         return np.dtype(self.dtype).kind
 
+    @property
+    def offset_choices(self) -> int:
+        """How many start offsets (multiples of the element size below ALIGNMENT) there are."""
+        return max(1, ALIGNMENT // self.itemsize)
+
 
 @dataclasses.dataclass
 class DecodedInput:
     symbols: Dict[str, int]
     arrays: Dict[str, np.ndarray]   # flat arrays of ``count`` elements
     consumed: int                   # bytes of the input that were read
+    offsets: Dict[str, int] = dataclasses.field(default_factory=dict)   # start offset in bytes
 
     def to_npz(self, path: Path) -> None:
         payload = {f"sym:{k}": np.asarray(v) for k, v in self.symbols.items()}
         payload.update({f"arr:{k}": v for k, v in self.arrays.items()})
+        payload.update({f"off:{k}": np.asarray(v) for k, v in self.offsets.items()})
         with open(path, "wb") as fh:
             np.savez(fh, **payload)
 
@@ -95,6 +108,7 @@ class InputLayout:
     float_tiny: float
     allow_nonfinite: bool
     version: int = LAYOUT_VERSION
+    offsets: bool = True            # whether the fuzzer chooses each buffer's start offset
 
     # ------------------------------------------------------------ decoding
     def decode(self, data: bytes) -> Optional[DecodedInput]:
@@ -109,6 +123,10 @@ class InputLayout:
             if lo > hi:
                 return None
             env[slot.name] = int(_map_ints(np.array([raw], dtype=np.int64), lo, hi)[0])
+        offsets = {}
+        for slot in self.containers:
+            byte = reader.read(1)[0] if self.offsets else 0
+            offsets[slot.name] = (byte % slot.offset_choices) * slot.itemsize
         counts = [max(0, ex.evaluate(c.count, env)) for c in self.containers]
         if sum(n * c.itemsize for n, c in zip(counts, self.containers)) > MAX_INPUT_BYTES:
             return None
@@ -116,7 +134,7 @@ class InputLayout:
         for slot, count in zip(self.containers, counts):
             raw = reader.read(count * slot.itemsize)
             arrays[slot.name] = self._map_values(slot, np.frombuffer(raw, dtype=np.dtype(slot.dtype).newbyteorder("<")).astype(slot.dtype), env)
-        return DecodedInput(symbols=env, arrays=arrays, consumed=min(reader.pos, len(data)))
+        return DecodedInput(symbols=env, arrays=arrays, consumed=min(reader.pos, len(data)), offsets=offsets)
 
     def _map_values(self, slot: ContainerSlot, raw: np.ndarray, env) -> np.ndarray:
         kind = slot.kind
@@ -147,11 +165,16 @@ class InputLayout:
         return ex.evaluate(slot.lo, env, as_float), ex.evaluate(slot.hi, env, as_float)
 
     # ------------------------------------------------------------ encoding (seeds)
-    def encode(self, symbols: Dict[str, int], arrays: Dict[str, np.ndarray]) -> bytes:
-        """Bytes that decode to these values when they are inside their ranges."""
+    def encode(self, symbols: Dict[str, int], arrays: Dict[str, np.ndarray],
+               offsets: Optional[Dict[str, int]] = None) -> bytes:
+        """Bytes that decode to these values when they are inside their ranges (offsets: aligned
+        when not given)."""
         parts = []
         for slot in self.symbols:
             parts.append(np.asarray([symbols[slot.name]], dtype=np.dtype(slot.dtype).newbyteorder("<")).tobytes())
+        if self.offsets:
+            offsets = offsets or {}
+            parts.append(bytes((offsets.get(c.name, 0) // c.itemsize) % c.offset_choices for c in self.containers))
         for slot in self.containers:
             values = np.asarray(arrays[slot.name], dtype=slot.dtype).ravel()
             parts.append(values.astype(np.dtype(slot.dtype).newbyteorder("<")).tobytes())
@@ -175,6 +198,7 @@ class InputLayout:
     def to_json(self) -> dict:
         return {
             "version": self.version,
+            "offsets": self.offsets,
             "float_tiny": self.float_tiny,
             "allow_nonfinite": self.allow_nonfinite,
             "symbols": [{"name": s.name, "dtype": s.dtype, "lo": str(s.lo), "hi": str(s.hi)} for s in self.symbols],
@@ -194,7 +218,7 @@ class InputLayout:
         containers = [ContainerSlot(c["name"], c["dtype"], p(c["count"]), tuple(p(x) for x in c["shape"]),
                                     None if c["lo"] is None else p(c["lo"]), None if c["hi"] is None else p(c["hi"]),
                                     c["is_output"]) for c in obj["containers"]]
-        return cls(symbols, containers, obj["float_tiny"], obj["allow_nonfinite"], obj["version"])
+        return cls(symbols, containers, obj["float_tiny"], obj["allow_nonfinite"], obj["version"], obj["offsets"])
 
     def save(self, path: Path) -> None:
         Path(path).write_text(json.dumps(self.to_json(), indent=1))
@@ -260,7 +284,7 @@ def _map_floats(x: np.ndarray, lo: float, hi: float, tiny: float, allow_nonfinit
 
 
 # ---------------------------------------------------------------- construction
-def build_layout(pair, constraints: Constraints) -> InputLayout:
+def build_layout(pair, constraints: Constraints, offsets: bool = True) -> InputLayout:
     """The layout of a cutout pair under its constraints."""
     import networkx as nx
 
@@ -287,7 +311,7 @@ def build_layout(pair, constraints: Constraints) -> InputLayout:
             name=name, dtype=dtype, count=ex.simplify(ex.from_sympy(desc.total_size)),
             shape=tuple(ex.simplify(ex.from_sympy(s)) for s in desc.shape),
             lo=rng.lo if rng else None, hi=rng.hi if rng else None, is_output=name in outputs))
-    return InputLayout(symbols, containers, constraints.float_tiny, constraints.allow_nonfinite)
+    return InputLayout(symbols, containers, constraints.float_tiny, constraints.allow_nonfinite, offsets=offsets)
 
 
 def _symbol_dtype(sdfg, name: str) -> str:

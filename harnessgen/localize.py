@@ -130,7 +130,7 @@ def localize(pair: CutoutPair, layout: InputLayout, data: bytes, work_dir: Path,
     arrays = dict(decoded.arrays)
     for slot in cap_layout.containers:
         arrays.setdefault(slot.name, np.zeros(counts[slot.name], dtype=slot.dtype))
-    full = DecodedInput(decoded.symbols, arrays, decoded.consumed)
+    full = DecodedInput(decoded.symbols, arrays, decoded.consumed, decoded.offsets)
     with tempfile.TemporaryDirectory(prefix="hg-localize-") as tmp:
         inputs = Path(tmp) / "inputs.npz"
         full.to_npz(inputs)
@@ -174,7 +174,8 @@ def _main(argv: List[str]) -> int:
     with np.load(inputs) as npz:
         symbols = {k[4:]: int(npz[k]) for k in npz.files if k.startswith("sym:")}
         arrays = {k[4:]: npz[k] for k in npz.files if k.startswith("arr:")}
-    result = execute(Path(build_dir), DecodedInput(symbols, arrays, 0), side)
+        offsets = {k[4:]: int(npz[k]) for k in npz.files if k.startswith("off:")}
+    result = execute(Path(build_dir), DecodedInput(symbols, arrays, 0, offsets), side)
     with open(out, "wb") as fh:
         np.savez(fh, **result)
     print(json.dumps({"containers": len(result)}))

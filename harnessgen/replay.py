@@ -207,8 +207,8 @@ def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLi
         return ReplayResult(Outcome.PASS, satisfiable=False)
     symbols = {k: int(v) for k, v in decoded.symbols.items()}
     progress("decoded", {"symbols": symbols})
-    pre_bufs = {name: GuardedBuffer(values) for name, values in decoded.arrays.items()}
-    post_bufs = {name: GuardedBuffer(values) for name, values in decoded.arrays.items()}
+    pre_bufs = {name: GuardedBuffer(values, decoded.offsets.get(name, 0)) for name, values in decoded.arrays.items()}
+    post_bufs = {name: GuardedBuffer(values, decoded.offsets.get(name, 0)) for name, values in decoded.arrays.items()}
     if not pre_side.run(decoded.symbols, pre_bufs):
         return ReplayResult(Outcome.INVALID_INPUT, symbols=symbols, message="pre's initialization failed")
     name, offset = first_corrupted(pre_bufs)
@@ -239,7 +239,7 @@ def execute(build_dir: Path, decoded: DecodedInput, side: str = "pre") -> Dict[s
 
     build = HarnessBuild.open(build_dir)
     runner = side_library(build, side)
-    buffers = {name: GuardedBuffer(values) for name, values in decoded.arrays.items()}
+    buffers = {name: GuardedBuffer(values, decoded.offsets.get(name, 0)) for name, values in decoded.arrays.items()}
     if not runner.run(decoded.symbols, buffers):
         raise RuntimeError(f"{side}'s initialization failed")
     return {name: buf.data.copy() for name, buf in buffers.items()}

@@ -42,6 +42,7 @@ def _npz_bytes(decoded: DecodedInput) -> bytes:
     buffer = io.BytesIO()
     payload = {f"sym:{k}": v for k, v in decoded.symbols.items()}
     payload.update({f"arr:{k}": v for k, v in decoded.arrays.items()})
+    payload.update({f"off:{k}": v for k, v in decoded.offsets.items()})
     import numpy as np
 
     np.savez(buffer, **{k: np.asarray(v) for k, v in payload.items()})

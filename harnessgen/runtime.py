@@ -65,12 +65,14 @@ def parse_prototypes(name: str, header: str) -> Tuple[List[str], List[Tuple[str,
 
 # ---------------------------------------------------------------- guard zones
 class GuardedBuffer:
-    """Data of one container with GUARD_BYTES of canary bytes on both sides, 64-byte aligned."""
+    """Data of one container with GUARD_BYTES of canary bytes on both sides: the allocation is
+    64-byte aligned and the data starts ``offset`` bytes past the first guard zone."""
 
-    def __init__(self, values: np.ndarray):
+    def __init__(self, values: np.ndarray, offset: int = 0):
         self.nbytes = values.nbytes
-        self.raw = np.full(GUARD_BYTES + self.nbytes + GUARD_BYTES + 64, CANARY, dtype=np.uint8)
-        self.start = (-self.raw.ctypes.data) % 64 + GUARD_BYTES
+        self.offset = offset
+        self.raw = np.full(GUARD_BYTES + offset + self.nbytes + GUARD_BYTES + 64, CANARY, dtype=np.uint8)
+        self.start = (-self.raw.ctypes.data) % 64 + GUARD_BYTES + offset
         self.data = self.raw[self.start:self.start + self.nbytes].view(values.dtype)
         self.data[...] = values.reshape(-1)
 

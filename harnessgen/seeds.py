@@ -3,7 +3,8 @@
 Sizes 1 and 2, the largest allowed, primes, and tile / vector widths +-1
 (remainder loops); data that is zero, constant, a ramp, small integers,
 random, or extreme but finite (the float bound, values just above the flush
-threshold, alternating signs). Every seed is encoded with the layout, so it
+threshold, alternating signs); every other seed with buffers that start one
+element off their 64-byte alignment. Every seed is encoded with the layout, so it
 decodes to exactly the intended values. Deterministic for a given RNG seed.
 """
 from __future__ import annotations
@@ -88,7 +89,9 @@ def sample(layout: InputLayout, count: int = 12, seed: int = 0) -> List[Tuple[st
             continue
         pattern = PATTERNS[i % len(PATTERNS)]
         arrays = _arrays(layout, symbols, pattern, rng)
-        seeds.append((f"hg-seed-{i:02d}-{pattern}", layout.encode(symbols, arrays)))
+        # every other seed hands over buffers that start one element off their alignment
+        offsets = {c.name: c.itemsize if i % 2 else 0 for c in layout.containers}
+        seeds.append((f"hg-seed-{i:02d}-{pattern}", layout.encode(symbols, arrays, offsets)))
     return seeds
 
 

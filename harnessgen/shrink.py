@@ -88,11 +88,8 @@ class Shrinker:
         state = self.layout.decode(data)
         if state is None:
             raise ValueError("the input to shrink is unsatisfiable")
-        best = self.layout.encode(state.symbols, state.arrays)
-        if not self._test(best):           # padding made explicit must keep the finding
-            best, state = data, state
-        passes = [("symbols", self._pass_symbols), ("zeros", self._pass_zeros), ("constant", self._pass_constant),
-                  ("sparsify", self._pass_sparsify), ("values", self._pass_values)]
+        passes = [("symbols", self._pass_symbols), ("offsets", self._pass_offsets), ("zeros", self._pass_zeros),
+                  ("constant", self._pass_constant), ("sparsify", self._pass_sparsify), ("values", self._pass_values)]
         progress = True
         while progress and not self._exhausted():
             progress = False
@@ -103,7 +100,7 @@ class Shrinker:
                     self.stats.passes[name] = self.stats.passes.get(name, 0) + 1
                     progress = True
         # trailing zero bytes are what the decoder reads past the end anyway
-        best = self.layout.encode(state.symbols, state.arrays).rstrip(b"\0")
+        best = self.layout.encode(state.symbols, state.arrays, state.offsets).rstrip(b"\0")
         self.stats.bytes_after = len(best)
         self.stats.seconds = round(time.monotonic() - started, 3)
         return best, self.stats
@@ -124,10 +121,13 @@ class Shrinker:
              current: DecodedInput) -> Optional[DecodedInput]:
         """Encode a candidate, normalise it through the decoder; keep it if it is simpler than
         ``current`` and still fails the same way."""
-        decoded = self.layout.decode(self.layout.encode(symbols, arrays))
+        return self._try_offsets(symbols, arrays, current.offsets, current)
+
+    def _try_offsets(self, symbols, arrays, offsets, current: DecodedInput) -> Optional[DecodedInput]:
+        decoded = self.layout.decode(self.layout.encode(symbols, arrays, offsets))
         if decoded is None or not simpler(decoded, current):
             return None
-        canonical = self.layout.encode(decoded.symbols, decoded.arrays)
+        canonical = self.layout.encode(decoded.symbols, decoded.arrays, decoded.offsets)
         return decoded if self._test(canonical) else None
 
     # ------------------------------------------------------------ passes
@@ -196,6 +196,20 @@ class Shrinker:
     def _with(self, state: DecodedInput, name: str, values: np.ndarray) -> Optional[DecodedInput]:
         arrays = {**state.arrays, name: values}
         return self._try(state.symbols, arrays, state)
+
+    def _pass_offsets(self, state: DecodedInput) -> Optional[DecodedInput]:
+        """Buffers back to aligned starts, or to the smallest misalignment (one element)."""
+        changed = None
+        for slot in self.layout.containers:
+            current = state.offsets.get(slot.name, 0)
+            for offset in sorted({0, slot.itemsize} - {current}):
+                if offset >= current:
+                    continue
+                accepted = self._try_offsets(state.symbols, state.arrays, {**state.offsets, slot.name: offset}, state)
+                if accepted is not None:
+                    state = changed = accepted
+                    break
+        return changed
 
     def _pass_zeros(self, state: DecodedInput) -> Optional[DecodedInput]:
         changed = None
@@ -274,10 +288,11 @@ def _value_cost(values: np.ndarray) -> float:
 
 
 def complexity(decoded: DecodedInput) -> Tuple:
-    """The shrink order: fewer symbol units, then fewer non-zeros, then simpler values."""
+    """The shrink order: fewer symbol units, then fewer non-zeros, then aligned buffers, then simpler values."""
     arrays = list(decoded.arrays.values())
     return (sum(abs(int(v)) for v in decoded.symbols.values()),
             sum(int(np.count_nonzero(a)) for a in arrays),
+            sum(decoded.offsets.values()),
             round(sum(_value_cost(a) for a in arrays), 6))
 
 

@@ -61,8 +61,9 @@ def check_agreement(layout, binary, inputs):
             pos += 8
             assert value == expected.symbols[slot.name], f"input {n}: symbol {slot.name}"
         for slot in layout.containers:
-            count = struct.unpack_from("<Q", out, pos)[0]
-            pos += 8
+            offset, count = struct.unpack_from("<QQ", out, pos)
+            pos += 16
+            assert offset == expected.offsets[slot.name], f"input {n}: offset of {slot.name}"
             want = expected.arrays[slot.name]
             assert count == want.size, f"input {n}: count of {slot.name}"
             got = out[pos:pos + count * slot.itemsize]

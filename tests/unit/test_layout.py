@@ -112,7 +112,7 @@ def test_nonfinite_values_only_when_allowed():
     nan_inf = np.array([np.nan, np.inf, -np.inf, 5.0])
     symbols = np.array([4, 1, 0], dtype="<i4").tobytes()[:4] + np.array([1], dtype="<i8").tobytes() \
         + np.array([0], dtype="<i4").tobytes()
-    data = symbols + nan_inf.tobytes()
+    data = symbols + bytes(len(LAYOUT.containers)) + nan_inf.tobytes()      # aligned buffers
     strict = LAYOUT.decode(data).arrays["A"]
     assert np.all(np.isfinite(strict)) and strict[3] == 5.0
     loose = sample_layout(nonfinite=True).decode(data).arrays["A"]
@@ -122,10 +122,25 @@ def test_nonfinite_values_only_when_allowed():
 def test_tiny_values_flush_to_signed_zero_and_out_of_range_values_fold():
     symbols = np.array([3], dtype="<i4").tobytes() + np.array([1], dtype="<i8").tobytes() \
         + np.array([0], dtype="<i4").tobytes()
-    a = LAYOUT.decode(symbols + np.array([-1e-12, 3e6, 1e-9], dtype="<f8").tobytes()).arrays["A"]
+    offsets = bytes(len(LAYOUT.containers))
+    a = LAYOUT.decode(symbols + offsets + np.array([-1e-12, 3e6, 1e-9], dtype="<f8").tobytes()).arrays["A"]
     assert a[0] == 0 and np.signbit(a[0])
     assert a[1] == -1e6 + np.fmod(3e6, 2e6)
     assert a[2] == 1e-9
+
+
+def test_offsets_are_multiples_of_the_element_size_below_64_bytes():
+    symbols = np.array([2], dtype="<i4").tobytes() + np.array([1], dtype="<i8").tobytes() \
+        + np.array([0], dtype="<i4").tobytes()
+    # in layout order: A f64 (8 choices), idx i32 (16), f f32 (16), flags bool (64), z c128 (4), raw i16 (32)
+    d = LAYOUT.decode(symbols + bytes([9, 17, 63, 255, 33, 7]))
+    assert d.offsets == {"A": 8, "idx": 4, "f": 60, "flags": 63, "z": 16, "raw": 14}
+    for name, offset in d.offsets.items():
+        slot = LAYOUT.container(name)
+        assert offset % slot.itemsize == 0 and 0 <= offset < 64
+    again = LAYOUT.decode(LAYOUT.encode(d.symbols, d.arrays, d.offsets))
+    assert again.offsets == d.offsets
+    assert LAYOUT.decode(symbols).offsets == dict.fromkeys(d.offsets, 0)        # zero bytes: aligned
 
 
 def test_layout_json_round_trip():

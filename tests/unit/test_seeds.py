@@ -26,7 +26,13 @@ def test_every_seed_decodes_to_itself():
         decoded = LAYOUT.decode(data)
         assert decoded is not None, name
         assert decoded.consumed == len(data), name          # nothing padded, nothing left over
-        assert LAYOUT.encode(decoded.symbols, decoded.arrays) == data, name
+        assert LAYOUT.encode(decoded.symbols, decoded.arrays, decoded.offsets) == data, name
+
+
+def test_every_other_seed_is_misaligned_by_one_element():
+    decoded = [LAYOUT.decode(d) for _, d in seeds.sample(LAYOUT, 4, seed=0)]
+    assert all(v == 0 for v in decoded[0].offsets.values())
+    assert decoded[1].offsets == {c.name: c.itemsize for c in LAYOUT.containers}
 
 
 def test_extremes_pattern_reaches_the_float_bound():
