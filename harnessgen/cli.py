@@ -39,6 +39,10 @@ def _add_fuzz(sub) -> None:
     p.add_argument("--float-bound", type=float, default=1e6, help="floats are decoded into [-B, B] (default 1e6)")
     p.add_argument("--nonfinite", action="store_true", help="let NaN and Inf through the decoder")
     p.add_argument("--until-crash", action="store_true", help="stop an instance at its first crash")
+    p.add_argument("--race", nargs="?", type=int, const=4, default=0, metavar="THREADS",
+                   help="also fuzz in race mode: a second afl-fuzz instance runs post on THREADS OpenMP "
+                        "threads (default 4) and compares with pre on one thread")
+    p.add_argument("--race-repeat", type=int, default=2, metavar="R", help="race mode: post runs per input (default 2)")
     p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
     p.add_argument("--seed", type=int, default=0, help="seed of the seed sampler")
     p.add_argument("--seed-mode", choices=("boundary", "random", "none"), default="boundary",
@@ -61,6 +65,7 @@ def cmd_fuzz(args) -> int:
         work_dir=args.work_dir, corpus_root=args.corpus_dir, crashes_root=args.crashes_dir,
         until_crash=args.until_crash, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
         seed_mode=args.seed_mode, command_line=" ".join(["harnessgen"] + sys.argv[1:]),
+        race_threads=args.race, race_repeat=args.race_repeat,
         show_progress=not args.no_progress)
     console = _console()
     progress, finish = _progress_display(console, args.time, enabled=not args.no_progress)
@@ -70,6 +75,8 @@ def cmd_fuzz(args) -> int:
         colour = {"PASS": "green", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
                   "ERROR": "magenta"}.get(r.verdict, "red")
         rate = f"{r.execs_per_sec:,.0f} execs/s" if r.execs_per_sec else ""
+        if r.race_execs_per_sec:
+            rate += f" (+ {r.race_execs_per_sec:,.0f}/s in race mode)"
         first = f", first finding after {r.seconds_to_first_finding:.1f} s" if r.seconds_to_first_finding is not None else ""
         console.print(f"[{colour}]{r.verdict:<15}[/] {r.program}/{r.id}  {r.execs:,} execs {rate}{first}")
         if r.verdict != "PASS" and r.message:

@@ -86,7 +86,6 @@ def _ident(name: str) -> str:
 def _render_side(side: SideSource, layout: InputLayout) -> Dict[str, object]:
     symbols = {s.name: s for s in layout.symbols}
     containers = {c.name: c for c in layout.containers}
-    which = "pre" if side.name.endswith("pre") else "post"
 
     def by_value(arg: str) -> tuple:
         """(parameter declaration, call expression) of a value argument."""
@@ -95,7 +94,7 @@ def _render_side(side: SideSource, layout: InputLayout) -> Dict[str, object]:
             return f"{ctype} {arg}", f"({ctype})in.sym_{arg}"
         if arg in containers:  # an input scalar container, passed by value
             ctype = CTYPES[containers[arg].dtype]
-            return f"{ctype} {arg}", f"*reinterpret_cast<const {ctype} *>({which}_{_ident(arg)}.data())"
+            return f"{ctype} {arg}", f"*reinterpret_cast<const {ctype} *>(b.c_{_ident(arg)}.data())"
         raise InternalError(f"{side.name} takes argument {arg!r}, which the input layout does not provide")
 
     init = [by_value(arg) for arg in side.init_args]
@@ -104,7 +103,7 @@ def _render_side(side: SideSource, layout: InputLayout) -> Dict[str, object]:
         if not is_pointer:
             decl, call = by_value(arg)
         elif arg in containers:
-            decl, call = f"void *{_ident(arg)}", f"{which}_{_ident(arg)}.data()"
+            decl, call = f"void *{_ident(arg)}", f"b.c_{_ident(arg)}.data()"
         else:
             raise InternalError(f"{side.name} takes array {arg!r}, which the input layout does not provide")
         program_params.append(decl)

@@ -54,6 +54,8 @@ class FuzzOptions:
     engine: str = "afl"
     cmplog: bool = False
     max_replays: int = 500               # raw crashes triaged per instance
+    race_threads: int = 0                # > 1: a second afl-fuzz instance in race mode
+    race_repeat: int = 2                 # race mode: post runs per input while fuzzing
     command_line: str = ""
     seed: int = 0
     num_seeds: int = 12
@@ -73,7 +75,8 @@ class InstanceResult:
     target: str
     verdict: str                         # PASS, an Outcome name, UNSUPPORTED, or ERROR (a harnessgen bug)
     execs: int = 0
-    execs_per_sec: float = 0.0
+    execs_per_sec: float = 0.0           # of the single-thread instance
+    race_execs_per_sec: Optional[float] = None
     seconds_to_first_finding: Optional[float] = None
     crashes: List[str] = dataclasses.field(default_factory=list)
     setup_seconds: float = 0.0
@@ -118,10 +121,11 @@ def _record_static_finding(options: FuzzOptions, pair: CutoutPair, verdict: Outc
     return str(folder)
 
 
-def screen_seeds(build: HarnessBuild, paths: List[Path], timeout_s: float = 20.0):
+def screen_seeds(build: HarnessBuild, paths: List[Path], timeout_s: float = 20.0, threads: int = 1,
+                 repeat: int = 1):
     """Run every seed with the replay binary: (passing seeds, [(crashing seed, its 1-based position)])."""
     passing, crashing = [], []
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HARNESSGEN_THREADS": str(threads), "HARNESSGEN_REPEAT": str(repeat)}
     for position, path in enumerate(paths, start=1):
         try:
             proc = subprocess.run([str(build.harness_replay), str(path)], capture_output=True, timeout=timeout_s,
@@ -208,8 +212,13 @@ class InstanceRunner:
         if not seed_paths and not user_files:
             raise ConfigError(f"--seed-mode none: put seed inputs into {corpus} first")
         passing, crashing = screen_seeds(harness, seed_paths + user_files)
-        screened_after = time.monotonic() - fuzz_started
-        raw: List[RawCrash] = [RawCrash(p, screened_after, "seed", execs=position) for p, position in crashing]
+        raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, "seed", execs=position)
+                               for p, position in crashing]
+        if opts.race_threads > 1:   # the passing seeds once more, in race mode
+            passing, racing = screen_seeds(harness, passing, threads=opts.race_threads, repeat=opts.race_repeat * 5)
+            raw += [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=len(crashing) + position)
+                    for p, position in racing]
+            crashing += racing
 
         work = opts.out_dir / "afl" / inst.id
         screened = opts.out_dir / "afl" / f"{inst.id}.seeds"
@@ -222,10 +231,13 @@ class InstanceRunner:
             engine = get_engine(opts.engine)
             job = FuzzJob(build=harness, seeds_dir=screened, out_dir=work, time_s=remaining,
                           options=read_options(self.target.options_file), dict_file=self.target.dict_file,
-                          until_crash=opts.until_crash, seed=opts.seed, progress=self._progress_hook(inst))
+                          until_crash=opts.until_crash, seed=opts.seed, progress=self._progress_hook(inst),
+                          race_threads=opts.race_threads, race_repeat=opts.race_repeat)
             engine_started = time.monotonic() - fuzz_started
             res = engine.run(job)
             result.execs, result.execs_per_sec = res.execs, round(res.execs_per_sec, 1)
+            if "race_execs_per_sec" in res.stats:
+                result.race_execs_per_sec = float(res.stats["race_execs_per_sec"])
             for crash in res.crashes:
                 crash.seconds = None if crash.seconds is None else engine_started + crash.seconds
                 if crash.execs is not None:
@@ -259,7 +271,7 @@ class InstanceRunner:
             return
         triaged = triage_build(harness.dir, kept, TriageOptions(
             tolerance=opts.tolerance, keep_root=keep, work_dir=opts.work_dir, max_raw=opts.max_replays,
-            command_line=opts.command_line))
+            command_line=opts.command_line, race_threads=max(opts.race_threads, 2) if opts.race_threads else 4))
         when = {str(c.path): (c.seconds, c.kind, c.execs) for c in kept}
         for finding in triaged.findings:
             entry = finding.to_json()

@@ -116,8 +116,11 @@ def capture_layout(layout: InputLayout, capture: CutoutPair) -> InputLayout:
 
 
 def localize(pair: CutoutPair, layout: InputLayout, data: bytes, work_dir: Path,
-             tolerance: Tolerance = Tolerance(), timeout_s: float = 60.0) -> Optional[Divergence]:
-    """The first divergence for ``data``; None when post crashed or nothing shared differs."""
+             tolerance: Optional[Tolerance] = None, timeout_s: float = 60.0, threads: int = 1,
+             attempts: int = 1) -> Optional[Divergence]:
+    """The first divergence for ``data``; None when post crashed or nothing shared differs.
+    For a race, post runs on ``threads`` threads up to ``attempts`` times until it differs."""
+    tolerance = tolerance or Tolerance()
     from .build import build
 
     capture, shared = capture_pair(pair)
@@ -131,26 +134,26 @@ def localize(pair: CutoutPair, layout: InputLayout, data: bytes, work_dir: Path,
     for slot in cap_layout.containers:
         arrays.setdefault(slot.name, np.zeros(counts[slot.name], dtype=slot.dtype))
     full = DecodedInput(decoded.symbols, arrays, decoded.consumed, decoded.offsets)
+    compared: List[ContainerSlot] = []
+    differing: Dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="hg-localize-") as tmp:
         inputs = Path(tmp) / "inputs.npz"
         full.to_npz(inputs)
-        outputs = {}
-        for side in ("pre", "post"):
-            out = Path(tmp) / f"{side}.npz"
-            proc = subprocess.run([sys.executable, "-m", "harnessgen.localize", str(built.dir), side, str(inputs),
-                                   str(out)], capture_output=True, timeout=timeout_s,
-                                  env={**os.environ, "OMP_NUM_THREADS": "1"})
-            if proc.returncode != 0 or not out.exists():
+        pre = _run_child(built.dir, "pre", inputs, Path(tmp), timeout_s, 1)
+        if pre is None:
+            return None
+        compared = [c for c in cap_layout.containers if c.name in pre
+                    and (c.name in shared or c.name in {s.name for s in layout.containers})]
+        for _ in range(max(1, attempts)):
+            post = _run_child(built.dir, "post", inputs, Path(tmp), timeout_s, threads)
+            if post is None:
                 return None
-            with np.load(out) as npz:
-                outputs[side] = {k: npz[k] for k in npz.files}
-    compared = [c for c in cap_layout.containers if c.name in outputs["pre"] and c.name in outputs["post"]
-                and (c.name in shared or c.name in {s.name for s in layout.containers})]
-    differing = {}
-    for slot in compared:
-        diff = compare(slot.name, outputs["pre"][slot.name], outputs["post"][slot.name], tolerance)
-        if diff is not None:
-            differing[slot.name] = diff
+            for slot in compared:
+                diff = compare(slot.name, pre[slot.name], post[slot.name], tolerance) if slot.name in post else None
+                if diff is not None:
+                    differing[slot.name] = diff
+            if differing:
+                break
     if not differing:
         return None
     order = [entry for entry in dataflow_order(capture.pre) if entry[0] in differing]
@@ -166,16 +169,29 @@ def localize(pair: CutoutPair, layout: InputLayout, data: bytes, work_dir: Path,
                       differing=diff.differing, total=diff.total, order=[e[0] for e in order], compared=len(compared))
 
 
+def _run_child(build_dir: Path, side: str, inputs: Path, tmp: Path, timeout_s: float,
+               threads: int) -> Optional[Dict[str, np.ndarray]]:
+    out = tmp / f"{side}.npz"
+    out.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "harnessgen.localize", str(build_dir), side, str(inputs), str(out),
+                           str(threads)], capture_output=True, timeout=timeout_s,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if proc.returncode != 0 or not out.exists():
+        return None
+    with np.load(out) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
 def _main(argv: List[str]) -> int:
     """Child: run one side of a capture build on decoded inputs, save every container."""
     from .replay import execute
 
-    build_dir, side, inputs, out = argv
+    build_dir, side, inputs, out, threads = argv
     with np.load(inputs) as npz:
         symbols = {k[4:]: int(npz[k]) for k in npz.files if k.startswith("sym:")}
         arrays = {k[4:]: npz[k] for k in npz.files if k.startswith("arr:")}
         offsets = {k[4:]: int(npz[k]) for k in npz.files if k.startswith("off:")}
-    result = execute(Path(build_dir), DecodedInput(symbols, arrays, 0, offsets), side)
+    result = execute(Path(build_dir), DecodedInput(symbols, arrays, 0, offsets), side, int(threads))
     with open(out, "wb") as fh:
         np.savez(fh, **result)
     print(json.dumps({"containers": len(result)}))

@@ -29,7 +29,7 @@ import numpy as np
 from .errors import Unsupported
 from .layout import DecodedInput, InputLayout
 from .outcome import Outcome
-from .runtime import GuardedBuffer, SideLibrary, Tolerance, compare, first_corrupted
+from .runtime import GuardedBuffer, SideLibrary, Tolerance, compare, first_corrupted, set_threads
 DEFAULT_TIMEOUT_S = 20.0
 
 
@@ -48,6 +48,12 @@ class ReplayResult:
         return out
 
     def describe(self) -> str:
+        if self.outcome == Outcome.RACE:
+            d = self.detail
+            where = ", ".join(str(i) for i in d.get("multi_index", [d.get("index")]))
+            return (f"RACE in {self.container}[{where}]: post differs from pre in {d.get('differing_runs')} of "
+                    f"{d.get('runs')} runs on {d.get('threads')} threads (pre={d.get('pre')!r}, post={d.get('post')!r}) "
+                    "and agrees on one thread")
         if self.outcome == Outcome.MISMATCH:
             d = self.detail
             where = ", ".join(str(i) for i in d.get("multi_index", [d.get("index")]))
@@ -101,12 +107,13 @@ class ReplayWorker:
                                      env=env)
         self._buffer = b""
 
-    def run(self, data: bytes, tolerance: Optional[Tolerance] = None) -> ReplayResult:
-        """Replay one input and classify the outcome."""
+    def run(self, data: bytes, tolerance: Optional[Tolerance] = None, threads: int = 1,
+            repeat: int = 1) -> ReplayResult:
+        """Replay one input and classify the outcome (race mode when threads > 1)."""
         if self.proc is None or self.proc.poll() is not None:
             self._start()
         self.replays += 1
-        request = {"data": base64.b64encode(bytes(data)).decode()}
+        request = {"data": base64.b64encode(bytes(data)).decode(), "threads": threads, "repeat": repeat}
         if tolerance is not None:
             request.update(rtol=tolerance.rtol, atol=tolerance.atol, exact=tolerance.exact)
         self.proc.stdin.write((json.dumps(request) + "\n").encode())
@@ -154,10 +161,10 @@ class ReplayWorker:
 
 
 def replay(build_dir: Path, data: bytes, tolerance: Optional[Tolerance] = None,
-           timeout_s: float = DEFAULT_TIMEOUT_S, scratch: Optional[Path] = None) -> ReplayResult:
+           timeout_s: float = DEFAULT_TIMEOUT_S, threads: int = 1, repeat: int = 1) -> ReplayResult:
     """Replay ``data`` against the build in a fresh child process and classify the outcome."""
     with ReplayWorker(build_dir, timeout_s) as worker:
-        return worker.run(data, tolerance)
+        return worker.run(data, tolerance, threads, repeat)
 
 
 def _stages(stdout: str) -> Dict[str, Dict]:
@@ -199,48 +206,83 @@ def side_library(build, side: str) -> SideLibrary:
         raise Unsupported(str(exc)) from exc
 
 
+def _run_side(side: SideLibrary, decoded: DecodedInput, threads: int):
+    """One run on fresh guarded copies: (buffers, ok)."""
+    buffers = {name: GuardedBuffer(values, decoded.offsets.get(name, 0)) for name, values in decoded.arrays.items()}
+    set_threads(threads)
+    ok = side.run(decoded.symbols, buffers)
+    return buffers, ok
+
+
+def _first_difference(layout: InputLayout, symbols, ref, out, tolerance: Tolerance):
+    for slot in layout.containers:
+        diff = compare(slot.name, ref[slot.name].data, out[slot.name].data, tolerance)
+        if diff is not None:
+            detail = diff.to_json()
+            detail["multi_index"] = _multi_index(layout, slot, symbols, diff.index)
+            detail["max_multi_index"] = _multi_index(layout, slot, symbols, diff.max_index)
+            return slot.name, detail
+    return None, None
+
+
 def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLibrary, data: bytes,
-                   tolerance: Tolerance, progress=None) -> ReplayResult:
+                   tolerance: Tolerance, progress=None, threads: int = 1, repeat: int = 1) -> ReplayResult:
+    """Pre on one thread (the reference); with threads > 1 pre again on that many (the control)
+    and post ``repeat`` times on that many, then post once on one thread to tell a RACE from a
+    plain MISMATCH."""
     progress = progress or (lambda stage, info: None)
     decoded = layout.decode(data)
     if decoded is None:
         return ReplayResult(Outcome.PASS, satisfiable=False)
     symbols = {k: int(v) for k, v in decoded.symbols.items()}
     progress("decoded", {"symbols": symbols})
-    pre_bufs = {name: GuardedBuffer(values, decoded.offsets.get(name, 0)) for name, values in decoded.arrays.items()}
-    post_bufs = {name: GuardedBuffer(values, decoded.offsets.get(name, 0)) for name, values in decoded.arrays.items()}
-    if not pre_side.run(decoded.symbols, pre_bufs):
+    ref, ok = _run_side(pre_side, decoded, 1)
+    if not ok:
         return ReplayResult(Outcome.INVALID_INPUT, symbols=symbols, message="pre's initialization failed")
-    name, offset = first_corrupted(pre_bufs)
+    name, offset = first_corrupted(ref)
     if name is not None:
         return ReplayResult(Outcome.INVALID_INPUT, container=name, symbols=symbols,
                             detail={"offset": offset}, message=f"pre wrote outside {name}")
+    if threads > 1:
+        control, ok = _run_side(pre_side, decoded, threads)
+        if not ok or first_corrupted(control)[0] or _first_difference(layout, symbols, ref, control, tolerance)[0]:
+            return ReplayResult(Outcome.INVALID_INPUT, symbols=symbols,
+                                message=f"pre's result depends on the thread count ({threads} threads)")
     progress("pre_done", {"symbols": symbols})
-    if not post_side.run(decoded.symbols, post_bufs):
-        return ReplayResult(Outcome.POST_CRASH, symbols=symbols, message="post's initialization failed")
-    name, offset = first_corrupted(post_bufs)
-    if name is not None:
-        return ReplayResult(Outcome.OOB_WRITE, container=name, symbols=symbols,
-                            detail={"offset": offset, "bytes": post_bufs[name].nbytes})
-    for slot in layout.containers:
-        diff = compare(slot.name, pre_bufs[slot.name].data, post_bufs[slot.name].data, tolerance)
-        if diff is not None:
-            detail = diff.to_json()
-            detail["multi_index"] = _multi_index(layout, slot, symbols, diff.index)
-            detail["max_multi_index"] = _multi_index(layout, slot, symbols, diff.max_index)
-            return ReplayResult(Outcome.MISMATCH, container=slot.name, symbols=symbols, detail=detail)
-    return ReplayResult(Outcome.PASS, symbols=symbols)
+    first, differing = None, 0
+    for _ in range(max(1, repeat)):
+        post, ok = _run_side(post_side, decoded, threads)
+        if not ok:
+            return ReplayResult(Outcome.POST_CRASH, symbols=symbols, message="post's initialization failed")
+        name, offset = first_corrupted(post)
+        if name is not None:
+            return ReplayResult(Outcome.OOB_WRITE, container=name, symbols=symbols,
+                                detail={"offset": offset, "bytes": post[name].nbytes})
+        container, detail = _first_difference(layout, symbols, ref, post, tolerance)
+        if container is not None:
+            differing += 1
+            first = first or (container, detail)
+    if first is None:
+        return ReplayResult(Outcome.PASS, symbols=symbols)
+    container, detail = first
+    outcome = Outcome.MISMATCH
+    if threads > 1:
+        single, _ = _run_side(post_side, decoded, 1)
+        if _first_difference(layout, symbols, ref, single, tolerance)[0] is None:
+            outcome = Outcome.RACE        # right on one thread, wrong on several
+        detail.update(threads=threads, runs=max(1, repeat), differing_runs=differing)
+    return ReplayResult(outcome, container=container, symbols=symbols, detail=detail)
 
 
-def execute(build_dir: Path, decoded: DecodedInput, side: str = "pre") -> Dict[str, np.ndarray]:
+def execute(build_dir: Path, decoded: DecodedInput, side: str = "pre", threads: int = 1) -> Dict[str, np.ndarray]:
     """Run one side in this process on decoded inputs and return every container after it
     (for checking programs against references; crashes take the caller down)."""
     from .build import HarnessBuild
 
     build = HarnessBuild.open(build_dir)
     runner = side_library(build, side)
-    buffers = {name: GuardedBuffer(values, decoded.offsets.get(name, 0)) for name, values in decoded.arrays.items()}
-    if not runner.run(decoded.symbols, buffers):
+    buffers, ok = _run_side(runner, decoded, threads)
+    if not ok:
         raise RuntimeError(f"{side}'s initialization failed")
     return {name: buf.data.copy() for name, buf in buffers.items()}
 
@@ -266,8 +308,8 @@ class _Replayer:
         oracle = self.build.manifest["oracle"]
         self.default_tolerance = Tolerance(oracle["rtol"], oracle["atol"], oracle["exact"])
 
-    def run(self, data: bytes, tolerance: Tolerance, progress) -> ReplayResult:
-        return _replay_loaded(self.layout, self.pre, self.post, data, tolerance, progress)
+    def run(self, data: bytes, tolerance: Tolerance, progress, threads: int = 1, repeat: int = 1) -> ReplayResult:
+        return _replay_loaded(self.layout, self.pre, self.post, data, tolerance, progress, threads, repeat)
 
 
 def _serve(build_dir: Path) -> int:
@@ -282,7 +324,8 @@ def _serve(build_dir: Path) -> int:
         tol = replayer.default_tolerance
         if "rtol" in request:
             tol = Tolerance(request["rtol"], request["atol"], request["exact"])
-        result = replayer.run(base64.b64decode(request["data"]), tol, progress)
+        result = replayer.run(base64.b64decode(request["data"]), tol, progress, request.get("threads", 1),
+                              request.get("repeat", 1))
         progress("result", result.to_json())
     return 0
 

@@ -110,6 +110,7 @@ def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInpu
         inputs_npz=base64.b64encode(_npz_bytes(decoded)).decode(), dtypes=repr(dtypes),
         tolerance=repr(meta["tolerance"]), cxx=repr(cxx), cxxflags=repr(cxxflags),
         expected=repr({k: meta.get(k) for k in ("outcome", "container", "index")}), timeout_s=60,
+        threads=int(meta.get("threads") or 1), repeat=int(meta.get("repro_runs") or meta.get("runs") or 1),
         runtime_source=_runtime_source())
 
 

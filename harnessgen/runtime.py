@@ -100,6 +100,31 @@ def first_corrupted(buffers: Dict[str, GuardedBuffer]):
     return None, None
 
 
+# ---------------------------------------------------------------- OpenMP threads
+_OMP = None
+
+
+def set_threads(n: int) -> None:
+    """How many OpenMP threads the loaded libraries use from now on (libomp or libgomp)."""
+    global _OMP
+    if _OMP is None:
+        import ctypes
+        import ctypes.util
+
+        for name in ("libomp.so.5", "libomp.so", ctypes.util.find_library("omp"), "libgomp.so.1",
+                     ctypes.util.find_library("gomp")):
+            if not name:
+                continue
+            try:
+                _OMP = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+        if _OMP is None:
+            raise RuntimeError("no OpenMP runtime (libomp or libgomp) found to set the thread count")
+    _OMP.omp_set_num_threads(int(n))
+
+
 # ---------------------------------------------------------------- one side
 class SideLibrary:
     """A DaCe-generated library (``__dace_init_<name>``, ``__program_<name>``, ``__dace_exit_<name>``)."""

@@ -53,6 +53,9 @@ class TriageOptions:
     shrink_seconds: float = 120.0
     localize: bool = True
     command_line: str = ""
+    race_threads: int = 4         # race-mode replays: post on this many OpenMP threads ...
+    race_repeat: int = 20         # ... this many times
+    race_repro_runs: int = 100    # post runs in a race reproducer
 
 
 @dataclasses.dataclass
@@ -87,7 +90,7 @@ class TriageResult:
 def region(result: ReplayResult, layout: InputLayout) -> Tuple[str, ...]:
     """Where the difference is, coarsely: per dimension first / inner / last element, or the side of
     the buffer an out-of-bounds write hit, or the signal that killed post."""
-    if result.outcome == Outcome.MISMATCH:
+    if result.outcome in (Outcome.MISMATCH, Outcome.RACE):
         shape = layout.shape(result.container, result.symbols) if result.symbols else ()
         index = result.detail.get("multi_index", [])
         if len(shape) != len(index):
@@ -104,11 +107,12 @@ def signature(result: ReplayResult) -> Tuple[str, Optional[str]]:
     return result.outcome.name, result.container
 
 
-def native_signature(build: HarnessBuild, data: bytes, tol: Tolerance,
-                     timeout_s: float = HANG_TIMEOUT_S) -> Tuple[str, Optional[str]]:
+def native_signature(build: HarnessBuild, data: bytes, tol: Tolerance, timeout_s: float = HANG_TIMEOUT_S,
+                     threads: int = 1, repeat: int = 1) -> Tuple[str, Optional[str]]:
     """(outcome, container) from the native replay binary: the shrinker's fast predicate."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HARNESSGEN_STAGES": "1", "HARNESSGEN_RTOL": repr(tol.rtol),
-           "HARNESSGEN_ATOL": repr(tol.atol), "HARNESSGEN_EXACT": "1" if tol.exact else "0"}
+           "HARNESSGEN_ATOL": repr(tol.atol), "HARNESSGEN_EXACT": "1" if tol.exact else "0",
+           "HARNESSGEN_THREADS": str(threads), "HARNESSGEN_REPEAT": str(repeat)}
     try:
         proc = subprocess.run([str(build.harness_replay), "-"], input=data, capture_output=True,
                               timeout=timeout_s, env=env)
@@ -166,8 +170,18 @@ class Triage:
                             seconds=round(time.monotonic() - started, 3))
 
     def _classify(self, worker: ReplayWorker, data: bytes, kind: str) -> Optional[ReplayResult]:
-        """Replay up to three times; None when the replays disagree (FLAKY)."""
+        """Replay up to three times; None when the replays disagree (FLAKY). A crash found in race
+        mode is replayed in race mode: one RACE among the replays makes it a race."""
         tol = self.options.tolerance
+        if kind == "race":
+            results = [worker.run(data, tol, self.options.race_threads, self.options.race_repeat)
+                       for _ in range(self.options.replays)]
+            races = [r for r in results if r.outcome == Outcome.RACE]
+            if races:
+                return races[0]
+            if len({signature(r) for r in results}) > 1:
+                return None
+            return results[0]
         if kind == "hang":
             worker.timeout_s = HANG_TIMEOUT_S
         try:
@@ -187,13 +201,21 @@ class Triage:
         started = time.monotonic()
         stats = ShrinkStats(bytes_before=len(data), bytes_after=len(data))
         minimized, final = data, result
+        race = result.outcome == Outcome.RACE
+        threads, repeat = (self.options.race_threads, self.options.race_repeat) if race else (1, 1)
         if result.outcome != Outcome.POST_HANG:   # every hang candidate would cost a full timeout
-            shrinker = Shrinker(self.layout, lambda d: native_signature(self.build, d, tol) == target,
-                                budget=self.options.shrink_budget, deadline_s=self.options.shrink_seconds)
-            candidate, stats = shrinker.shrink(data, harness_afl=self.build.harness_afl)
+            shrinker = Shrinker(self.layout, self._predicate(target, race), budget=self.options.shrink_budget,
+                                deadline_s=self.options.shrink_seconds)
+            candidate, stats = shrinker.shrink(data, harness_afl=None if race else self.build.harness_afl)
             # two replays more than for classification: a finding must be beyond doubt
-            confirmed = [worker.run(candidate, tol) for _ in range(self.options.replays + 2)]
-            if all(signature(r) == target for r in confirmed):
+            confirmed = [worker.run(candidate, tol, threads, repeat) for _ in range(self.options.replays + 2)]
+            if race:
+                # a race reproducer must show the race reliably, not just once
+                races = [r for r in confirmed if r.outcome == Outcome.RACE]
+                if len(races) >= len(confirmed) - 1 and all(r.outcome in (Outcome.RACE, Outcome.PASS)
+                                                            for r in confirmed):
+                    minimized, final = candidate, races[0]
+            elif all(signature(r) == target for r in confirmed):
                 minimized, final = candidate, confirmed[0]
         final_key = (final.outcome.name, final.container, region(final, self.layout))
         entry = merged.setdefault(final_key, {"raw": [], "first": float("inf")})
@@ -203,6 +225,24 @@ class Triage:
         if "data" not in entry or len(minimized) < len(entry["data"]):
             entry.update(data=minimized, result=final, stats=stats, raw_bytes=len(data),
                          seconds=round(time.monotonic() - started, 3))
+
+    def _predicate(self, target: Tuple[str, Optional[str]], race: bool):
+        tol = self.options.tolerance
+        if not race:
+            return lambda d: native_signature(self.build, d, tol) == target
+        threads, repeat = self.options.race_threads, self.options.race_repeat
+        wrong = (Outcome.MISMATCH.name, target[1])
+
+        # still racing, reliably: wrong on several threads in each of three invocations (of `repeat`
+        # runs each), right on one thread -- the smallest input that races only now and then would
+        # make a poor reproducer
+        def racing(d: bytes) -> bool:
+            if native_signature(self.build, d, tol) != (Outcome.PASS.name, None):
+                return False
+            return all(native_signature(self.build, d, tol, threads=threads, repeat=repeat) == wrong
+                       for _ in range(3))
+
+        return racing
 
     # ------------------------------------------------------------ output
     def _pair(self) -> CutoutPair:
@@ -221,9 +261,11 @@ class Triage:
         decoded = self.layout.decode(data)
         divergence: Optional[Divergence] = None
         pair = self._pair()
-        if self.options.localize and result.outcome in (Outcome.MISMATCH, Outcome.OOB_WRITE):
+        if self.options.localize and result.outcome in (Outcome.MISMATCH, Outcome.OOB_WRITE, Outcome.RACE):
             try:
-                divergence = localize(pair, self.layout, data, self.options.work_dir, self.options.tolerance)
+                race = result.outcome == Outcome.RACE
+                divergence = localize(pair, self.layout, data, self.options.work_dir, self.options.tolerance,
+                                      threads=self.options.race_threads if race else 1, attempts=20 if race else 1)
             except Exception as exc:  # localization is a diagnosis aid: report why it is missing
                 divergence = None
                 entry["localize_error"] = f"{type(exc).__name__}: {exc}"
@@ -256,6 +298,9 @@ class Triage:
             "pre_value": detail.get("pre"), "post_value": detail.get("post"),
             "differing": detail.get("differing"), "total": detail.get("total"),
             "max_abs_diff": detail.get("max_abs_diff"), "max_index": detail.get("max_multi_index"),
+            "threads": detail.get("threads", 1), "runs": detail.get("runs", 1),
+            "differing_runs": detail.get("differing_runs"),
+            "repro_runs": self.options.race_repro_runs if result.outcome == Outcome.RACE else 1,
             "message": result.message,
             "tolerance": dataclasses.asdict(self.options.tolerance),
             "symbols": {k: int(v) for k, v in decoded.symbols.items()},
@@ -305,12 +350,17 @@ def triage_build(build_dir: Path, raw: List[RawCrash], options: TriageOptions) -
 
 
 # ---------------------------------------------------------------- triage of a directory
-def _afl_crashes(afl_out: Path) -> List[RawCrash]:
+AFL_INSTANCES = ("default", "main", "race")
+
+
+def _afl_crashes(afl_root: Path) -> List[RawCrash]:
+    """Raw crashes of every afl-fuzz instance under an output directory (race: found in race mode)."""
     found = []
-    for kind, sub in (("crash", "crashes"), ("hang", "hangs")):
-        folder = afl_out / sub
-        if folder.is_dir():
-            found += [RawCrash(p, None, kind) for p in sorted(folder.glob("id:*"))]
+    for instance in AFL_INSTANCES:
+        for kind, sub in (("race" if instance == "race" else "crash", "crashes"), ("hang", "hangs")):
+            folder = afl_root / instance / sub
+            if folder.is_dir():
+                found += [RawCrash(p, None, kind) for p in sorted(folder.glob("id:*"))]
     return found
 
 
@@ -332,14 +382,14 @@ def triage_directory(path: Path, crashes_root: Path, options: TriageOptions) -> 
     summary_path = path / "summary.json"
     if summary_path.is_file():
         return _triage_run(path, summary_path, crashes_root, options)
-    afl = path / "default" if (path / "default").is_dir() else path
-    build_dir = _afl_build_dir(afl)
+    root = path.parent if path.name in AFL_INSTANCES else path
+    build_dir = next((b for b in (_afl_build_dir(root / i) for i in AFL_INSTANCES) if b is not None), None)
     if build_dir is None:
         raise ConfigError(f"triage: {path} is neither a harnessgen run directory (with summary.json) nor an "
                           "AFL++ output directory of a harnessgen harness (with default/cmdline)")
     instance = json.loads((build_dir / "instance.json").read_text())
     keep = crashes_root / (instance["target"] or instance["program"]) / instance["id"]
-    result = triage_build(build_dir, _afl_crashes(afl), dataclasses.replace(options, keep_root=keep))
+    result = triage_build(build_dir, _afl_crashes(root), dataclasses.replace(options, keep_root=keep))
     return [(instance["id"], result)]
 
 
@@ -353,7 +403,7 @@ def _triage_run(run: Path, summary_path: Path, crashes_root: Path, options: Tria
         raw = [RawCrash(Path(p), None, Path(p).name.split("-")[0]) for p in entry.get("crashes", [])
                if Path(p).is_file() and Path(p).parent.name == "raw"]
         known = {hashlib.sha1(c.path.read_bytes()).hexdigest() for c in raw}
-        for crash in _afl_crashes(run / "afl" / entry["id"] / "default"):
+        for crash in _afl_crashes(run / "afl" / entry["id"]):
             if hashlib.sha1(crash.path.read_bytes()).hexdigest() not in known:
                 raw.append(crash)
         if not raw:

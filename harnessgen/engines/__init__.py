@@ -31,6 +31,8 @@ class FuzzJob:
     until_crash: bool = False
     resume: bool = True
     seed: int = 0                         # the engine's own RNG seed
+    race_threads: int = 0                 # > 1: also fuzz in race mode (post on this many threads)
+    race_repeat: int = 2                  # race mode: post runs per input
     progress: Optional[Callable[[Dict[str, float]], None]] = None
 
 
@@ -38,7 +40,7 @@ class FuzzJob:
 class RawCrash:
     path: Path
     seconds: Optional[float]              # since the engine was started, when known
-    kind: str = "crash"                   # "crash", "hang" or "seed"
+    kind: str = "crash"                   # "crash", "hang", "seed", or "race" (found in race mode)
     execs: Optional[int] = None           # the engine's exec count when it saved the input
 
 

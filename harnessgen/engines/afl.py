@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from .. import envs
 from ..errors import ConfigError, ToolMissing
@@ -64,64 +64,97 @@ _EXECS = re.compile(r"execs:(\d+)")
 
 
 class AflEngine(Engine):
+    """One afl-fuzz instance (``default``); in race mode two sharing a sync directory:
+    ``-S main`` on one thread and ``-S race`` running post on several threads."""
+
     name = "afl"
+
+    def _command(self, afl: str, job: FuzzJob, out: Path, instance: Optional[str], resume: bool) -> List[str]:
+        cmd = [afl, "-i", "-" if resume else str(job.seeds_dir), "-o", str(out), "-V", str(max(1, int(job.time_s)))]
+        if instance:
+            cmd += ["-S", instance]
+        if job.dict_file:
+            cmd += ["-x", str(job.dict_file)]
+        if "-s" not in job.options:
+            cmd += ["-s", str(job.seed)]
+        cmplog = job.build.harness_cmplog
+        if cmplog is not None and "-c" not in job.options and instance != "race":
+            cmd += ["-c", str(cmplog)]
+        return cmd + list(job.options) + ["--", str(job.build.harness_afl)]
 
     def run(self, job: FuzzJob) -> EngineResult:
         afl = shutil.which(AFL_FUZZ)
         if not afl:
             raise ToolMissing("afl-fuzz is not installed: run `make setup`")
         out = Path(job.out_dir)
-        resume = job.resume and (out / "default" / "fuzzer_stats").exists()
-        cmd = [afl, "-i", "-" if resume else str(job.seeds_dir), "-o", str(out), "-V", str(max(1, int(job.time_s)))]
-        if job.dict_file:
-            cmd += ["-x", str(job.dict_file)]
-        if "-s" not in job.options:
-            cmd += ["-s", str(job.seed)]
-        cmplog = job.build.harness_cmplog
-        if cmplog is not None and "-c" not in job.options:
-            cmd += ["-c", str(cmplog)]
-        cmd += list(job.options) + ["--", str(job.build.harness_afl)]
-        env = {**os.environ, **BASE_ENV}
-        if job.until_crash:
-            env["AFL_BENCH_UNTIL_CRASH"] = "1"
-        log_path = out.parent / f"{out.name}.log"
+        names = ["main", "race"] if job.race_threads > 1 else ["default"]
+        resume = job.resume and (out / names[0] / "fuzzer_stats").exists()
         out.parent.mkdir(parents=True, exist_ok=True)
-        started = time.monotonic()
-        started_wall = time.time()
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=True)
-            self._watch(proc, job, out, started)
+        started, started_wall = time.monotonic(), time.time()
+        procs, commands = {}, []
+        logs = []
+        for name in names:
+            cmd = self._command(afl, job, out, None if name == "default" else name, resume)
+            env = {**os.environ, **BASE_ENV}
+            if job.until_crash:
+                env["AFL_BENCH_UNTIL_CRASH"] = "1"
+            if name == "race":
+                env.update(HARNESSGEN_THREADS=str(job.race_threads), HARNESSGEN_REPEAT=str(job.race_repeat))
+            log = open(out.parent / f"{out.name}.{name}.log", "ab")
+            logs.append(log)
+            procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            commands.append(cmd)
+        try:
+            self._watch(procs, job, out, started)
+        finally:
+            for log in logs:
+                log.close()
         wall = time.monotonic() - started
-        stats = read_stats(out / "default" / "fuzzer_stats")
-        if proc.returncode not in (0, None) and not stats:
-            tail = log_path.read_text(errors="replace")[-3000:]
-            raise ConfigError(f"afl-fuzz failed to start (exit {proc.returncode}); its log {log_path}:\n{tail}")
-        crashes = (self._collect(out / "default" / "crashes", "crash", started_wall)
-                   + self._collect(out / "default" / "hangs", "hang", started_wall))
-        execs = int(float(stats.get("execs_done", 0)))
-        run_time = float(stats.get("run_time", 0) or 0) or wall
-        return EngineResult(execs=execs, execs_per_sec=execs / run_time if run_time else 0.0, wall_s=wall,
-                            crashes=crashes, stats=stats, command=cmd)
+        stats = {name: read_stats(out / name / "fuzzer_stats") for name in names}
+        for name, proc in procs.items():
+            if proc.returncode not in (0, None) and not stats[name]:
+                log_path = out.parent / f"{out.name}.{name}.log"
+                tail = log_path.read_text(errors="replace")[-3000:]
+                raise ConfigError(f"afl-fuzz failed to start (exit {proc.returncode}); its log {log_path}:\n{tail}")
+        crashes: List[RawCrash] = []
+        for name in names:
+            crashes += self._collect(out / name / "crashes", "race" if name == "race" else "crash", started_wall)
+            crashes += self._collect(out / name / "hangs", "hang", started_wall)
+        main = stats[names[0]]
+        execs = sum(int(float(st.get("execs_done", 0))) for st in stats.values())
+        run_time = float(main.get("run_time", 0) or 0) or wall
+        main_execs = int(float(main.get("execs_done", 0)))
+        flat = dict(main)
+        if "race" in stats:
+            race_time = float(stats["race"].get("run_time", 0) or 0) or wall
+            flat["race_execs_done"] = stats["race"].get("execs_done", "0")
+            flat["race_execs_per_sec"] = f"{int(float(stats['race'].get('execs_done', 0))) / race_time:.1f}"
+        return EngineResult(execs=execs, execs_per_sec=main_execs / run_time if run_time else 0.0, wall_s=wall,
+                            crashes=crashes, stats=flat, command=commands[0])
 
-    def _watch(self, proc: subprocess.Popen, job: FuzzJob, out: Path, started: float) -> None:
+    def _watch(self, procs: Dict[str, subprocess.Popen], job: FuzzJob, out: Path, started: float) -> None:
+        """Wait for every instance; when one stops at its first crash (--until-crash), stop the rest."""
         deadline = started + job.time_s + GRACE_S
         while True:
-            try:
-                proc.wait(timeout=1.0)
+            running = {n: p for n, p in procs.items() if p.poll() is None}
+            finished_early = job.until_crash and len(running) < len(procs)
+            if not running or finished_early or time.monotonic() > deadline:
+                for proc in running.values():
+                    proc.terminate()
+                for proc in running.values():
+                    try:
+                        proc.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
                 return
+            first = next(iter(running.values()))
+            try:
+                first.wait(timeout=1.0)
             except subprocess.TimeoutExpired:
                 pass
             if job.progress:
-                job.progress(read_stats(out / "default" / "fuzzer_stats"))
-            if time.monotonic() > deadline:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-                return
+                job.progress(read_stats(out / next(iter(procs)) / "fuzzer_stats"))
 
     @staticmethod
     def _collect(directory: Path, kind: str, started_wall: float) -> List[RawCrash]:

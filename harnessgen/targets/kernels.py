@@ -20,6 +20,7 @@ N, M = dace.symbol("N"), dace.symbol("M")
 NNZ = dace.symbol("NNZ")
 TSTEPS = dace.symbol("TSTEPS")
 KLON, KLEV, KIDIA, KFDIA = (dace.symbol(s) for s in ("KLON", "KLEV", "KIDIA", "KFDIA"))
+NSCAN = dace.symbol("NSCAN")   # its own size symbol: afl_configs/kernels.constraints.json lets it grow
 f64, i32 = dace.float64, dace.int32
 
 @dace.program
@@ -94,6 +95,13 @@ def sigmoid(X: f64[N], Y: f64[N]):
     Y[:] = np.exp(X) / (1.0 + np.exp(X))
 
 @dace.program
+def prefix_sum(A: f64[NSCAN], B: f64[NSCAN]):
+    # a loop-carried dependency: iteration i needs iteration i - 1
+    for i in range(1, NSCAN):
+        A[i] = A[i - 1] + B[i]
+
+
+@dace.program
 def transpose_scale(A: f64[N, M], B: f64[M, N]):
     for i in dace.map[0:N]:
         for j in dace.map[0:M]:
@@ -103,7 +111,8 @@ PROGRAMS = {
     "matrix_chain": matrix_chain, "gemm": gemm, "jacobi2d": jacobi2d,
     "elementwise_chain": elementwise_chain, "softmax": softmax, "reduction": reduction,
     "spmv": spmv, "trisolve": trisolve, "column_window": column_window,
-    "two_phase": two_phase, "sigmoid": sigmoid, "transpose_scale": transpose_scale,
+    "two_phase": two_phase, "sigmoid": sigmoid, "prefix_sum": prefix_sum,
+    "transpose_scale": transpose_scale,
 }
 
 
@@ -171,6 +180,11 @@ def _ref_sigmoid(X, Y):
         Y[:] = np.exp(X) / (1.0 + np.exp(X))
 
 
+def _ref_prefix_sum(A, B):
+    for i in range(1, len(A)):
+        A[i] = A[i - 1] + B[i]
+
+
 def _ref_transpose_scale(A, B):
     B[:] = 2.0 * A.T + B
 
@@ -187,6 +201,7 @@ REFERENCES = {
     "column_window": _ref_column_window,
     "two_phase": _ref_two_phase,
     "sigmoid": _ref_sigmoid,
+    "prefix_sum": _ref_prefix_sum,
     "transpose_scale": _ref_transpose_scale,
 }
 
@@ -216,6 +231,7 @@ DESCRIPTIONS = {
     "column_window": "update of columns KIDIA..KFDIA only",
     "two_phase": "temporary written once, copied out, read again in later states",
     "sigmoid": "logistic function through exp",
+    "prefix_sum": "running sum, a loop-carried dependency",
     "transpose_scale": "nested maps, transposed access",
 }
 

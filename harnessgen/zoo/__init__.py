@@ -18,4 +18,6 @@ PLANTED = {
     "RedundantCopyRemoval": "two_phase",
     "OffloadCopiesWholeArray": "column_window",
     "FastExpBand": "sigmoid",
+    "AlignedVectorize": "elementwise_chain",
+    "ParallelizeCarriedLoop": "prefix_sum",
 }

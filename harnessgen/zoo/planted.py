@@ -9,6 +9,10 @@ Each one reproduces a bug class reported by FuzzyFlow (SC'23):
 (e) ``OffloadCopiesWholeArray`` copies a whole device buffer back when only a
                                 sub-range was computed
 (f) ``FastExpBand``             a fast ``exp`` that is wrong in a narrow band of inputs
+(g) ``AlignedVectorize``        SSE2 aligned loads/stores: crashes on views that start
+                                off a 16-byte boundary
+(h) ``ParallelizeCarriedLoop``  turns a loop with a carried dependency into a parallel map:
+                                right on one thread, a race on several
 """
 import copy
 
@@ -22,6 +26,7 @@ from dace.sdfg import utils as sdutil
 from dace.sdfg.state import ControlFlowRegion
 from dace.transformation import transformation as xf
 from dace.transformation.dataflow import StripMining
+from dace.transformation.interstate import LoopToMap
 from dace.transformation.interstate.loop_detection import DetectLoop
 
 TILE = 4
@@ -228,3 +233,98 @@ class FastExpBand(xf.SingleStateTransformation):
         rhs = rhs.replace("hg_fast_hg_fast_exp(", "hg_fast_exp(")
         t.code = properties.CodeBlock(f"{lhs.strip()} = {rhs.strip()};", dace.Language.CPP)
         t.code_global = properties.CodeBlock(_FAST_EXP, dace.Language.CPP)
+
+
+# ---------------------------------------------------------------- (g)
+_SSE_OPS = {"+": "_mm_add_pd", "-": "_mm_sub_pd", "*": "_mm_mul_pd", "/": "_mm_div_pd"}
+
+
+def _elementwise(state: SDFGState, entry: nodes.MapEntry):
+    """(tasklet, op, [(connector, edge into the map), ...], (connector, edge out of the map)) of a
+    1-D map around one tasklet ``out = in1 OP in2`` on 1-D doubles, else None."""
+    import ast
+
+    if len(entry.map.params) != 1 or str(entry.map.range[0][0]) != "0" or str(entry.map.range[0][2]) != "1":
+        return None
+    inner = state.scope_children()[entry]
+    tasklets = [n for n in inner if isinstance(n, nodes.Tasklet)]
+    if len(inner) != 2 or len(tasklets) != 1 or tasklets[0].language != dace.Language.Python:
+        return None
+    tasklet, param = tasklets[0], entry.map.params[0]
+    try:
+        tree = ast.parse(tasklet.code.as_string.strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    if not (isinstance(tree, ast.Assign) and isinstance(tree.value, ast.BinOp)
+            and type(tree.value.op) in (ast.Add, ast.Sub, ast.Mult, ast.Div)
+            and all(isinstance(x, ast.Name) for x in (tree.value.left, tree.value.right))):
+        return None
+    op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}[type(tree.value.op)]
+    ins = []
+    for name in (tree.value.left.id, tree.value.right.id):
+        edge = next((e for e in state.in_edges(tasklet) if e.dst_conn == name), None)
+        if edge is None or str(edge.data.subset) != param:
+            return None
+        ins.append((name, state.memlet_path(edge)[0]))
+    out_edges = state.out_edges(tasklet)
+    if len(out_edges) != 1 or str(out_edges[0].data.subset) != param:
+        return None
+    arrays = [e.data.data for _, e in ins] + [out_edges[0].data.data]
+    if any(len(state.parent.arrays[a].shape) != 1 or state.parent.arrays[a].dtype != dace.float64 for a in arrays):
+        return None
+    return tasklet, op, ins, (out_edges[0].src_conn, state.memlet_path(out_edges[0])[-1])
+
+
+@properties.make_properties
+class AlignedVectorize(xf.SingleStateTransformation):
+    """Replaces a 1-D elementwise map ``c[i] = a[i] OP b[i]`` on doubles by one tasklet that
+    processes two elements at a time with SSE2 (remainder handled, results bit-identical).
+    The bug: ``_mm_load_pd``/``_mm_store_pd`` assume 16-byte aligned arrays; a caller's
+    view that starts 8 bytes off crashes."""
+
+    map_entry = xf.PatternNode(nodes.MapEntry)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.map_entry)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        return _elementwise(graph, self.map_entry) is not None
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        entry = self.map_entry
+        tasklet, op, ins, (_, out_edge) = _elementwise(graph, entry)
+        length = symbolic.symstr(entry.map.range[0][1] + 1)
+        names = ["a", "b"]
+        code = (f"const long n = {length};\nlong i = 0;\n"
+                f"for (; i + 1 < n; i += 2) {{\n"
+                f"    __m128d x = _mm_load_pd(&a[i]);\n    __m128d y = _mm_load_pd(&b[i]);\n"
+                f"    _mm_store_pd(&c[i], {_SSE_OPS[op]}(x, y));\n}}\n"
+                f"for (; i < n; ++i) c[i] = a[i] {op} b[i];\n")
+        vector = graph.add_tasklet(f"sse_{tasklet.label}", set(names), {"c"}, code, language=dace.Language.CPP,
+                                   code_global="#include <emmintrin.h>")
+        sources = [e.src for _, e in ins]
+        target = out_edge.dst
+        for node in graph.scope_subgraph(entry, include_entry=True, include_exit=True).nodes():
+            graph.remove_node(node)
+        for name, (_, edge), src in zip(names, ins, sources):
+            graph.add_edge(src, None, vector, name, Memlet.from_array(edge.data.data, sdfg.arrays[edge.data.data]))
+        graph.add_edge(vector, "c", target, None, Memlet.from_array(out_edge.data.data,
+                                                                      sdfg.arrays[out_edge.data.data]))
+
+
+# ---------------------------------------------------------------- (h)
+@properties.make_properties
+class ParallelizeCarriedLoop(LoopToMap):
+    """LoopToMap that checks the loop's shape but not its data dependencies: a loop where
+    iteration i reads what iteration i - 1 wrote becomes a parallel map. On one OpenMP thread
+    the map still runs in order and is right; on several it races."""
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        if not DetectLoop.can_be_applied(self, graph, expr_index, sdfg, permissive) or expr_index > 1:
+            return False
+        if len(self.loop_guard.nodes()) != 0:
+            return False
+        found = self.loop_information(itervar=self.itervar)
+        return bool(found) and len(self.loop_body()) == 1
+

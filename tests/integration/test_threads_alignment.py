@@ -1,0 +1,57 @@
+"""Races show only on several threads; aligned vector accesses fail only on misaligned views."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harnessgen.build import build
+from harnessgen.constraints import derive
+from harnessgen.layout import build_layout
+from harnessgen.outcome import Outcome
+from harnessgen.replay import ReplayWorker
+from tests.conftest import REPO, layout_of, make_pair
+
+CONSTRAINTS = REPO / "afl_configs" / "kernels.constraints.json"
+
+
+@pytest.fixture(scope="module")
+def race_build(build_cache):
+    pair = make_pair("prefix_sum", "harnessgen.zoo.planted:ParallelizeCarriedLoop")
+    layout = build_layout(pair, derive(pair, user_file=CONSTRAINTS, strict_names=False))
+    return layout, build(pair, layout, build_cache, afl=False)
+
+
+def test_carried_dependency_made_parallel_is_a_race(race_build):
+    layout, harness = race_build
+    data = layout.encode({"NSCAN": 16}, {"A": np.ones(16), "B": np.ones(16)})
+    with ReplayWorker(harness.dir) as worker:
+        assert worker.run(data).outcome == Outcome.PASS                        # one thread: right
+        result = worker.run(data, threads=4, repeat=20)
+        assert result.outcome == Outcome.RACE and result.container == "A"
+        assert 1 <= result.detail["differing_runs"] <= 20 and result.detail["threads"] == 4
+        assert "agrees on one thread" in result.describe()
+
+
+def test_post_wrong_on_every_thread_count_is_a_mismatch_not_a_race(build_cache):
+    pair = make_pair("elementwise_chain", "harnessgen.zoo.planted:TilingWithoutRemainder")
+    layout = layout_of(pair)
+    harness = build(pair, layout, build_cache, afl=False)
+    data = layout.encode({"N": 5}, {c.name: np.arange(1.0, 6.0) for c in layout.containers})
+    with ReplayWorker(harness.dir) as worker:
+        assert worker.run(data, threads=4, repeat=3).outcome == Outcome.MISMATCH
+
+
+def test_aligned_vector_loads_crash_only_on_misaligned_views(build_cache):
+    pair = make_pair("elementwise_chain", "harnessgen.zoo.planted:AlignedVectorize")
+    layout = layout_of(pair)
+    harness = build(pair, layout, build_cache, afl=False)
+    symbols = {s.name: 7 for s in layout.symbols}
+    arrays = {c.name: np.arange(1.0, layout.counts(symbols)[c.name] + 1) for c in layout.containers}
+    with ReplayWorker(harness.dir) as worker:
+        for offset in (0, 16, 32, 48):          # 16-byte aligned starts: right
+            data = layout.encode(symbols, arrays, {c.name: offset for c in layout.containers})
+            assert worker.run(data).outcome == Outcome.PASS, offset
+        for offset in (8, 24, 56):              # aligned only to the element size: SIGSEGV
+            data = layout.encode(symbols, arrays, {c.name: offset for c in layout.containers})
+            result = worker.run(data)
+            assert result.outcome == Outcome.POST_CRASH and "SIGSEGV" in result.message, offset
