@@ -59,12 +59,13 @@ def passing_input(program: str, spec: str, inst):
 
 
 def planted_row(name: str, time_s: float):
-    program = PLANTED[name]
+    program, race = PLANTED[name].program, PLANTED[name].race
     spec = f"harnessgen.zoo.planted:{name}"
     row = {"bug": name, "program": program}
     with tempfile.TemporaryDirectory() as tmp:
         started = time.monotonic()
-        results = fuzz(f"kernels:{program}", spec, None, options(Path(tmp), time_s, until_crash=True))
+        results = fuzz(f"kernels:{program}", spec, None, options(Path(tmp), time_s, until_crash=True,
+                                                                         race_threads=4 if race else 0))
         found = [r for r in results if r.findings]
         row["instances"] = len(results)
         row["found"] = f"{len(found)}/{len(results)}"
@@ -82,7 +83,8 @@ def planted_row(name: str, time_s: float):
         corpus.mkdir(parents=True)
         (corpus / "passing.bin").write_bytes(data)
         [r] = fuzz(f"kernels:{program}", spec, [inst.id],
-                   options(Path(tmp), time_s, until_crash=True, seed_mode="none"))
+                   options(Path(tmp), time_s, until_crash=True, seed_mode="none",
+                                   race_threads=4 if race else 0))
         afl_found = [f for f in r.findings if f["kind"] == "crash"]
         seed_found = [f for f in r.findings if f["kind"] == "seed"]
         row["afl_from_passing"] = ("start input already fails" if seed_found else
@@ -94,13 +96,13 @@ def planted_row(name: str, time_s: float):
 
 def triage_row(name: str, time_s: float):
     """Fuzz one instance for the whole budget (no early stop), then read what triage made of it."""
-    program = PLANTED[name]
+    program, race = PLANTED[name].program, PLANTED[name].race
     spec = f"harnessgen.zoo.planted:{name}"
     target, _ = resolve("kernels")
     cls = load_transformation(spec)
     inst = enumerate_instances(target, [target.programs[program]], cls, spec)[0]
     with tempfile.TemporaryDirectory() as tmp:
-        [r] = fuzz(f"kernels:{program}", spec, [inst.id], options(Path(tmp), time_s))
+        [r] = fuzz(f"kernels:{program}", spec, [inst.id], options(Path(tmp), time_s, race_threads=4 if race else 0))
         metas = [json.loads((Path(f["path"]) / "meta.json").read_text()) for f in r.findings]
     return {"bug": name, "raw_crashes": r.triage.get("raw", 0), "findings": len(metas),
             "raw_bytes": [m["raw_bytes"] for m in metas], "minimized_bytes": [m["minimized_bytes"] for m in metas],

@@ -11,6 +11,7 @@ KNOBS: Dict[str, str] = {
     "HARNESSGEN_CXX": "C++ compiler for the plain libraries and the replay binary (default clang++)",
     "HARNESSGEN_AFL_CXX": "AFL++ compiler wrapper for the fuzzing harness (default afl-clang-fast++)",
     "HARNESSGEN_AFL_FUZZ": "afl-fuzz executable (default afl-fuzz)",
+    "HARNESSGEN_ARCHER": "LLVM's OpenMP ThreadSanitizer tool libarcher.so (default: found beside the compiler)",
     "HARNESSGEN_RTOL": "read by a built harness at start-up: overrides the relative tolerance it was built with",
     "HARNESSGEN_ATOL": "read by a built harness at start-up: overrides the absolute tolerance",
     "HARNESSGEN_EXACT": "read by a built harness at start-up: 1 compares floats bit for bit, 0 uses the tolerance",

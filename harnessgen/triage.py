@@ -3,15 +3,18 @@
 1. **Classify** every raw crash by replaying it three times through cffi (a child
    process: ``ReplayWorker``); disagreeing replays are ``FLAKY``, a crash that
    passes on replay too; ``INVALID_INPUT`` (pre itself failed) is recorded as a
-   missing constraint, never as a finding.
-2. **Group** by (outcome, container, region of the difference).
+   missing constraint, never as a finding. A crash found in race mode is replayed
+   on several thread counts (4, 2, 3 by default).
+2. **Group** by (outcome, container, region of the difference); a race's region
+   changes from run to run, so races group by container alone.
 3. **Minimize** the earliest crash of each group while it keeps its outcome and
    container (``shrink.py``; the predicate runs the native replay binary, and the
    result is confirmed through cffi).
 4. **Merge** groups whose minimized inputs have the same key: one finding per
    distinct (instance, outcome, container, region).
 5. **Localize** where pre and post first diverge (``localize.py``) and **write**
-   the reproducer directory (``reproducer.py``).
+   the reproducer directory (``reproducer.py``). A race is also run under a
+   ThreadSanitizer build of post (``tsan.py``), which names the racing statements.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from . import __version__
 from .build import CXX, CXXFLAGS, HarnessBuild
 from .cutout import CutoutPair
 from .engines import RawCrash
+from .errors import HarnessgenError
 from .instances import Instance
 from .layout import InputLayout
 from .localize import Divergence, localize
@@ -56,6 +60,7 @@ class TriageOptions:
     race_threads: int = 4         # race-mode replays: post on this many OpenMP threads ...
     race_repeat: int = 20         # ... this many times
     race_repro_runs: int = 100    # post runs in a race reproducer
+    tsan: bool = True             # races: also run a ThreadSanitizer build of post
 
 
 @dataclasses.dataclass
@@ -90,7 +95,9 @@ class TriageResult:
 def region(result: ReplayResult, layout: InputLayout) -> Tuple[str, ...]:
     """Where the difference is, coarsely: per dimension first / inner / last element, or the side of
     the buffer an out-of-bounds write hit, or the signal that killed post."""
-    if result.outcome in (Outcome.MISMATCH, Outcome.RACE):
+    if result.outcome == Outcome.RACE:
+        return ()      # which elements a race corrupts changes from run to run: one race, one finding
+    if result.outcome == Outcome.MISMATCH:
         shape = layout.shape(result.container, result.symbols) if result.symbols else ()
         index = result.detail.get("multi_index", [])
         if len(shape) != len(index):
@@ -101,6 +108,11 @@ def region(result: ReplayResult, layout: InputLayout) -> Tuple[str, ...]:
     if result.outcome == Outcome.POST_CRASH:
         return (result.message.split("(")[-1].rstrip(")"),) if "(" in result.message else ("crash",)
     return ()
+
+
+def race_thread_counts(preferred: int) -> List[int]:
+    """The thread counts race replays cycle through: the configured one first, then 2 to 4."""
+    return [preferred] + [t for t in (2, 3, 4) if t != preferred]
 
 
 def signature(result: ReplayResult) -> Tuple[str, Optional[str]]:
@@ -171,13 +183,16 @@ class Triage:
 
     def _classify(self, worker: ReplayWorker, data: bytes, kind: str) -> Optional[ReplayResult]:
         """Replay up to three times; None when the replays disagree (FLAKY). A crash found in race
-        mode is replayed in race mode: one RACE among the replays makes it a race."""
+        mode is replayed in race mode, each replay on another thread count: one RACE among the
+        replays makes it a race."""
         tol = self.options.tolerance
         if kind == "race":
-            results = [worker.run(data, tol, self.options.race_threads, self.options.race_repeat)
-                       for _ in range(self.options.replays)]
+            counts = race_thread_counts(self.options.race_threads)
+            results = [worker.run(data, tol, counts[i % len(counts)], self.options.race_repeat)
+                       for i in range(self.options.replays)]
             races = [r for r in results if r.outcome == Outcome.RACE]
             if races:
+                races[0].detail["raced_on"] = sorted({r.detail["threads"] for r in races})
                 return races[0]
             if len({signature(r) for r in results}) > 1:
                 return None
@@ -202,9 +217,10 @@ class Triage:
         stats = ShrinkStats(bytes_before=len(data), bytes_after=len(data))
         minimized, final = data, result
         race = result.outcome == Outcome.RACE
-        threads, repeat = (self.options.race_threads, self.options.race_repeat) if race else (1, 1)
+        # a race is shrunk and confirmed on the thread count it showed on first
+        threads, repeat = (result.detail["threads"], self.options.race_repeat) if race else (1, 1)
         if result.outcome != Outcome.POST_HANG:   # every hang candidate would cost a full timeout
-            shrinker = Shrinker(self.layout, self._predicate(target, race), budget=self.options.shrink_budget,
+            shrinker = Shrinker(self.layout, self._predicate(target, threads if race else 0), budget=self.options.shrink_budget,
                                 deadline_s=self.options.shrink_seconds)
             candidate, stats = shrinker.shrink(data, harness_afl=None if race else self.build.harness_afl)
             # two replays more than for classification: a finding must be beyond doubt
@@ -215,6 +231,7 @@ class Triage:
                 if len(races) >= len(confirmed) - 1 and all(r.outcome in (Outcome.RACE, Outcome.PASS)
                                                             for r in confirmed):
                     minimized, final = candidate, races[0]
+                    final.detail["raced_on"] = result.detail.get("raced_on", [threads])
             elif all(signature(r) == target for r in confirmed):
                 minimized, final = candidate, confirmed[0]
         final_key = (final.outcome.name, final.container, region(final, self.layout))
@@ -226,11 +243,11 @@ class Triage:
             entry.update(data=minimized, result=final, stats=stats, raw_bytes=len(data),
                          seconds=round(time.monotonic() - started, 3))
 
-    def _predicate(self, target: Tuple[str, Optional[str]], race: bool):
+    def _predicate(self, target: Tuple[str, Optional[str]], race_threads: int):
         tol = self.options.tolerance
-        if not race:
+        if not race_threads:
             return lambda d: native_signature(self.build, d, tol) == target
-        threads, repeat = self.options.race_threads, self.options.race_repeat
+        threads, repeat = race_threads, self.options.race_repeat
         wrong = (Outcome.MISMATCH.name, target[1])
 
         # still racing, reliably: wrong on several threads in each of three invocations (of `repeat`
@@ -265,7 +282,7 @@ class Triage:
             try:
                 race = result.outcome == Outcome.RACE
                 divergence = localize(pair, self.layout, data, self.options.work_dir, self.options.tolerance,
-                                      threads=self.options.race_threads if race else 1, attempts=20 if race else 1)
+                                      threads=result.detail["threads"] if race else 1, attempts=20 if race else 1)
             except Exception as exc:  # localization is a diagnosis aid: report why it is missing
                 divergence = None
                 entry["localize_error"] = f"{type(exc).__name__}: {exc}"
@@ -273,6 +290,8 @@ class Triage:
         name = "-".join(part for part in (key[0].lower(), key[1] or "", digest) if part)
         folder = self.options.keep_root / name
         meta = self._meta(key, entry, result, stats, decoded, divergence)
+        if result.outcome == Outcome.RACE and self.options.tsan:
+            meta.update(self._tsan(data, result.detail["threads"]))
         diff_lines = sdfg_diff(pair.pre, pair.post)
         summary = result.describe()
         meta["summary"] = summary
@@ -283,6 +302,15 @@ class Triage:
         write_finding(folder, meta, self.build.dir, data, decoded, dtypes, CXX, CXXFLAGS, summary, readme)
         return Finding(key=key, outcome=result.outcome, container=result.container, folder=folder,
                        raw=entry["raw"], meta=meta)
+
+    def _tsan(self, data: bytes, threads: int) -> Dict:
+        """ThreadSanitizer's view of the race: the racing statements in post's source."""
+        from .tsan import run_tsan
+
+        try:
+            return {"tsan": run_tsan(self.build, data, threads).to_json()}
+        except (HarnessgenError, subprocess.TimeoutExpired) as exc:   # evidence, not the verdict
+            return {"tsan_error": f"{type(exc).__name__}: {exc}"}
 
     def _meta(self, key: Key, entry: Dict, result: ReplayResult, stats: ShrinkStats, decoded,
               divergence: Optional[Divergence]) -> Dict:
@@ -299,7 +327,7 @@ class Triage:
             "differing": detail.get("differing"), "total": detail.get("total"),
             "max_abs_diff": detail.get("max_abs_diff"), "max_index": detail.get("max_multi_index"),
             "threads": detail.get("threads", 1), "runs": detail.get("runs", 1),
-            "differing_runs": detail.get("differing_runs"),
+            "differing_runs": detail.get("differing_runs"), "raced_on_threads": detail.get("raced_on"),
             "repro_runs": self.options.race_repro_runs if result.outcome == Outcome.RACE else 1,
             "message": result.message,
             "tolerance": dataclasses.asdict(self.options.tolerance),
@@ -339,10 +367,22 @@ def _readme(meta: Dict, summary: str, divergence: Optional[Divergence], diff_lin
     else:
         lines += ["    (not localized: " + (meta.get("localize_error") or "post crashed or hung, or only the outputs "
                                             "differ") + ")", ""]
+    lines += _tsan_lines(meta)
     lines += ["## What the transformation changed", "", "```"] + (diff_lines[:40] or ["(no structural change)"])
     lines += ["```", "", "Files: `input.bin` (fuzzer bytes), `inputs.npz` (decoded), `pre.sdfg`, `post.sdfg`, "
               "`transformation.json`, `meta.json`.", ""]
     return "\n".join(lines)
+
+
+def _tsan_lines(meta: Dict) -> List[str]:
+    if meta["outcome"] != "RACE":
+        return []
+    if "tsan" not in meta:
+        return [f"    ThreadSanitizer: {meta.get('tsan_error', 'not run')}", ""]
+    report = meta["tsan"]
+    lines = [f"    ThreadSanitizer ({meta['threads']} threads): {report['reports']} data-race report(s) in post"]
+    lines += [f"      {loc['access']:<5} {loc['file']}:{loc['line']}  {loc['code']}" for loc in report["locations"]]
+    return lines + [""]
 
 
 def triage_build(build_dir: Path, raw: List[RawCrash], options: TriageOptions) -> TriageResult:

@@ -10,14 +10,28 @@ Use them like any custom transformation, e.g.
 ``harnessgen fuzz --program kernels:trisolve --transformation harnessgen.zoo.planted:UnrollDropsIterations``.
 """
 
-# which kernel each planted bug is meant for (tests, bench and the README use this table)
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class PlantedBug:
+    """What tests, bench and the README know about one planted bug."""
+
+    program: str                 # the kernel it is meant for
+    outcome: str                 # the verdict that finding it gives
+    race: bool = False           # shows only on several threads: fuzz with --race
+    # smallest failing sizes where they lie above the sizes' declared lower bounds
+    least_failing: dict = field(default_factory=dict)
+
+
 PLANTED = {
-    "OffByOneTiling": "reduction",
-    "TilingWithoutRemainder": "elementwise_chain",
-    "UnrollDropsIterations": "trisolve",
-    "RedundantCopyRemoval": "two_phase",
-    "OffloadCopiesWholeArray": "column_window",
-    "FastExpBand": "sigmoid",
-    "AlignedVectorize": "elementwise_chain",
-    "ParallelizeCarriedLoop": "prefix_sum",
+    "OffByOneTiling": PlantedBug("reduction", "OOB_WRITE"),
+    "TilingWithoutRemainder": PlantedBug("elementwise_chain", "MISMATCH"),
+    "UnrollDropsIterations": PlantedBug("trisolve", "MISMATCH"),
+    "RedundantCopyRemoval": PlantedBug("two_phase", "MISMATCH"),
+    "OffloadCopiesWholeArray": PlantedBug("column_window", "MISMATCH"),
+    "FastExpBand": PlantedBug("sigmoid", "MISMATCH"),
+    # one element is no vector: the first failing size is two
+    "AlignedVectorize": PlantedBug("elementwise_chain", "POST_CRASH", least_failing={"N": 2}),
+    "ParallelizeCarriedLoop": PlantedBug("prefix_sum", "RACE", race=True),
 }

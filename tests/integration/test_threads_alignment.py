@@ -9,6 +9,7 @@ from harnessgen.constraints import derive
 from harnessgen.layout import build_layout
 from harnessgen.outcome import Outcome
 from harnessgen.replay import ReplayWorker
+from harnessgen.tsan import run_tsan
 from tests.conftest import REPO, layout_of, make_pair
 
 CONSTRAINTS = REPO / "afl_configs" / "kernels.constraints.json"
@@ -30,6 +31,24 @@ def test_carried_dependency_made_parallel_is_a_race(race_build):
         assert result.outcome == Outcome.RACE and result.container == "A"
         assert 1 <= result.detail["differing_runs"] <= 20 and result.detail["threads"] == 4
         assert "agrees on one thread" in result.describe()
+
+
+def test_thread_sanitizer_names_the_racing_statement_of_post(race_build):
+    layout, harness = race_build
+    data = layout.encode({"NSCAN": 16}, {"A": np.ones(16), "B": np.ones(16)})
+    report = run_tsan(harness, data, threads=4)
+    assert report.reports >= 1
+    assert any(loc["file"] == "hg_post.cpp" and "A[i]" in (loc["code"] or "") for loc in report.locations), report
+
+
+def test_thread_sanitizer_is_silent_on_a_correct_parallel_map(build_cache):
+    pair = make_pair("gemm", "MapTiling", pick=lambda inst: "gemm_map" in inst.description)
+    layout = layout_of(pair)
+    harness = build(pair, layout, build_cache, afl=False)
+    symbols = {s.name: 9 for s in layout.symbols}
+    arrays = {c.name: np.ones(layout.counts(symbols)[c.name]) for c in layout.containers}
+    report = run_tsan(harness, layout.encode(symbols, arrays), threads=4)
+    assert report.reports == 0 and report.locations == [], report
 
 
 def test_post_wrong_on_every_thread_count_is_a_mismatch_not_a_race(build_cache):

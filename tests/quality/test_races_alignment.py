@@ -31,6 +31,9 @@ def test_planted_race_is_found_in_race_mode_and_replays(tmp_path):
     folder = Path(entry["findings"][0]["path"])
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["container"] == "A" and meta["threads"] > 1 and meta["differing_runs"] >= 1
+    # ThreadSanitizer names the statement that writes A in post's parallel loop
+    assert meta["tsan"]["reports"] >= 1, meta.get("tsan_error")
+    assert any(loc["access"] == "write" and "A[" in loc["code"] for loc in meta["tsan"]["locations"]), meta["tsan"]
     failing = alone(folder, tmp_path)
     assert failing.returncode == 1 and "RACE" in failing.stdout, failing.stdout + failing.stderr
     fixed = alone(folder, tmp_path, post_from_pre=True)
