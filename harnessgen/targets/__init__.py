@@ -23,6 +23,7 @@ AFL_CONFIGS = REPO_ROOT / "afl_configs"
 # name -> module (relative to this package) defining ``make_target()``
 BUILTIN_TARGETS: Dict[str, str] = {
     "kernels": ".kernels",
+    "cloudsc": ".cloudsc",
 }
 
 
