@@ -17,11 +17,10 @@ import numpy as np
 
 from . import Program, Target
 
-# built-in DaCe transformations engineers apply to such code, plus ours (zoo/cloudsc.py)
+# built-in DaCe transformations engineers apply to such code
 DEFAULT_TRANSFORMATIONS = [
     "LoopUnroll", "TaskletFusion", "MapFusion", "LoopToMap", "MoveLoopIntoMap", "MapTiling",
     "Vectorization", "MapExpansion", "StateFusion",
-    "harnessgen.zoo.cloudsc:OffloadRegion", "harnessgen.zoo.cloudsc:UnrollSpeciesLoop",
 ]
 SIZES = ("KLON", "KLEV", "KIDIA", "KFDIA", "NCLDTOP")
 INPUTS = ("PT", "PQ", "PA", "TENDENCY_TMP_T", "TENDENCY_TMP_Q", "TENDENCY_TMP_A", "TENDENCY_TMP_CLD", "PVERVEL",

@@ -321,15 +321,19 @@ def cloudsc(PT: f64[KLON, KLEV], PQ: f64[KLON, KLEV], PA: f64[KLON, KLEV],
             zqold = ZQSMIX0[jl, jk]
             ztold = ZTP1[jl, jk]
             ztp1 = max(ztold + zdtforc, 160.0)
-            zqsmix = zqold
-            for jiter in range(2):
-                zqsat = min(0.5, foeewm(ztp1) / PAP[jl, jk])
-                zcor = 1.0 / (1.0 - RETV * zqsat)
-                zqsat = zqsat * zcor
-                zcond = (zqsmix - zqsat) / (1.0 + zqsat * zcor * foedem(ztp1))
-                ztp1 = ztp1 + foeldcpm(ztp1) * zcond
-                zqsmix = zqsmix - zcond
-            zdqs = zqsmix - zqold
+            # (the two steps are written out: DaCe 1.0.2 mishandles these scalars carried by a loop)
+            zqsat1 = min(0.5, foeewm(ztp1) / PAP[jl, jk])
+            zcor1 = 1.0 / (1.0 - RETV * zqsat1)
+            zqsat1 = zqsat1 * zcor1
+            zcond1 = (zqold - zqsat1) / (1.0 + zqsat1 * zcor1 * foedem(ztp1))
+            ztp2 = ztp1 + foeldcpm(ztp1) * zcond1
+            zqsmix1 = zqold - zcond1
+            zqsat2 = min(0.5, foeewm(ztp2) / PAP[jl, jk])
+            zcor2 = 1.0 / (1.0 - RETV * zqsat2)
+            zqsat2 = zqsat2 * zcor2
+            zcond2 = (zqsmix1 - zqsat2) / (1.0 + zqsat2 * zcor2 * foedem(ztp2))
+            zqsmix2 = zqsmix1 - zcond2
+            zdqs = zqsmix2 - zqold
             # (the working temperature and saturation keep their values: ztp1/zqsmix were copies)
             if zdqs > 0.0:
                 zlevap = min(min(za * min(zdqs, zli), zevaplimmix), max(zqold - zqv, 0.0))
