@@ -153,9 +153,6 @@ def cloudsc(PT: f64[KLON, KLEV], PQ: f64[KLON, KLEV], PA: f64[KLON, KLEV],
     ZSOLAC = np.zeros((KLON,), dtype=np.float64)
     ZSOLAB = np.zeros((KLON,), dtype=np.float64)
     ZANEW = np.zeros((KLON,), dtype=np.float64)
-    ZRAINCLD = np.zeros((KLON,), dtype=np.float64)
-    ZSNOWCLD = np.zeros((KLON,), dtype=np.float64)
-    ZCOVPCLR = np.zeros((KLON,), dtype=np.float64)
 
     # ---- 1. zero the local tendencies (CLD: species 1..4 only) -----------------------------
     TENDENCY_LOC_T[KIDIA - 1:KFDIA, :] = 0.0
@@ -357,12 +354,20 @@ def cloudsc(PT: f64[KLON, KLEV], PQ: f64[KLON, KLEV], PA: f64[KLON, KLEV],
                 ZSOLQA[jl, NCLDQI, NCLDQV] = ZSOLQA[jl, NCLDQI, NCLDQV] + (1.0 - zalfaw) * zlcond
                 ZSOLQA[jl, NCLDQV, NCLDQI] = ZSOLQA[jl, NCLDQV, NCLDQI] - (1.0 - zalfaw) * zlcond
 
+            # carried per-column values are read into scalars and written back once (DaCe 1.0.2
+            # reads a stale value after a conditional write to the array inside this map)
+            zcldtopdist = ZCLDTOPDIST[jl]
+            zcovptot = ZCOVPTOT[jl]
+            zcovpmax = ZCOVPMAX[jl]
+            zcovpclr = 0.0
+            zraincld = 0.0
+            zsnowcld = 0.0
             # 3.7 ice deposition (cover above; distance from cloud top carried over levels)
             zam1 = ZANEWM1[jl]
             if zam1 < RCLDTOPCF and za >= RCLDTOPCF:
-                ZCLDTOPDIST[jl] = 0.0
+                zcldtopdist = 0.0
             else:
-                ZCLDTOPDIST[jl] = ZCLDTOPDIST[jl] + zdp / (zrho * RG)
+                zcldtopdist = zcldtopdist + zdp / (zrho * RG)
             if ZTP1[jl, jk] < RTT and ZQX[jl, jk, NCLDQL] > ZEPSEC and za > ZEPSEC:
                 zvpice = foeeice(ZTP1[jl, jk]) * RV / RD
                 zvpliq = zvpice * fokoop(ZTP1[jl, jk])
@@ -377,7 +382,7 @@ def cloudsc(PT: f64[KLON, KLEV], PQ: f64[KLON, KLEV], PA: f64[KLON, KLEV],
                 zdepos = min(max(za * (zinew - zice0), 0.0), ZQX[jl, jk, NCLDQL])
                 zinfactor = min(zicenuclei / 15000.0, 1.0)
                 zdepos = zdepos * min(zinfactor + (1.0 - zinfactor)
-                                      * (RDEPLIQREFRATE + ZCLDTOPDIST[jl] / RDEPLIQREFDEPTH), 1.0)
+                                      * (RDEPLIQREFRATE + zcldtopdist / RDEPLIQREFDEPTH), 1.0)
                 ZSOLQA[jl, NCLDQI, NCLDQL] = ZSOLQA[jl, NCLDQI, NCLDQL] + zdepos
                 ZSOLQA[jl, NCLDQL, NCLDQI] = ZSOLQA[jl, NCLDQL, NCLDQI] - zdepos
 
@@ -398,19 +403,19 @@ def cloudsc(PT: f64[KLON, KLEV], PQ: f64[KLON, KLEV], PA: f64[KLON, KLEV],
             # precipitation cover: overlap with the level above
             zqpretot = ZFALLSRCE[jl, NCLDQR] + ZFALLSRCE[jl, NCLDQS]
             if zqpretot > ZEPSEC:
-                ZCOVPTOT[jl] = 1.0 - (1.0 - ZCOVPTOT[jl]) * (1.0 - max(za, zam1)) / (1.0 - min(zam1, 1.0 - 1e-6))
-                ZCOVPTOT[jl] = min(max(ZCOVPTOT[jl], RCOVPMIN), 1.0)
-                ZCOVPCLR[jl] = max(0.0, ZCOVPTOT[jl] - za)
-                ZRAINCLD[jl] = (ZQX[jl, jk, NCLDQR] + ZFALLSRCE[jl, NCLDQR]) / ZCOVPTOT[jl]
-                ZSNOWCLD[jl] = (ZQX[jl, jk, NCLDQS] + ZFALLSRCE[jl, NCLDQS]) / ZCOVPTOT[jl]
-                ZCOVPMAX[jl] = max(ZCOVPTOT[jl], ZCOVPMAX[jl])
+                zcovptot = 1.0 - (1.0 - zcovptot) * (1.0 - max(za, zam1)) / (1.0 - min(zam1, 1.0 - 1e-6))
+                zcovptot = min(max(zcovptot, RCOVPMIN), 1.0)
+                zcovpclr = max(0.0, zcovptot - za)
+                zraincld = (ZQX[jl, jk, NCLDQR] + ZFALLSRCE[jl, NCLDQR]) / zcovptot
+                zsnowcld = (ZQX[jl, jk, NCLDQS] + ZFALLSRCE[jl, NCLDQS]) / zcovptot
+                zcovpmax = max(zcovptot, zcovpmax)
             else:
-                ZCOVPTOT[jl] = 0.0
-                ZCOVPCLR[jl] = 0.0
-                ZRAINCLD[jl] = 0.0
-                ZSNOWCLD[jl] = 0.0
-                ZCOVPMAX[jl] = 0.0
-            PCOVPTOT[jl, jk] = ZCOVPTOT[jl]
+                zcovptot = 0.0
+                zcovpclr = 0.0
+                zraincld = 0.0
+                zsnowcld = 0.0
+                zcovpmax = 0.0
+            PCOVPTOT[jl, jk] = zcovptot
 
             # 4.3 autoconversion: warm rain (Khairoutdinov-Kogan), snow, riming
             if za > ZEPSEC:
@@ -424,8 +429,8 @@ def cloudsc(PT: f64[KLON, KLEV], PQ: f64[KLON, KLEV], PA: f64[KLON, KLEV],
                         znd = PCCN[jl, jk]
                     zrainaut = za * PTSPHY * KK_AUTO * zliqcld ** KK_AUTO_QC * znd ** KK_AUTO_ND
                     zrainacc = 0.0
-                    if ZRAINCLD[jl] > ZEPSEC:
-                        zrainacc = za * PTSPHY * KK_ACCR * (zliqcld * ZRAINCLD[jl]) ** KK_ACCR_Q
+                    if zraincld > ZEPSEC:
+                        zrainacc = za * PTSPHY * KK_ACCR * (zliqcld * zraincld) ** KK_ACCR_Q
                     if ZTP1[jl, jk] > RTT:
                         ZSOLQA[jl, NCLDQR, NCLDQL] = ZSOLQA[jl, NCLDQR, NCLDQL] + zrainaut + zrainacc
                         ZSOLQA[jl, NCLDQL, NCLDQR] = ZSOLQA[jl, NCLDQL, NCLDQR] - zrainaut - zrainacc
@@ -439,8 +444,8 @@ def cloudsc(PT: f64[KLON, KLEV], PQ: f64[KLON, KLEV], PA: f64[KLON, KLEV],
                     zzco = PTSPHY * RSNOWLIN1 * math.exp(RSNOWLIN2 * (ZTP1[jl, jk] - RTT))
                     ZSOLQB[jl, NCLDQS, NCLDQI] = ZSOLQB[jl, NCLDQS, NCLDQI] + zzco * (
                         1.0 - math.exp(-(zicecld / zlcrit) ** 2))
-                if ZTP1[jl, jk] < RTT and ZSNOWCLD[jl] > ZEPSEC and zliqcld > ZEPSEC:
-                    ZSOLQB[jl, NCLDQS, NCLDQL] = ZSOLQB[jl, NCLDQS, NCLDQL] + 0.3 * ZCOVPTOT[jl] * PTSPHY * RKCONV
+                if ZTP1[jl, jk] < RTT and zsnowcld > ZEPSEC and zliqcld > ZEPSEC:
+                    ZSOLQB[jl, NCLDQS, NCLDQL] = ZSOLQB[jl, NCLDQS, NCLDQL] + 0.3 * zcovptot * PTSPHY * RKCONV
 
             # 4.4 melting of ice and snow, freezing of rain (liquid from above) and of liquid
             ztdmtw0 = ZTP1[jl, jk] - RTT
@@ -467,29 +472,32 @@ def cloudsc(PT: f64[KLON, KLEV], PQ: f64[KLON, KLEV], PA: f64[KLON, KLEV],
                 ZSOLQA[jl, NCLDQL, NCLDQI] = ZSOLQA[jl, NCLDQL, NCLDQI] - ZQX[jl, jk, NCLDQL]
 
             # 4.5 evaporation of rain and of snow in the clear-sky part of the precipitation
-            zzrh = RPRECRHMAX + (1.0 - RPRECRHMAX) * ZCOVPMAX[jl] / max(ZEPSEC, 1.0 - za)
+            zzrh = RPRECRHMAX + (1.0 - RPRECRHMAX) * zcovpmax / max(ZEPSEC, 1.0 - za)
             zzrh = min(max(zzrh, RPRECRHMAX), 1.0)
             zqe = min(max((zqv - za * ZQSLIQ[jl, jk]) / max(ZEPSEC, 1.0 - za), 0.0), ZQSLIQ[jl, jk])
-            if ZCOVPCLR[jl] > ZEPSEC and ZQX[jl, jk, NCLDQR] > ZEPSEC and zqe < zzrh * ZQSLIQ[jl, jk]:
-                zpreclr = ZQX[jl, jk, NCLDQR] * ZCOVPCLR[jl] / ZCOVPTOT[jl]
-                zbeta1 = math.sqrt(PAP[jl, jk] / PAPH[jl, KLEV]) / RVRFACTOR * zpreclr / ZCOVPCLR[jl]
+            if zcovpclr > ZEPSEC and ZQX[jl, jk, NCLDQR] > ZEPSEC and zqe < zzrh * ZQSLIQ[jl, jk]:
+                zpreclr = ZQX[jl, jk, NCLDQR] * zcovpclr / zcovptot
+                zbeta1 = math.sqrt(PAP[jl, jk] / PAPH[jl, KLEV]) / RVRFACTOR * zpreclr / zcovpclr
                 zbeta = RG * RPECONS * 0.5 * zbeta1 ** 0.5777
                 zdenom = 1.0 + zbeta * PTSPHY * (1.0 + foedem(ZTP1[jl, jk]) * ZQSLIQ[jl, jk])
-                zevap = ZCOVPCLR[jl] * zbeta * PTSPHY * (ZQSLIQ[jl, jk] - zqe) / zdenom
+                zevap = zcovpclr * zbeta * PTSPHY * (ZQSLIQ[jl, jk] - zqe) / zdenom
                 zevap = max(min(zevap, ZQX[jl, jk, NCLDQR]), 0.0)
                 ZSOLQA[jl, NCLDQV, NCLDQR] = ZSOLQA[jl, NCLDQV, NCLDQR] + zevap
                 ZSOLQA[jl, NCLDQR, NCLDQV] = ZSOLQA[jl, NCLDQR, NCLDQV] - zevap
             zqe = min(max((zqv - za * zqsice) / max(ZEPSEC, 1.0 - za), 0.0), zqsice)
-            if ZCOVPCLR[jl] > ZEPSEC and ZQX[jl, jk, NCLDQS] > ZEPSEC and zqe < zzrh * zqsice:
-                zpreclr = ZQX[jl, jk, NCLDQS] * ZCOVPCLR[jl] / ZCOVPTOT[jl]
-                zbeta1 = math.sqrt(PAP[jl, jk] / PAPH[jl, KLEV]) / RVRFACTOR * zpreclr / ZCOVPCLR[jl]
+            if zcovpclr > ZEPSEC and ZQX[jl, jk, NCLDQS] > ZEPSEC and zqe < zzrh * zqsice:
+                zpreclr = ZQX[jl, jk, NCLDQS] * zcovpclr / zcovptot
+                zbeta1 = math.sqrt(PAP[jl, jk] / PAPH[jl, KLEV]) / RVRFACTOR * zpreclr / zcovpclr
                 zbeta = RG * RPECONS * zbeta1 ** 0.5777
                 zdenom = 1.0 + zbeta * PTSPHY * (1.0 + foedem(ZTP1[jl, jk]) * zqsice)
-                zevap = ZCOVPCLR[jl] * zbeta * PTSPHY * (zqsice - zqe) / zdenom
+                zevap = zcovpclr * zbeta * PTSPHY * (zqsice - zqe) / zdenom
                 zevap = max(min(zevap, ZQX[jl, jk, NCLDQS]), 0.0)
                 ZSOLQA[jl, NCLDQV, NCLDQS] = ZSOLQA[jl, NCLDQV, NCLDQS] + zevap
                 ZSOLQA[jl, NCLDQS, NCLDQV] = ZSOLQA[jl, NCLDQS, NCLDQV] - zevap
 
+            ZCLDTOPDIST[jl] = zcldtopdist
+            ZCOVPTOT[jl] = zcovptot
+            ZCOVPMAX[jl] = zcovpmax
             # 5.1 cloud cover (feeds the next level)
             zanew = (za + ZSOLAC[jl]) / (1.0 + ZSOLAB[jl])
             zanew = min(max(zanew, 0.0), 1.0)
