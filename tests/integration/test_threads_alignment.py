@@ -24,7 +24,8 @@ def race_build(build_cache):
 
 def test_carried_dependency_made_parallel_is_a_race(race_build):
     layout, harness = race_build
-    data = layout.encode({"NSCAN": 16}, {"A": np.ones(16), "B": np.ones(16)})
+    # long enough that the threads' chunks overlap in time even on a loaded machine
+    data = layout.encode({"NSCAN": 4096}, {"A": np.ones(4096), "B": np.ones(4096)})
     with ReplayWorker(harness.dir) as worker:
         assert worker.run(data).outcome == Outcome.PASS                        # one thread: right
         result = worker.run(data, threads=4, repeat=20)
