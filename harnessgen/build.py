@@ -115,21 +115,26 @@ def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, oracle: Optiona
     oracle = oracle or OracleOptions()
     key = cache_key(pair, layout, oracle, afl, cmplog)
     final = Path(work_dir) / "builds" / key
-    if (final / "manifest.json").exists():
-        return HarnessBuild.open(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{key}.tmp-", dir=final.parent))
+    if not (final / "manifest.json").exists():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, oracle, afl, cmplog))
+    return HarnessBuild.open(final)
+
+
+def publish_dir(final: Path, fill) -> None:
+    """Fill a temporary sibling of ``final`` and rename it into place: nobody ever sees half a
+    directory, a failed fill leaves nothing behind, and of two processes filling the same
+    directory the first to publish wins (the other's copy is dropped)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}.tmp-", dir=final.parent))
     try:
-        manifest = _build_into(tmp, key, pair, layout, oracle, afl, cmplog)
-        try:
-            os.rename(tmp, final)
-        except OSError:  # another process published the same key first: use theirs
-            shutil.rmtree(tmp, ignore_errors=True)
-        return HarnessBuild(final, key, layout, manifest if (final / "manifest.json").exists() else
-                            json.loads((final / "manifest.json").read_text()))
+        fill(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, oracle: OracleOptions,

@@ -12,6 +12,7 @@ KNOBS: Dict[str, str] = {
     "HARNESSGEN_AFL_CXX": "AFL++ compiler wrapper for the fuzzing harness (default afl-clang-fast++)",
     "HARNESSGEN_AFL_FUZZ": "afl-fuzz executable (default afl-fuzz)",
     "HARNESSGEN_ARCHER": "LLVM's OpenMP ThreadSanitizer tool libarcher.so (default: found beside the compiler)",
+    "HARNESSGEN_PROGRAM_CACHE": "where built-in targets cache their parsed SDFGs (default .harnessgen/programs)",
     "HARNESSGEN_RTOL": "read by a built harness at start-up: overrides the relative tolerance it was built with",
     "HARNESSGEN_ATOL": "read by a built harness at start-up: overrides the absolute tolerance",
     "HARNESSGEN_EXACT": "read by a built harness at start-up: 1 compares floats bit for bit, 0 uses the tolerance",
@@ -24,6 +25,7 @@ DEFAULTS = {
     "HARNESSGEN_CXX": "clang++",
     "HARNESSGEN_AFL_CXX": "afl-clang-fast++",
     "HARNESSGEN_AFL_FUZZ": "afl-fuzz",
+    "HARNESSGEN_PROGRAM_CACHE": ".harnessgen/programs",
 }
 
 

@@ -16,12 +16,11 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from . import envs
-from .build import CXX, CXXFLAGS, HarnessBuild, _run_parallel, dace_include
+from .build import CXX, CXXFLAGS, HarnessBuild, _run_parallel, dace_include, publish_dir
 from .errors import BuildError, ToolMissing
 
 TSAN_FLAGS = [f for f in CXXFLAGS if f != "-O2"] + ["-O1", "-g", "-fsanitize=thread"]
@@ -57,27 +56,21 @@ def archer_library() -> Path:
 def build_tsan(build: HarnessBuild) -> Path:
     """The TSan replay binary of this build (made once, published atomically)."""
     final = build.dir / "tsan"
-    binary = final / "harness_tsan"
-    if binary.exists():
-        return binary
-    tmp = Path(tempfile.mkdtemp(prefix="tsan.tmp-", dir=build.dir))
-    try:
-        post_cpp = build.dir / "src" / "cpu" / f"{build.manifest['post']['name']}.cpp"
-        flags = TSAN_FLAGS + ["-I", str(dace_include()), "-I", str(build.dir / "include")]
-        _run_parallel({"libpost_tsan.so": ([CXX, *flags, str(post_cpp), "-shared", "-Wl,--version-script="
-                                            f"{build.dir / 'exports_hg_post.map'}", "-Wl,-soname,libpost_tsan.so",
-                                            "-o", str(tmp / "libpost_tsan.so")], "hg_post")})
-        _run_parallel({"harness_tsan": ([CXX, *flags, str(build.dir / "harness.cpp"), str(build.libpre),
-                                         str(tmp / "libpost_tsan.so"), "-Wl,-rpath,$ORIGIN:$ORIGIN/..",
-                                         "-o", str(tmp / "harness_tsan")], "harness")})
-        try:
-            os.rename(tmp, final)
-        except OSError:       # built by another process meanwhile
-            shutil.rmtree(tmp, ignore_errors=True)
-        return binary
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    if not (final / "harness_tsan").exists():
+        publish_dir(final, lambda tmp: _compile_tsan(build, tmp))
+    return final / "harness_tsan"
+
+
+def _compile_tsan(build: HarnessBuild, out: Path) -> None:
+    post_cpp = build.dir / "src" / "cpu" / f"{build.manifest['post']['name']}.cpp"
+    flags = TSAN_FLAGS + ["-I", str(dace_include()), "-I", str(build.dir / "include")]
+    _run_parallel({"libpost_tsan.so": ([CXX, *flags, str(post_cpp), "-shared", "-Wl,--version-script="
+                                        f"{build.dir / 'exports_hg_post.map'}", "-Wl,-soname,libpost_tsan.so",
+                                        "-o", str(out / "libpost_tsan.so")], "hg_post")})
+    # linked after the library it needs; $ORIGIN/.. finds the plain libpre.so of the build
+    _run_parallel({"harness_tsan": ([CXX, *flags, str(build.dir / "harness.cpp"), str(build.libpre),
+                                     str(out / "libpost_tsan.so"), "-Wl,-rpath,$ORIGIN:$ORIGIN/..",
+                                     "-o", str(out / "harness_tsan")], "harness")})
 
 
 def run_tsan(build: HarnessBuild, data: bytes, threads: int, timeout_s: float = 120.0) -> TsanReport:

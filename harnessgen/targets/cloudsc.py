@@ -40,7 +40,9 @@ def _port():
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("HARNESSGEN_WORK", ".harnessgen")) / "programs"
+    from .. import envs
+
+    return Path(envs.get("HARNESSGEN_PROGRAM_CACHE"))
 
 
 def build_sdfg():
@@ -132,6 +134,11 @@ def make_inputs(klon: int = 8, klev: int = 12, seed: int = 0, kidia: int = 1, kf
     return {"sizes": sizes, "arrays": f}
 
 
+def _copies(arrays: Dict[str, object]) -> Dict[str, object]:
+    """Arguments a run may overwrite, so that the caller's stay as they were."""
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()}
+
+
 def run_numpy(arrays: Dict[str, object], sizes: Dict[str, int]) -> Dict[str, object]:
     """Run the port's Python function as plain NumPy on copies; returns every argument after the call."""
     port = _port()
@@ -140,13 +147,13 @@ def run_numpy(arrays: Dict[str, object], sizes: Dict[str, int]) -> Dict[str, obj
     for helper in port.HELPERS:
         namespace[helper.f.__name__] = helper.f
     function = types.FunctionType(port.cloudsc.f.__code__, namespace)
-    copies = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()}
+    copies = _copies(arrays)
     function(**{k: copies[k] for k in INPUTS + OUTPUTS})
     return copies
 
 
 def run_compiled(compiled, arrays: Dict[str, object], sizes: Dict[str, int]) -> Dict[str, object]:
-    copies = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in arrays.items()}
+    copies = _copies(arrays)
     compiled(**copies, **sizes)
     return copies
 
