@@ -31,6 +31,7 @@ from . import __version__, envs
 from .cutout import CutoutPair
 from .emit import OracleOptions, generate_side, render_harness, template_sources
 from .errors import BuildError, ToolMissing
+from .files import write_atomic
 from .layout import InputLayout
 
 CXX = envs.get("HARNESSGEN_CXX")
@@ -152,19 +153,24 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
 
     inc = ["-I", str(dace_include()), "-I", str(out / "include")]
     flags = CXXFLAGS + inc
+    # DaCe's runtime headers are most of a generated file's compile time: parse them once
+    work_dir = Path(out).parent.parent          # out is <work>/builds/<key>.tmp-...
+    pch = dace_header_pch(work_dir, CXX)
+    afl_pch = dace_header_pch(work_dir, AFL_CXX) if afl else []
+    cmplog_pch = dace_header_pch(work_dir, AFL_CXX, {"AFL_LLVM_CMPLOG": "1"}) if cmplog else []
     so = ["-shared", "-Wl,--version-script"]
     jobs = {
-        "libpre.so": ([CXX, *flags, str(pre.cpp), *so[:1], f"{so[1]}={out / 'exports_hg_pre.map'}",
+        "libpre.so": ([CXX, *flags, *pch, str(pre.cpp), *so[:1], f"{so[1]}={out / 'exports_hg_pre.map'}",
                        "-Wl,-soname,libpre.so", "-o", str(out / "libpre.so")], "hg_pre"),
-        "libpost.so": ([CXX, *flags, str(post.cpp), *so[:1], f"{so[1]}={out / 'exports_hg_post.map'}",
+        "libpost.so": ([CXX, *flags, *pch, str(post.cpp), *so[:1], f"{so[1]}={out / 'exports_hg_post.map'}",
                         "-Wl,-soname,libpost.so", "-o", str(out / "libpost.so")], "hg_post"),
     }
     if afl:
-        jobs["post_afl.o"] = ([AFL_CXX, *flags, "-c", str(post.cpp), "-o", str(out / "post_afl.o")], "hg_post")
+        jobs["post_afl.o"] = ([AFL_CXX, *flags, *afl_pch, "-c", str(post.cpp), "-o", str(out / "post_afl.o")], "hg_post")
         jobs["harness_afl.o"] = ([AFL_CXX, *flags, "-c", str(out / "harness.cpp"), "-o",
                                   str(out / "harness_afl.o")], "harness")
     if cmplog:
-        jobs["post_cmplog.o"] = ([AFL_CXX, *flags, "-c", str(post.cpp), "-o", str(out / "post_cmplog.o")],
+        jobs["post_cmplog.o"] = ([AFL_CXX, *flags, *cmplog_pch, "-c", str(post.cpp), "-o", str(out / "post_cmplog.o")],
                                  "hg_post", {"AFL_LLVM_CMPLOG": "1"})
         jobs["harness_cmplog.o"] = ([AFL_CXX, *flags, "-c", str(out / "harness.cpp"), "-o",
                                      str(out / "harness_cmplog.o")], "harness", {"AFL_LLVM_CMPLOG": "1"})
@@ -197,6 +203,37 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
+
+
+def dace_header_pch(work_dir: Path, compiler: str, env: Optional[Dict[str, str]] = None) -> List[str]:
+    """Flags that use a precompiled ``dace/dace.h`` for ``compiler`` (built once per compiler,
+    flags and DaCe version under ``<work>/pch/``), or none when it cannot be built: a PCH only
+    saves time (about 1.3 s of 1.6 s per generated file), it never changes what is compiled."""
+    import dace
+
+    extra = dict(env or {})
+    try:
+        version = _tool_version(compiler)
+    except ToolMissing:
+        return []
+    key = hashlib.sha256(json.dumps([compiler, version, CXXFLAGS, dace.__version__, str(dace_include()), extra])
+                         .encode()).hexdigest()[:16]
+    folder = Path(work_dir) / "pch" / key
+    pch = folder / "dace.h.pch"
+    if not pch.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        header = folder / "dace_all.h"
+        if not header.is_file():
+            write_atomic(header, b"#include <dace/dace.h>\n")
+        tmp = folder / f".dace.h.pch.tmp-{os.getpid()}"
+        proc = subprocess.run([compiler, *CXXFLAGS, "-I", str(dace_include()), "-c", "-x", "c++-header", str(header),
+                               "-o", str(tmp)], capture_output=True, text=True,
+                              env={**os.environ, "AFL_QUIET": "1", **extra})
+        if proc.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            return []
+        os.replace(tmp, pch)     # concurrent builders each produce the same file; the last rename wins
+    return ["-include-pch", str(pch)]
 
 
 def _run_parallel(jobs: Dict[str, tuple]) -> None:

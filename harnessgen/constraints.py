@@ -288,6 +288,23 @@ def _parse_py(text: str) -> Optional[ast.AST]:
         return None
 
 
+_ANALYSES: Dict[int, Tuple[object, ProgramAnalysis]] = {}
+
+
+def program_analysis(sdfg) -> ProgramAnalysis:
+    """One analysis per program SDFG object: every instance of a program shares it (scanning
+    CLOUDSC takes seconds). Programs are never modified in place -- transformations are applied
+    to cutouts -- so the object's identity is a sound key; the SDFG is kept referenced so that
+    its id cannot be reused."""
+    hit = _ANALYSES.get(id(sdfg))
+    if hit is None or hit[0] is not sdfg:
+        if len(_ANALYSES) >= 8:
+            _ANALYSES.clear()
+        hit = _ANALYSES[id(sdfg)] = (sdfg, ProgramAnalysis(sdfg))
+    hit[1]._need_cache.clear()   # bounds depend on query order: start each derivation afresh
+    return hit[1]
+
+
 def find_loops(sd) -> List[Tuple[str, Tuple[object, object, object]]]:
     """For-loops of a state machine: (variable, (start, end inclusive, stride))."""
     from dace.transformation.interstate.loop_detection import find_for_loop
@@ -320,9 +337,10 @@ def derive(pair, max_size: int = DEFAULT_MAX_SIZE, user_file: Optional[Path] = N
            float_bound: float = DEFAULT_FLOAT_BOUND, float_tiny: float = DEFAULT_FLOAT_TINY,
            allow_nonfinite: bool = False, strict_names: bool = True) -> Constraints:
     """Constraints for every free symbol and numeric container of ``pair.pre``."""
-    analysis = ProgramAnalysis(pair.program_sdfg)
+    analysis = program_analysis(pair.program_sdfg)
     free = sorted(str(s) for s in pair.pre.free_symbols)
     user = load_user_file(user_file, pair.program_sdfg, strict_names) if user_file else {}
+    float_tiny = user_file_settings(user_file).get("_float_tiny", float_tiny) if user_file else float_tiny
     symbols = {s: _symbol_range(s, analysis, set(free), max_size) for s in free}
     values = {}
     for name in pair.containers:
@@ -437,6 +455,27 @@ def _drop_unresolvable(symbols: Dict[str, Range], order: List[str]) -> Dict[str,
         raise ConfigError(f"symbol bounds form a cycle through {victim} ({[a for a, _ in cycle]}); "
                           "break it in the constraints file")
     return symbols
+
+
+# keys of a constraints file that set the decoder instead of naming a symbol or container
+FILE_SETTINGS = {
+    "_float_tiny": "floats with a smaller magnitude decode as zero (default 1e-9; a scheme whose "
+                   "thresholds lie below that needs a smaller value)",
+}
+
+
+def user_file_settings(path: Path) -> Dict[str, float]:
+    data = json.loads(Path(path).read_text())
+    out = {}
+    for key in FILE_SETTINGS:
+        if key in data:
+            try:
+                out[key] = float(data[key])
+            except (TypeError, ValueError):
+                raise ConfigError(f"--constraints {Path(path).name}: {key} must be a number") from None
+            if not out[key] >= 0:
+                raise ConfigError(f"--constraints {Path(path).name}: {key} must be >= 0")
+    return out
 
 
 def load_user_file(path: Path, program_sdfg, strict_names: bool) -> Dict[str, Range]:

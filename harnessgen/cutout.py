@@ -63,10 +63,14 @@ def _make_cutout(sdfg, xform, reduce: bool):
                                           reduce_input_config=reduce)
 
 
-def _configs(cutout) -> Tuple[List[str], List[str]]:
+def _is_cutout(sdfg) -> bool:
     from dace.sdfg.analysis.cutout import SDFGCutout
 
-    if isinstance(cutout, SDFGCutout):
+    return isinstance(sdfg, SDFGCutout)
+
+
+def _configs(cutout) -> Tuple[List[str], List[str]]:
+    if _is_cutout(cutout):
         return sorted(cutout.input_config), sorted(cutout.output_config)
     # DaCe falls back to a copy of the whole SDFG: every global container is in and out
     everything = sorted(n for n, d in cutout.arrays.items() if not d.transient)
@@ -138,6 +142,10 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
     except Exception as exc:
         raise Unsupported(f"DaCe could not cut out {instance.id}: {type(exc).__name__}: {exc}") from exc
     translated = _translated_json(xform)
+    if not _is_cutout(reduced) and translated.get("cfg_id", 0) > 0:
+        # DaCe fell back to a copy of the (nested) SDFG holding the match and left the match
+        # untranslated: in the copy, that SDFG is the root, and its states keep their ids
+        translated["cfg_id"] = 0
     input_config, output_config = _configs(reduced)
     before = _unreduced_volume(program_sdfg, instance, cls)
     after = input_volume(reduced, input_config)
@@ -211,8 +219,11 @@ def _unreduced_volume(program_sdfg, instance: Instance, cls: type) -> str:
 def _can_apply(xform, sdfg) -> bool:
     from dace.transformation.transformation import SingleStateTransformation
 
-    cfg = sdfg.cfg_list[xform.cfg_id]
-    graph = cfg.node(xform.state_id) if xform.state_id >= 0 else cfg
+    try:
+        cfg = sdfg.cfg_list[xform.cfg_id]
+        graph = cfg.node(xform.state_id) if xform.state_id >= 0 else cfg
+    except IndexError:   # the match points at a region the cutout does not have
+        return False
     try:
         if isinstance(xform, SingleStateTransformation) or xform.state_id >= 0:
             return bool(xform.can_be_applied(graph, xform.expr_index, cfg.sdfg if hasattr(cfg, "sdfg") else sdfg))

@@ -28,6 +28,7 @@ from .emit import OracleOptions
 from .engines import FuzzJob, RawCrash, get_engine
 from .engines.afl import read_options
 from .errors import BuildError, ConfigError, Unsupported
+from .files import write_atomic, write_json
 from .instances import Instance, enumerate_instances, load_transformation, parse_settings
 from .layout import build_layout
 from .oracle import Tolerance
@@ -93,17 +94,6 @@ class InstanceResult:
 
 
 # ------------------------------------------------------------------ helpers
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def write_json(path: Path, obj) -> None:
-    write_atomic(path, (json.dumps(obj, indent=1, default=str) + "\n").encode())
-
-
 def _keep_dir(options: FuzzOptions, inst: Instance) -> Path:
     return options.crashes_root / inst.target / inst.id
 

@@ -29,6 +29,8 @@ from dace.transformation.dataflow import StripMining
 from dace.transformation.interstate import LoopToMap
 from dace.transformation.interstate.loop_detection import DetectLoop
 
+from ..sdfg_edit import copy_loop_body
+
 TILE = 4
 
 
@@ -97,7 +99,7 @@ class UnrollDropsIterations(DetectLoop, xf.MultiStateTransformation):
         guard = self.loop_guard
         body = self.loop_body()
         begin = self.loop_begin
-        second = self._copy_body(graph, body, itervar)
+        second = copy_loop_body(graph, body, itervar, f"({itervar} - 1)", "unrolled")
         # the increment edge now leads into the copy; the copy's end steps by -2
         increment = next(e for e in graph.in_edges(guard) if e.src is last_state)
         graph.remove_edge(increment)
@@ -107,21 +109,6 @@ class UnrollDropsIterations(DetectLoop, xf.MultiStateTransformation):
         inside = f"({itervar} - 1 >= {symbolic.symstr(end)})"
         for edge in graph.out_edges(guard):
             edge.data.condition = properties.CodeBlock(inside if edge.dst is begin else f"not {inside}")
-
-    @staticmethod
-    def _copy_body(graph, body, itervar):
-        shifted = f"({itervar} - 1)"
-        copies = [SDFGState.from_json(s.to_json(), context={"sdfg": graph.sdfg}) for s in body]
-        for state in copies:
-            state.label = f"{state.label}_unrolled"
-            state.replace(itervar, shifted)
-            graph.add_node(state)
-        for edge in graph.edges():
-            if edge.src in body and edge.dst in body:
-                data = copy.deepcopy(edge.data)
-                data.replace_dict({itervar: shifted})
-                graph.add_edge(copies[body.index(edge.src)], copies[body.index(edge.dst)], data)
-        return copies
 
 
 # ---------------------------------------------------------------- (d)

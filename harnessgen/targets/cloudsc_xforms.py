@@ -1,0 +1,176 @@
+"""Engineer-style custom transformations shipped with the ``cloudsc`` target.
+
+They are what a performance engineer writes for a code like CLOUDSC, and what
+FuzzyFlow's case study found bugs in:
+
+``OffloadMap``   kernel extraction: a parallel region (a top-level map) moves to a
+                 separate "device" buffer space. Every container the map touches gets
+                 a device twin; the subsets the map reads *and* writes are copied in
+                 before it (so elements a conditional write skips keep their values),
+                 the subsets it writes are copied back after it. On a GPU the twins
+                 would live in global memory; here they are CPU buffers, so the harness
+                 tests exactly the data movement an offload adds. Copies are maps over
+                 the subsets, so an empty parallel region copies nothing.
+``UnrollByTwo``  partial unrolling of a state-machine loop with a constant stride: each
+                 trip runs the body for ``i`` and, if ``i + stride`` still satisfies the
+                 loop condition, for ``i + stride``; otherwise it steps by one stride and
+                 leaves through the guard (the remainder iteration is never lost).
+
+Both are meant to be correct: fuzzing them must stay silent, and a finding is a bug
+of the transformation (the closing notes of the cloudsc runs say which).
+"""
+from __future__ import annotations
+
+import copy
+
+import dace
+from dace import data as dt
+from dace import nodes, properties, symbolic
+from dace.memlet import Memlet
+from dace.sdfg import SDFG, SDFGState
+from dace.sdfg import utils as sdutil
+from dace.sdfg.state import ControlFlowRegion
+from dace.transformation import transformation as xf
+from dace.transformation.interstate.loop_detection import DetectLoop
+
+from ..sdfg_edit import copy_loop_body
+
+
+# ---------------------------------------------------------------- offload
+@properties.make_properties
+class OffloadMap(xf.SingleStateTransformation):
+    """Moves a top-level map onto device twins of its containers, with copy-in/copy-out."""
+
+    map_entry = xf.PatternNode(nodes.MapEntry)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.map_entry)]
+
+    def can_be_applied(self, graph: SDFGState, expr_index, sdfg, permissive=False):
+        entry = self.map_entry
+        if graph.entry_node(entry) is not None:
+            return False                        # only whole parallel regions are offloaded
+        exit_ = graph.exit_node(entry)
+        edges = graph.in_edges(entry) + graph.out_edges(exit_)
+        touched = [e for e in edges if e.data.data is not None]
+        if not touched:
+            return False
+        for edge in touched:
+            node = edge.src if edge.dst is entry else edge.dst
+            if not isinstance(node, nodes.AccessNode):
+                return False
+            desc = sdfg.arrays[node.data]
+            if isinstance(desc, dt.View):
+                return False
+        return any(isinstance(sdfg.arrays[e.data.data], dt.Array) for e in touched)
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        entry = self.map_entry
+        exit_ = graph.exit_node(entry)
+        reads = [e for e in graph.in_edges(entry) if e.data.data is not None]
+        writes = [e for e in graph.out_edges(exit_) if e.data.data is not None]
+        twins = {}
+        for name in sorted({e.data.data for e in reads + writes}):
+            desc = sdfg.arrays[name]
+            twins[name], _ = sdfg.add_array(f"device_{name}", desc.shape, desc.dtype, transient=True,
+                                            find_new_name=True, lifetime=dace.AllocationLifetime.State)
+        copied_in = {}
+        for edge in reads:
+            copied_in[edge.data.data] = self._copy_in(graph, edge.src, edge, twins[edge.data.data])
+        for edge in writes:
+            name = edge.data.data
+            if name not in copied_in:      # write-only: the twin still starts as the host data
+                host = graph.add_access(name)
+                copied_in[name] = self._copy_in(graph, host, edge, twins[name], ordering_only=True)
+            self._copy_out(graph, edge, twins[name])
+
+    @staticmethod
+    def _retarget(graph: SDFGState, edge, twin: str) -> None:
+        host = edge.data.data
+        for inner in graph.memlet_tree(edge):
+            if inner.data.data == host:
+                inner.data.data = twin
+
+    def _copy_in(self, graph: SDFGState, host: nodes.AccessNode, edge, twin: str, ordering_only: bool = False):
+        entry = self.map_entry
+        device = graph.add_access(twin)
+        copy_subset(graph, host, device, edge.data.subset, "copy_in")
+        if ordering_only:
+            graph.add_nedge(device, entry, Memlet())     # the copy-in happens before the kernel
+            return device
+        self._retarget(graph, edge, twin)
+        graph.add_edge(device, None, entry, edge.dst_conn, copy.deepcopy(edge.data))
+        graph.remove_edge(edge)
+        return device
+
+    def _copy_out(self, graph: SDFGState, edge, twin: str) -> None:
+        host = edge.dst
+        subset = copy.deepcopy(edge.data.subset)
+        self._retarget(graph, edge, twin)
+        device = graph.add_access(twin)
+        graph.add_edge(edge.src, edge.src_conn, device, None, copy.deepcopy(edge.data))
+        graph.remove_edge(edge)
+        copy_subset(graph, device, host, subset, "copy_out")
+
+
+def copy_subset(graph: SDFGState, src: nodes.AccessNode, dst: nodes.AccessNode, subset, label: str) -> None:
+    """Copy ``subset`` of ``src`` into the same subset of ``dst``, element by element in a map.
+
+    Not a plain copy edge: a subset such as ``KIDIA - 1:KFDIA`` has a negative extent when
+    the window is empty, and DaCe's copy would run with that size. A map over an empty range
+    does nothing. (The first version of this transformation used plain copy edges; fuzzing
+    it on ``kernels:column_window`` found the crash with KIDIA = 2, KFDIA = 0.)"""
+    index = [f"__c{i}" for i in range(len(subset))]
+    ranges = {i: f"{symbolic.symstr(b)}:{symbolic.symstr(e)} + 1:{symbolic.symstr(s)}"
+              for i, (b, e, s) in zip(index, subset.ndrange())}
+    where = ", ".join(index)
+    graph.add_mapped_tasklet(f"{label}_{src.data}", ranges, {"__in": Memlet(f"{src.data}[{where}]")}, "__out = __in",
+                             {"__out": Memlet(f"{dst.data}[{where}]")}, external_edges=True,
+                             input_nodes={src.data: src}, output_nodes={dst.data: dst})
+
+
+# ---------------------------------------------------------------- unroll
+@properties.make_properties
+class UnrollByTwo(DetectLoop, xf.MultiStateTransformation):
+    """Runs two iterations per trip of a constant-stride loop, with a remainder check."""
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        if expr_index > 1 or not super().can_be_applied(graph, expr_index, sdfg, permissive):
+            return False
+        info = self.loop_information()
+        if not info:
+            return False
+        itervar, (_, _, stride), (_, last_state) = info
+        increment = [e for e in graph.in_edges(self.loop_guard) if e.src is last_state]
+        # the second copy's edge replaces the increment: it must assign nothing else
+        if len(increment) != 1 or set(increment[0].data.assignments) != {itervar}:
+            return False
+        return not symbolic.issymbolic(stride) and int(stride) != 0
+
+    def apply(self, graph: ControlFlowRegion, sdfg: SDFG):
+        itervar, (_, _, stride), (_, last_state) = self.loop_information()
+        guard = self.loop_guard
+        begin = self.loop_begin
+        body = list(self.loop_body())
+        enter = next(e for e in graph.out_edges(guard) if e.dst is begin)
+        increment = next(e for e in graph.in_edges(guard) if e.src is last_state)
+        step = symbolic.symstr(stride)
+        shifted = f"({itervar} + {step})"
+        second = copy_loop_body(graph, body, itervar, shifted, "second")
+        # after the first copy: a second iteration when it is still inside the loop ...
+        next_inside = copy.deepcopy(enter.data.condition)
+        next_inside = properties.CodeBlock(self._shift(next_inside.as_string, itervar, shifted))
+        graph.remove_edge(increment)
+        graph.add_edge(last_state, second[body.index(begin)], dace.InterstateEdge(condition=next_inside))
+        graph.add_edge(second[body.index(last_state)], guard,
+                       dace.InterstateEdge(assignments={itervar: f"{itervar} + 2 * ({step})"}))
+        # ... otherwise one stride, and the guard ends the loop
+        graph.add_edge(last_state, guard, dace.InterstateEdge(
+            condition=properties.CodeBlock(f"not ({next_inside.as_string})"),
+            assignments=dict(increment.data.assignments)))
+
+    @staticmethod
+    def _shift(code: str, itervar: str, shifted: str) -> str:
+        expr = symbolic.pystr_to_symbolic(code)
+        return symbolic.symstr(expr.subs(symbolic.symbol(itervar), symbolic.pystr_to_symbolic(shifted)))
