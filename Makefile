@@ -1,5 +1,5 @@
 # harnessgen — every target installs what it needs (idempotently).
-#   make fuzz TARGET=kernels:gemm [XFORM=MapTiling] [TIME=20] [INSTANCE=id]
+#   make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n]
 #   make test
 #   make instances TARGET=kernels XFORM=MapTiling
 
@@ -9,17 +9,21 @@ VENV         := .venv
 BIN          := $(VENV)/bin
 WORK         := .harnessgen
 DEB_PACKAGES := afl++ clang lld llvm libomp-dev build-essential
-TARGET       ?= kernels:gemm
-XFORM        ?= MapTiling
-TIME         ?= 20
-OUT          ?= $(WORK)/runs/$(subst /,_,$(TARGET))-$(XFORM)
+TARGET       ?= cloudsc
+XFORM        ?=
+TIME         ?= 2
+BUDGET       ?= 840
+JOBS         ?= $(shell nproc 2>/dev/null || echo 1)
+OUT          ?= $(WORK)/runs/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORM),$(subst $(comma),+,$(subst :,-,$(XFORM))),defaults)
+comma        := ,
 FUZZ_ARGS    ?=
 TEST_ARGS    ?=
 
 .PHONY: setup deps venv fuzz triage replay instances test test-unit bench-zoo clean distclean help
 
 help:
-	@echo "make fuzz TARGET=kernels:gemm XFORM=MapTiling TIME=20   fuzz every instance, TIME s each"
+	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
+	@echo "                                                         default transformations), TIME s each, JOBS at a time"
 	@echo "make triage TARGET=kernels:gemm XFORM=MapTiling         re-triage that run's raw crashes"
 	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
 	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
@@ -49,8 +53,9 @@ $(VENV)/.stamp: pyproject.toml constraints.txt
 	touch $@
 
 fuzz: setup
-	$(BIN)/harnessgen fuzz --program $(TARGET) --transformation $(XFORM) \
-	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --out $(OUT) $(FUZZ_ARGS)
+	$(BIN)/harnessgen fuzz --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) \
+	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --jobs $(JOBS) \
+	  $(if $(BUDGET),--budget $(BUDGET)) --out $(OUT) $(FUZZ_ARGS)
 
 triage: setup
 	$(BIN)/harnessgen triage $(OUT)
@@ -60,7 +65,7 @@ replay: setup
 	$(BIN)/harnessgen replay $(CRASH)
 
 instances: setup
-	$(BIN)/harnessgen instances --program $(TARGET) --transformation $(XFORM)
+	$(BIN)/harnessgen instances --program $(TARGET) $(if $(XFORM),--transformation $(XFORM))
 
 test: setup
 	$(BIN)/pytest -n 2 --durations=10 $(TEST_ARGS)

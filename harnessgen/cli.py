@@ -21,13 +21,22 @@ def _console():
 def _add_fuzz(sub) -> None:
     p = sub.add_parser("fuzz", help="fuzz every instance of a transformation in a program")
     p.add_argument("--program", required=True, help="kernels | kernels:NAME | file.sdfg | file.py:function")
-    p.add_argument("--transformation", required=True, help="DaCe class name | file.py:Class | module:Class")
+    p.add_argument("--transformation", metavar="SPEC[,SPEC...]",
+                   help="DaCe class name | file.py:Class | module:Class, comma-separated for several "
+                        "(default: the target's default set)")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--instance", action="append", metavar="ID", help="fuzz only this instance (repeatable)")
     which.add_argument("--all", action="store_true", help="fuzz every instance (the default)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="set a transformation property, VALUE as JSON (e.g. tile_sizes=[4,4])")
-    p.add_argument("--time", type=float, default=60.0, metavar="SECONDS", help="budget per instance (default 60)")
+    p.add_argument("--time", type=float, default=60.0, metavar="SECONDS",
+                   help="budget per instance: seed screening plus afl-fuzz (default 60)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="instances fuzzed at the same time (default 1)")
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="whole run: no instance starts after this; the same command again continues "
+                        "with the instances not yet done (default: no limit)")
+    p.add_argument("--fresh", action="store_true",
+                   help="fuzz every instance again instead of continuing the run in --out")
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
     p.add_argument("--rtol", type=float, default=1e-5)
@@ -60,7 +69,7 @@ def cmd_fuzz(args) -> int:
     from .fuzz import FuzzOptions, fuzz
 
     options = FuzzOptions(
-        time_s=args.time, max_size=args.max_size, constraints=args.constraints, rtol=args.rtol, atol=args.atol,
+        time_s=args.time, budget_s=args.budget, resume=not args.fresh, max_size=args.max_size, constraints=args.constraints, rtol=args.rtol, atol=args.atol,
         exact=args.exact, float_bound=args.float_bound, nonfinite=args.nonfinite, out_dir=args.out,
         work_dir=args.work_dir, corpus_root=args.corpus_dir, crashes_root=args.crashes_dir,
         until_crash=args.until_crash, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
@@ -68,30 +77,72 @@ def cmd_fuzz(args) -> int:
         race_threads=args.race, race_repeat=args.race_repeat,
         show_progress=not args.no_progress)
     console = _console()
-    progress, finish = _progress_display(console, args.time, enabled=not args.no_progress)
+    # live afl-fuzz statistics come from this process only: with --jobs, a line per instance
+    progress, finish = _progress_display(console, args.time, enabled=not args.no_progress and args.jobs <= 1)
+    planned = [0]
+
+    def on_plan(total: int, already: int) -> None:
+        planned[0] = total
+        done[0] = already
+        budget = f", no instance starting after {args.budget:g} s" if args.budget else ""
+        console.print(f"{total} instance(s) of {args.transformation or 'the default transformations'} in "
+                      f"{args.program}; {args.time:g} s each, {args.jobs} at a time{budget}")
+        if already:
+            console.print(f"{already} of them done by an earlier run into {args.out} (--fresh starts over)")
 
     def on_result(r) -> None:
         finish(r)
+        done[0] += 1
         colour = {"PASS": "green", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
                   "ERROR": "magenta"}.get(r.verdict, "red")
         rate = f"{r.execs_per_sec:,.0f} execs/s" if r.execs_per_sec else ""
         if r.race_execs_per_sec:
             rate += f" (+ {r.race_execs_per_sec:,.0f}/s in race mode)"
         first = f", first finding after {r.seconds_to_first_finding:.1f} s" if r.seconds_to_first_finding is not None else ""
-        console.print(f"[{colour}]{r.verdict:<15}[/] {r.program}/{r.id}  {r.execs:,} execs {rate}{first}")
+        console.print(f"[{colour}]{r.verdict:<15}[/] [{done[0]}/{planned[0]}] {r.program}/{r.id}  "
+                      f"{r.execs:,} execs {rate}{first}")
         if r.verdict != "PASS" and r.message:
             console.print(f"    {r.message.splitlines()[0]}")
         for finding in r.findings:
             console.print(f"    -> {finding['outcome']}: {finding['path']}  ({finding['raw_crashes']} raw crash(es))")
 
+    done = [0]
     results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result,
-                   settings=args.set)
+                   settings=args.set, jobs=max(1, args.jobs), on_plan=on_plan)
+    _print_summary(console, results)
     counts = {}
     for r in results:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     console.print(f"{len(results)} instance(s): " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
                   + f"; summary in {args.out / 'summary.json'}")
+    if len(results) < planned[0]:
+        console.print(f"[yellow]{planned[0] - len(results)} instance(s) not started within the budget:[/] "
+                      "run the same command again to continue")
     return 0
+
+
+def _print_summary(console, results) -> None:
+    """Per transformation: instances, verdicts, findings, median time to a verdict, reproducers."""
+    from rich.table import Table
+
+    from .fuzz import per_transformation
+
+    rows = per_transformation(results)
+    if not rows:
+        return
+    table = Table(title="verdicts per transformation")
+    for col in ("transformation", "instances", "verdicts", "findings", "median s to verdict"):
+        table.add_column(col, justify="right" if col in ("instances", "findings", "median s to verdict") else "left")
+    for row in rows:
+        verdicts = ", ".join(f"{n} {v}" for v, n in row["verdicts"].items())
+        table.add_row(row["transformation"], str(row["instances"]), verdicts, str(row["findings"]),
+                      f"{row['median_verdict_seconds']:.1f}")
+    console.print(table)
+    reproducers = [(row["transformation"], path) for row in rows for path in row["reproducers"]]
+    if reproducers:
+        console.print("reproducers (run `make replay CRASH=<dir>` or `python <dir>/repro.py`):")
+        for name, path in reproducers:
+            console.print(f"  {name}: {path}")
 
 
 def _progress_display(console, time_s: float, enabled: bool):
@@ -125,7 +176,7 @@ def _progress_display(console, time_s: float, enabled: bool):
 def _add_instances(sub) -> None:
     p = sub.add_parser("instances", help="list every instance with its cutout's input configuration size")
     p.add_argument("--program", required=True)
-    p.add_argument("--transformation", required=True)
+    p.add_argument("--transformation", help="as for fuzz (default: the target's default set)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="set a transformation property, VALUE as JSON")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -134,19 +185,14 @@ def _add_instances(sub) -> None:
 
 def cmd_instances(args) -> int:
     from .cutout import extract, volume_at_probe
-    from .fuzz import select_instances
-    from .instances import load_transformation, parse_settings
-    from .targets import resolve
+    from .fuzz import plan_instances
 
-    target, program = resolve(args.program)
-    cls = load_transformation(args.transformation)
-    sdfgs = {p.name: p.build() for p in target.select(program)}
+    target, sdfgs, classes, planned = plan_instances(args.program, args.transformation, None, args.set)
     rows = []
-    settings = parse_settings(args.set, cls)
-    for inst in select_instances(target, program, cls, args.transformation, None, sdfgs, settings):
-        row = {"id": inst.id, "program": inst.program, "match": inst.description}
+    for spec, inst in planned:
+        row = {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description}
         try:
-            pair = extract(sdfgs[inst.program], inst, cls)
+            pair = extract(sdfgs[inst.program], inst, classes[spec])
             row.update(before=pair.input_volume_before, after=pair.input_volume_after,
                        before_at_20=volume_at_probe(pair.input_volume_before),
                        after_at_20=volume_at_probe(pair.input_volume_after),
@@ -160,7 +206,8 @@ def cmd_instances(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{args.transformation} in {args.program}: {len(rows)} instance(s)")
+    table = Table(title=f"{args.transformation or 'default transformations'} in {args.program}: "
+                        f"{len(rows)} instance(s)")
     for col in ("id", "program", "match", "input config (elements)", "at 20", "status"):
         table.add_column(col)
     for r in rows:

@@ -40,6 +40,8 @@ from .targets import Target, resolve
 @dataclasses.dataclass
 class FuzzOptions:
     time_s: float = 60.0
+    budget_s: Optional[float] = None     # whole run: no instance starts after this many seconds
+    resume: bool = True                  # skip instances the output directory's summary already has
     max_size: int = DEFAULT_MAX_SIZE
     constraints: Optional[Path] = None
     rtol: float = 1e-5
@@ -82,6 +84,7 @@ class InstanceResult:
     crashes: List[str] = dataclasses.field(default_factory=list)
     setup_seconds: float = 0.0
     fuzz_seconds: float = 0.0
+    wall_seconds: float = 0.0            # the whole instance: cutout, build, fuzzing, triage
     message: str = ""
     input_config_before: str = ""
     input_config_after: str = ""
@@ -89,8 +92,43 @@ class InstanceResult:
     findings: List[Dict] = dataclasses.field(default_factory=list)
     triage: Dict = dataclasses.field(default_factory=dict)
 
+    @property
+    def verdict_seconds(self) -> float:
+        """Seconds from the start of the instance until its verdict was known: the first
+        finding's time when there is one, else the whole instance (a PASS needs the budget)."""
+        if self.seconds_to_first_finding is None:
+            return self.wall_seconds
+        static = not self.build_dir        # FAILED_TO_APPLY, INVALID_SDFG, BUILD_FAILURE: timed from the start
+        return self.seconds_to_first_finding + (0.0 if static else self.setup_seconds)
+
     def to_json(self) -> Dict:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        out["verdict_seconds"] = round(self.verdict_seconds, 3)
+        return out
+
+
+def per_transformation(results: List[InstanceResult]) -> List[Dict]:
+    """The summary table: per transformation, instances, verdict counts, findings, the median
+    time to the first verdict and where the reproducers are."""
+    import statistics
+
+    rows = {}
+    for r in results:
+        row = rows.setdefault(r.transformation, {"transformation": r.transformation, "instances": 0, "verdicts": {},
+                                                 "findings": 0, "times": [], "reproducers": []})
+        row["instances"] += 1
+        row["verdicts"][r.verdict] = row["verdicts"].get(r.verdict, 0) + 1
+        row["times"].append(r.verdict_seconds)
+        row["findings"] += len(r.findings) or (1 if r.crashes and not r.build_dir else 0)
+        row["reproducers"] += [f["path"] for f in r.findings] + ([] if r.build_dir else r.crashes)
+    out = []
+    for name in sorted(rows):
+        row = rows[name]
+        times = row.pop("times")
+        row["median_verdict_seconds"] = round(statistics.median(times), 2) if times else None
+        row["verdicts"] = dict(sorted(row["verdicts"].items()))
+        out.append(row)
+    return out
 
 
 # ------------------------------------------------------------------ helpers
@@ -283,47 +321,171 @@ class InstanceRunner:
 
 
 # ------------------------------------------------------------------ the command
-def select_instances(target: Target, program: Optional[str], cls: type, spec: str, ids: Optional[List[str]],
-                     sdfgs: Dict[str, object], settings: Optional[Dict] = None) -> List[Instance]:
-    programs = target.select(program)
-    found = enumerate_instances(target, programs, cls, spec, sdfgs, settings)
-    if ids:
-        by_id = {i.id: i for i in found}
-        missing = [i for i in ids if i not in by_id]
-        if missing:
-            raise ConfigError(f"--instance {', '.join(missing)}: no such instance; "
-                              f"`harnessgen instances --program {target.name} --transformation {spec}` lists them")
-        return [by_id[i] for i in ids]
-    return found
+@dataclasses.dataclass
+class _Plan:
+    """What every worker needs; a forked worker inherits it (SDFGs are never pickled)."""
+
+    target: Target
+    sdfgs: Dict[str, object]
+    classes: Dict[str, type]
+    options: FuzzOptions
 
 
-def fuzz(program_spec: str, xform_spec: str, instance_ids: Optional[List[str]], options: FuzzOptions,
-         progress: Optional[Callable] = None, on_result: Optional[Callable] = None,
-         settings: Optional[List[str]] = None) -> List[InstanceResult]:
+_PLAN: Optional[_Plan] = None
+
+
+def transformation_specs(target: Target, xform_spec: Optional[str]) -> List[str]:
+    """``None``/empty: the target's default set; otherwise a comma-separated list."""
+    if not xform_spec:
+        if not target.default_transformations:
+            raise ConfigError(f"target {target.name!r} has no default transformations: pass --transformation")
+        return list(target.default_transformations)
+    return [s.strip() for s in xform_spec.split(",") if s.strip()]
+
+
+def plan_instances(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[List[str]],
+                   settings: Optional[List[str]] = None):
+    """(target, program SDFGs, {spec: class}, [(spec, instance)]) in a deterministic order."""
     target, program = resolve(program_spec)
-    cls = load_transformation(xform_spec)
+    specs = transformation_specs(target, xform_spec)
+    if settings and len(specs) != 1:
+        raise ConfigError("--set applies to one transformation: pass exactly one --transformation")
+    classes = {spec: load_transformation(spec) for spec in specs}
     programs = target.select(program)
     sdfgs = {p.name: p.build() for p in programs}
-    instances = select_instances(target, program, cls, xform_spec, instance_ids, sdfgs,
-                                 parse_settings(settings, cls))
+    planned = []
+    for spec in specs:
+        found = enumerate_instances(target, programs, classes[spec], spec, sdfgs,
+                                    parse_settings(settings, classes[spec]) if settings else None)
+        planned += [(spec, inst) for inst in found]
+    if instance_ids:
+        by_id = {inst.id: (spec, inst) for spec, inst in planned}
+        missing = [i for i in instance_ids if i not in by_id]
+        if missing:
+            raise ConfigError(f"--instance {', '.join(missing)}: no such instance; `harnessgen instances "
+                              f"--program {program_spec} --transformation {specs[0]}` lists them")
+        planned = [by_id[i] for i in instance_ids]
+    return target, sdfgs, classes, planned
+
+
+def _run_planned(spec: str, inst: Instance, progress: Optional[Callable] = None) -> InstanceResult:
+    plan = _PLAN
+    started = time.monotonic()
+    runner = InstanceRunner(plan.target, plan.sdfgs[inst.program], plan.classes[spec], plan.options, progress)
+    result = runner.run(inst)
+    result.wall_seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def interleave(planned: List[tuple]) -> List[tuple]:
+    """Round-robin over transformations (in their given order), so that a run cut short by its
+    budget has tested every transformation, not only the first ones."""
+    queues: Dict[str, List[tuple]] = {}
+    for item in planned:
+        queues.setdefault(item[0], []).append(item)
+    out = []
+    while any(queues.values()):
+        for queue in queues.values():
+            if queue:
+                out.append(queue.pop(0))
+    return out
+
+
+def _previous_results(options: FuzzOptions, program_spec: str, label: str) -> Dict[str, InstanceResult]:
+    """Finished instances of an earlier run of the same command into the same directory."""
+    path = options.out_dir / "summary.json"
+    if not options.resume or not path.is_file():
+        return {}
+    try:
+        old = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return {}
+    if old.get("program") != program_spec or old.get("transformation") != label:
+        return {}
+    fields = {f.name for f in dataclasses.fields(InstanceResult)}
+    done = {}
+    for entry in old.get("instances", []):
+        if entry.get("verdict") != "ERROR":       # a harnessgen error is worth another try
+            done[entry["id"]] = InstanceResult(**{k: v for k, v in entry.items() if k in fields})
+    return done
+
+
+def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[List[str]], options: FuzzOptions,
+         progress: Optional[Callable] = None, on_result: Optional[Callable] = None,
+         settings: Optional[List[str]] = None, jobs: int = 1,
+         on_plan: Optional[Callable[[int, int], None]] = None) -> List[InstanceResult]:
+    """Fuzz every selected instance of every selected transformation, ``jobs`` instances at a time
+    (forked worker processes; each instance's afl-fuzz binds to a free core when there is one),
+    round-robin over transformations. With ``options.budget_s`` no instance starts after the
+    budget; running the same command again continues with the instances not yet done
+    (``options.resume``). ``summary.json`` is rewritten after every instance."""
+    global _PLAN
+    started = time.monotonic()
+    target, sdfgs, classes, planned = plan_instances(program_spec, xform_spec, instance_ids, settings)
     if options.constraints is None and target.constraints_file is not None:
         options = dataclasses.replace(options, constraints=target.constraints_file)
+    label = ",".join(classes)
+    previous = _previous_results(options, program_spec, label)
+    results: List[InstanceResult] = [previous[inst.id] for _, inst in planned if inst.id in previous]
+    todo = interleave([(spec, inst) for spec, inst in planned if inst.id not in previous])
     options.out_dir.mkdir(parents=True, exist_ok=True)
-    results: List[InstanceResult] = []
+    _PLAN = _Plan(target, sdfgs, classes, options)
     summary_path = options.out_dir / "summary.json"
-    for inst in instances:
-        runner = InstanceRunner(target, sdfgs[inst.program], cls, options, progress)
-        result = runner.run(inst)
+    if on_plan:
+        on_plan(len(planned), len(results))
+
+    def write_summary() -> None:
+        write_json(summary_path, summary(program_spec, label, options, results, total=len(planned), jobs=jobs))
+
+    def finished(result: InstanceResult) -> None:
         results.append(result)
-        write_json(summary_path, summary(program_spec, xform_spec, options, results))
+        write_summary()
         if on_result:
             on_result(result)
-    if not instances:
-        write_json(summary_path, summary(program_spec, xform_spec, options, results))
+
+    def may_start() -> bool:
+        return options.budget_s is None or time.monotonic() - started < options.budget_s
+
+    try:
+        if jobs <= 1 or len(todo) <= 1:
+            for spec, inst in todo:
+                if not may_start():
+                    break
+                finished(_run_planned(spec, inst, progress))   # live afl-fuzz stats only here
+        else:
+            _run_in_workers(todo, jobs, finished, may_start)
+    finally:
+        _PLAN = None
+    write_summary()
     return results
 
 
-def summary(program_spec: str, xform_spec: str, options: FuzzOptions, results: List[InstanceResult]) -> Dict:
+def _run_in_workers(todo, jobs: int, finished: Callable, may_start: Callable[[], bool]) -> None:
+    import concurrent.futures as cf
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")   # workers inherit the parsed programs
+    queue = list(todo)
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        running = set()
+        try:
+            while queue or running:
+                while queue and len(running) < jobs and may_start():
+                    spec, inst = queue.pop(0)
+                    running.add(pool.submit(_run_planned, spec, inst))
+                if not running:
+                    break
+                done, running = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    finished(future.result())
+        except BaseException:
+            for future in running:
+                future.cancel()
+            raise
+
+
+def summary(program_spec: str, xform_spec: str, options: FuzzOptions, results: List[InstanceResult],
+            total: Optional[int] = None, jobs: int = 1) -> Dict:
     import dace
 
     from . import __version__
@@ -331,6 +493,10 @@ def summary(program_spec: str, xform_spec: str, options: FuzzOptions, results: L
     return {
         "harnessgen": __version__, "dace": dace.__version__, "program": program_spec,
         "transformation": xform_spec, "time_per_instance_s": options.time_s,
-        "tolerance": dataclasses.asdict(options.tolerance),
+        "tolerance": dataclasses.asdict(options.tolerance), "jobs": jobs,
+        "budget_s": options.budget_s,
+        "planned": len(results) if total is None else total, "finished": len(results),
+        "not_run": (0 if total is None else total - len(results)),
+        "per_transformation": per_transformation(results),
         "instances": [r.to_json() for r in results],
     }

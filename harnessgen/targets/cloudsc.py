@@ -17,10 +17,11 @@ import numpy as np
 
 from . import Program, Target
 
-# built-in DaCe transformations engineers apply to such code
+# built-in DaCe transformations engineers apply to such code, then our engineer-style ones
 DEFAULT_TRANSFORMATIONS = [
     "LoopUnroll", "TaskletFusion", "MapFusion", "LoopToMap", "MoveLoopIntoMap", "MapTiling",
     "Vectorization", "MapExpansion", "StateFusion",
+    "harnessgen.targets.cloudsc_xforms:OffloadMap", "harnessgen.targets.cloudsc_xforms:UnrollByTwo",
 ]
 SIZES = ("KLON", "KLEV", "KIDIA", "KFDIA", "NCLDTOP")
 INPUTS = ("PT", "PQ", "PA", "TENDENCY_TMP_T", "TENDENCY_TMP_Q", "TENDENCY_TMP_A", "TENDENCY_TMP_CLD", "PVERVEL",
