@@ -63,6 +63,43 @@ def _make_cutout(sdfg, xform, reduce: bool):
                                           reduce_input_config=reduce)
 
 
+def _partial_control_flow(cutout) -> str:
+    """The first state of a multi-state cutout that kept some of its outgoing edges and lost
+    one that matters: the entry of a loop it guards, or a branch along which the program
+    comes back into the cutout without passing through that state (an if/else whose other
+    side was left out). '' when there is none. Losing every edge is how a cutout ends, and
+    losing a loop's exit only ends it after the loop; losing a loop body or a branch makes
+    pre a different program (it stops where the program goes on)."""
+    import networkx as nx
+    from dace.transformation.interstate.loop_detection import find_for_loop
+
+    if not _is_cutout(cutout):
+        return ""
+    pairs = [(new, old) for new, old in cutout._out_translation.items()
+             if hasattr(new, "parent_graph") and hasattr(old, "parent_graph") and hasattr(old, "nodes")]
+    inside = {old for _, old in pairs}
+    for new, old in pairs:
+        graph = old.parent_graph
+        try:
+            kept, had = new.parent_graph.out_degree(new), graph.out_degree(old)
+        except Exception:   # not a control-flow block of both graphs
+            continue
+        if not 0 < kept < had:
+            continue
+        without = graph.nx.copy()
+        without.remove_node(old)
+        for edge in graph.out_edges(old):
+            if edge.dst in inside:
+                continue
+            try:
+                enters_loop = bool(find_for_loop(graph, old, edge.dst))
+            except Exception:   # not a loop DaCe understands
+                enters_loop = False
+            if enters_loop or (nx.descendants(without, edge.dst) & (inside - {old})):
+                return f"state {old.label}"
+    return ""
+
+
 def _is_cutout(sdfg) -> bool:
     from dace.sdfg.analysis.cutout import SDFGCutout
 
@@ -141,6 +178,10 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
         reduced = _make_cutout(program_sdfg, xform, reduce=True)
     except Exception as exc:
         raise Unsupported(f"DaCe could not cut out {instance.id}: {type(exc).__name__}: {exc}") from exc
+    broken = _partial_control_flow(reduced)
+    if broken:
+        raise Unsupported(f"DaCe's cutout of {instance.id} keeps only some successors of {broken}: pre would "
+                          "stop where the program goes on, so no difference it shows could be trusted")
     translated = _translated_json(xform)
     if not _is_cutout(reduced) and translated.get("cfg_id", 0) > 0:
         # DaCe fell back to a copy of the (nested) SDFG holding the match and left the match

@@ -78,3 +78,26 @@ def test_instances_lists_input_configuration_sizes():
     # the minimum input-flow cut shrinks some cutouts' input configurations
     assert any(r["after_at_20"] < r["before_at_20"] for r in rows)
     assert all(r["after_at_20"] <= r["before_at_20"] for r in rows)
+
+
+def test_several_transformations_in_parallel_with_a_budget_then_resumed(tmp_path):
+    """--budget 0 starts nothing; the same command without it fuzzes every instance of both
+    transformations two at a time; once more, it finds everything done and repeats nothing."""
+    args = ["fuzz", "--program", "kernels:column_window", "--transformation",
+            "MapTiling,harnessgen.targets.cloudsc_xforms:OffloadMap", "--time", "1", "--jobs", "2"]
+    first = run_cli(args + ["--budget", "0"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "not started within the budget" in first.stderr
+    assert summary_of(tmp_path)["finished"] == 0
+    second = run_cli(args, tmp_path)
+    assert second.returncode == 0, second.stderr
+    summary = summary_of(tmp_path)
+    assert summary["finished"] == summary["planned"] >= 2 and summary["not_run"] == 0
+    assert {e["transformation"] for e in summary["instances"]} == {"MapTiling", "OffloadMap"}
+    assert all(e["verdict"] == "PASS" for e in summary["instances"])
+    rows = {r["transformation"]: r for r in summary["per_transformation"]}
+    assert sum(r["instances"] for r in rows.values()) == summary["planned"]
+    assert "verdicts per transformation" in second.stderr
+    third = run_cli(args, tmp_path)
+    assert f"{summary['planned']} of them done by an earlier run" in third.stderr
+    assert [e["id"] for e in summary_of(tmp_path)["instances"]] == [e["id"] for e in summary["instances"]]

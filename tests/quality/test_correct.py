@@ -10,6 +10,10 @@ SILENT = {
     "MapInterchange": ("transpose_scale", "MapInterchange", [], lambda i: True),
     "MapFusion": ("elementwise_chain", "MapFusion", [], lambda i: True),
     "ReciprocalDivision": ("elementwise_chain", "harnessgen.zoo.correct:ReciprocalDivision", [], lambda i: True),
+    # the cloudsc target's own transformations, where the zoo's buggy versions fail: an
+    # empty or partial column window, and a negative-step loop with odd trip counts
+    "OffloadMap": ("column_window", "harnessgen.targets.cloudsc_xforms:OffloadMap", [], lambda i: True),
+    "UnrollByTwo": ("trisolve", "harnessgen.targets.cloudsc_xforms:UnrollByTwo", [], lambda i: True),
 }
 
 

@@ -1,0 +1,40 @@
+"""How a run over several transformations is planned and summarised."""
+import pytest
+
+from harnessgen.errors import ConfigError
+from harnessgen.fuzz import InstanceResult, interleave, per_transformation, transformation_specs
+from harnessgen.targets import Target
+
+
+def test_specs_default_to_the_target_set_and_split_on_commas():
+    target = Target("t", {}, default_transformations=["A", "B"])
+    assert transformation_specs(target, None) == ["A", "B"]
+    assert transformation_specs(target, "C, m.py:D ,") == ["C", "m.py:D"]
+    with pytest.raises(ConfigError, match="--transformation"):
+        transformation_specs(Target("bare", {}), "")
+
+
+def test_interleave_takes_one_instance_per_transformation_in_turn():
+    planned = [("A", 1), ("A", 2), ("A", 3), ("B", 4), ("C", 5), ("C", 6)]
+    assert interleave(planned) == [("A", 1), ("B", 4), ("C", 5), ("A", 2), ("C", 6), ("A", 3)]
+
+
+def result(xform, verdict, wall, first=None, setup=1.0, build_dir="b", findings=(), crashes=()):
+    return InstanceResult(id=f"{xform}-{wall}", transformation=xform, program="p", target="t", verdict=verdict,
+                          wall_seconds=wall, seconds_to_first_finding=first, setup_seconds=setup,
+                          build_dir=build_dir, findings=[{"path": f} for f in findings], crashes=list(crashes))
+
+
+def test_summary_rows_count_verdicts_findings_and_time_to_verdict():
+    rows = per_transformation([
+        result("X", "PASS", 10.0),
+        result("X", "MISMATCH", 9.0, first=2.0, findings=["crashes/t/X-9.0/mismatch-1"]),
+        result("X", "PASS", 12.0),
+        result("Y", "FAILED_TO_APPLY", 0.5, first=0.4, build_dir=None, crashes=["crashes/t/Y/failed_to_apply"]),
+    ])
+    x, y = rows
+    assert x["instances"] == 3 and x["verdicts"] == {"MISMATCH": 1, "PASS": 2} and x["findings"] == 1
+    assert x["median_verdict_seconds"] == 10.0          # 3.0 (setup + first finding), 10.0, 12.0
+    assert x["reproducers"] == ["crashes/t/X-9.0/mismatch-1"]
+    assert y["findings"] == 1 and y["median_verdict_seconds"] == 0.4   # static: timed from the start
+    assert y["reproducers"] == ["crashes/t/Y/failed_to_apply"]
