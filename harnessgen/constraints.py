@@ -29,7 +29,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 import networkx as nx
 
 from . import expr as ex
-from .errors import ConfigError
+from .errors import ConfigError, Unsupported
 
 DEFAULT_MAX_SIZE = 16
 DEFAULT_FLOAT_BOUND = 1e6
@@ -347,13 +347,14 @@ def derive(pair, max_size: int = DEFAULT_MAX_SIZE, user_file: Optional[Path] = N
         derived = _value_range(name, pair, analysis, set(free), float_bound)
         if derived is not None:
             values[name] = derived
+    derived_symbols = dict(symbols)
     for name, rng in user.items():
         if name in symbols:
-            symbols[name] = _merge(symbols[name], rng)
+            symbols[name] = _merge(symbols[name], _within_cutout(rng, symbols[name], set(free)))
         target = _container_for(name, pair)
         for cname in target:
             values[cname] = _merge(values[cname], rng) if cname in values else rng
-    symbols = _drop_unresolvable(symbols, free)
+    symbols = _drop_unresolvable(symbols, free, derived_symbols)
     for cname, rng in list(values.items()):
         bad = (rng.lo.symbols() | rng.hi.symbols()) - set(free)
         if bad:
@@ -434,6 +435,14 @@ def _value_range(name: str, pair, analysis: ProgramAnalysis, free: Set[str], flo
     return Range(lo, hi, "values index other containers", "safety")
 
 
+def _within_cutout(user: Range, derived: Range, free: Set[str]) -> Range:
+    """A user bound naming a symbol the cutout does not have (``KFDIA <= KLON`` in a cutout
+    without arrays of extent KLON) cannot be decoded: that side keeps the derived bound."""
+    lo = user.lo if user.lo.symbols() <= free else derived.lo
+    hi = user.hi if user.hi.symbols() <= free else derived.hi
+    return Range(lo, hi, user.origin, user.kind)
+
+
 def _merge(derived: Range, user: Range) -> Range:
     if derived.kind != "safety":
         return user
@@ -442,19 +451,25 @@ def _merge(derived: Range, user: Range) -> Range:
     return Range(lo, hi, f"{user.origin} within {derived.origin}", "user")
 
 
-def _drop_unresolvable(symbols: Dict[str, Range], order: List[str]) -> Dict[str, Range]:
-    """Bounds that form a cycle cannot be decoded: fall back to constants for the later symbol."""
-    graph = nx.DiGraph()
-    graph.add_nodes_from(order)
-    for s, rng in symbols.items():
-        for dep in (rng.lo.symbols() | rng.hi.symbols()):
-            graph.add_edge(dep, s)
-    while not nx.is_directed_acyclic_graph(graph):
+def _drop_unresolvable(symbols: Dict[str, Range], order: List[str], derived: Dict[str, Range]) -> Dict[str, Range]:
+    """Bounds that form a cycle cannot be decoded: the user bound closing it gives way to the
+    derived one (a user file written for the whole program, e.g. ``KFDIA >= KIDIA``, meets a
+    cutout whose derived bounds already tie KIDIA to KFDIA)."""
+    symbols = dict(symbols)
+    while True:
+        graph = nx.DiGraph()
+        graph.add_nodes_from(order)
+        for s, rng in symbols.items():
+            for dep in (rng.lo.symbols() | rng.hi.symbols()):
+                graph.add_edge(dep, s)
+        if nx.is_directed_acyclic_graph(graph):
+            return symbols
         cycle = nx.find_cycle(graph)
-        _, victim = cycle[-1]
-        raise ConfigError(f"symbol bounds form a cycle through {victim} ({[a for a, _ in cycle]}); "
-                          "break it in the constraints file")
-    return symbols
+        victims = [b for _, b in cycle if symbols[b].kind == "user" and b in derived]
+        if not victims:   # the derived bounds alone: this cutout cannot be decoded (yet)
+            raise Unsupported(f"derived symbol bounds form a cycle through {cycle[-1][1]} "
+                              f"({[a for a, _ in cycle]}); give one of them constant bounds in the constraints file")
+        symbols[victims[-1]] = derived[victims[-1]]
 
 
 # keys of a constraints file that set the decoder instead of naming a symbol or container
