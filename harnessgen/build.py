@@ -178,7 +178,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
         jobs["post_cmplog.o"] = ([AFL_CXX, *flags, *cmplog_pch, "-c", str(post.cpp), "-o", str(out / "post_cmplog.o")],
                                  "hg_post", cmplog_env)
         jobs["harness_cmplog.o"] = ([AFL_CXX, *flags, *cmplog_harness_pch, "-c", str(harness_cpp), "-o",
-                                     str(out / "harness_cmplog.o")], "harness", {"AFL_LLVM_CMPLOG": "1"})
+                                     str(out / "harness_cmplog.o")], "harness", cmplog_env)
     _run_parallel(jobs)
 
     rpath = "-Wl,-rpath,$ORIGIN"
@@ -190,7 +190,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
     if cmplog:
         links["harness_cmplog"] = ([AFL_CXX, "-fopenmp", str(out / "harness_cmplog.o"),
                                     str(out / "post_cmplog.o"), str(out / "libpre.so"), rpath, "-o",
-                                    str(out / "harness_cmplog")], "harness", {"AFL_LLVM_CMPLOG": "1"})
+                                    str(out / "harness_cmplog")], "harness", cmplog_env)
     _run_parallel(links)
     for obj in out.glob("*.o"):
         obj.unlink()

@@ -69,7 +69,8 @@ def cmd_fuzz(args) -> int:
     from .fuzz import FuzzOptions, fuzz
 
     options = FuzzOptions(
-        time_s=args.time, budget_s=args.budget, resume=not args.fresh, max_size=args.max_size, constraints=args.constraints, rtol=args.rtol, atol=args.atol,
+        time_s=args.time, budget_s=args.budget, resume=not args.fresh, max_size=args.max_size,
+        constraints=args.constraints, rtol=args.rtol, atol=args.atol,
         exact=args.exact, float_bound=args.float_bound, nonfinite=args.nonfinite, out_dir=args.out,
         work_dir=args.work_dir, corpus_root=args.corpus_dir, crashes_root=args.crashes_dir,
         until_crash=args.until_crash, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
@@ -79,7 +80,7 @@ def cmd_fuzz(args) -> int:
     console = _console()
     # live afl-fuzz statistics come from this process only: with --jobs, a line per instance
     progress, finish = _progress_display(console, args.time, enabled=not args.no_progress and args.jobs <= 1)
-    planned = [0]
+    planned, done = [0], [0]      # instances in the run, and finished ones (set by the callbacks)
 
     def on_plan(total: int, already: int) -> None:
         planned[0] = total
@@ -106,7 +107,6 @@ def cmd_fuzz(args) -> int:
         for finding in r.findings:
             console.print(f"    -> {finding['outcome']}: {finding['path']}  ({finding['raw_crashes']} raw crash(es))")
 
-    done = [0]
     results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result,
                    settings=args.set, jobs=max(1, args.jobs), on_plan=on_plan)
     _print_summary(console, results)

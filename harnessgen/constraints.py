@@ -339,8 +339,11 @@ def derive(pair, max_size: int = DEFAULT_MAX_SIZE, user_file: Optional[Path] = N
     """Constraints for every free symbol and numeric container of ``pair.pre``."""
     analysis = program_analysis(pair.program_sdfg)
     free = sorted(str(s) for s in pair.pre.free_symbols)
-    user = load_user_file(user_file, pair.program_sdfg, strict_names) if user_file else {}
-    float_tiny = user_file_settings(user_file).get("_float_tiny", float_tiny) if user_file else float_tiny
+    user = {}
+    if user_file:
+        data = read_user_file(user_file)
+        user = user_ranges(data, Path(user_file).name, pair.program_sdfg, strict_names)
+        float_tiny = user_settings(data, Path(user_file).name).get("_float_tiny", float_tiny)
     symbols = {s: _symbol_range(s, analysis, set(free), max_size) for s in free}
     values = {}
     for name in pair.containers:
@@ -465,7 +468,7 @@ def _drop_unresolvable(symbols: Dict[str, Range], order: List[str], derived: Dic
         if nx.is_directed_acyclic_graph(graph):
             return symbols
         cycle = nx.find_cycle(graph)
-        victims = [b for _, b in cycle if symbols[b].kind == "user" and b in derived]
+        victims = [b for _, b in cycle if symbols[b].kind == "user"]
         if not victims:   # the derived bounds alone: this cutout cannot be decoded (yet)
             raise Unsupported(f"derived symbol bounds form a cycle through {cycle[-1][1]} "
                               f"({[a for a, _ in cycle]}); give one of them constant bounds in the constraints file")
@@ -479,22 +482,8 @@ FILE_SETTINGS = {
 }
 
 
-def user_file_settings(path: Path) -> Dict[str, float]:
-    data = json.loads(Path(path).read_text())
-    out = {}
-    for key in FILE_SETTINGS:
-        if key in data:
-            try:
-                out[key] = float(data[key])
-            except (TypeError, ValueError):
-                raise ConfigError(f"--constraints {Path(path).name}: {key} must be a number") from None
-            if not out[key] >= 0:
-                raise ConfigError(f"--constraints {Path(path).name}: {key} must be >= 0")
-    return out
-
-
-def load_user_file(path: Path, program_sdfg, strict_names: bool) -> Dict[str, Range]:
-    """Read ``{"name": ["lo", "hi"]}``; the message names the file and key to fix."""
+def read_user_file(path: Path) -> Dict:
+    """The constraints file as JSON; the message names the file to fix."""
     path = Path(path)
     try:
         data = json.loads(path.read_text())
@@ -504,6 +493,25 @@ def load_user_file(path: Path, program_sdfg, strict_names: bool) -> Dict[str, Ra
         raise ConfigError(f"--constraints {path.name}: not valid JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"--constraints {path.name}: expected an object {{\"name\": [\"lo\", \"hi\"]}}")
+    return data
+
+
+def user_settings(data: Dict, file_name: str) -> Dict[str, float]:
+    """The decoder settings (``FILE_SETTINGS``) a constraints file sets."""
+    out = {}
+    for key in FILE_SETTINGS:
+        if key in data:
+            try:
+                out[key] = float(data[key])
+            except (TypeError, ValueError):
+                raise ConfigError(f"--constraints {file_name}: {key} must be a number") from None
+            if not out[key] >= 0:
+                raise ConfigError(f"--constraints {file_name}: {key} must be >= 0")
+    return out
+
+
+def user_ranges(data: Dict, file_name: str, program_sdfg, strict_names: bool) -> Dict[str, Range]:
+    """``{"name": ["lo", "hi"]}`` entries; the message names the file and key to fix."""
     known = {str(s) for s in program_sdfg.free_symbols} | set(program_sdfg.arrays)
     for sd in program_sdfg.all_sdfgs_recursive():
         known |= set(sd.symbols) | set(sd.arrays)
@@ -512,13 +520,13 @@ def load_user_file(path: Path, program_sdfg, strict_names: bool) -> Dict[str, Ra
         if name.startswith("_"):
             continue  # comments and metadata keys
         if not (isinstance(bounds, list) and len(bounds) == 2):
-            raise ConfigError(f"--constraints {path.name}: {name!r} must map to [lo, hi]")
+            raise ConfigError(f"--constraints {file_name}: {name!r} must map to [lo, hi]")
         if name not in known:
             if strict_names:
-                raise ConfigError(f"--constraints {path.name}: {name!r} is neither a symbol nor a container "
+                raise ConfigError(f"--constraints {file_name}: {name!r} is neither a symbol nor a container "
                                   "of the program")
             continue
-        lo = ex.parse(bounds[0], f"{path.name}: {name} lower bound")
-        hi = ex.parse(bounds[1], f"{path.name}: {name} upper bound")
-        out[name] = Range(lo, hi, f"user file {path.name}", "user")
+        lo = ex.parse(bounds[0], f"{file_name}: {name} lower bound")
+        hi = ex.parse(bounds[1], f"{file_name}: {name} upper bound")
+        out[name] = Range(lo, hi, f"user file {file_name}", "user")
     return out

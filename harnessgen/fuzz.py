@@ -485,7 +485,7 @@ def _run_in_workers(todo, jobs: int, finished: Callable, may_start: Callable[[],
 
 
 def summary(program_spec: str, xform_spec: str, options: FuzzOptions, results: List[InstanceResult],
-            total: Optional[int] = None, jobs: int = 1) -> Dict:
+            total: int, jobs: int) -> Dict:
     import dace
 
     from . import __version__
@@ -495,8 +495,7 @@ def summary(program_spec: str, xform_spec: str, options: FuzzOptions, results: L
         "transformation": xform_spec, "time_per_instance_s": options.time_s,
         "tolerance": dataclasses.asdict(options.tolerance), "jobs": jobs,
         "budget_s": options.budget_s,
-        "planned": len(results) if total is None else total, "finished": len(results),
-        "not_run": (0 if total is None else total - len(results)),
+        "planned": total, "finished": len(results), "not_run": total - len(results),
         "per_transformation": per_transformation(results),
         "instances": [r.to_json() for r in results],
     }

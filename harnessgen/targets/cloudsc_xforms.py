@@ -75,14 +75,14 @@ class OffloadMap(xf.SingleStateTransformation):
             desc = sdfg.arrays[name]
             twins[name], _ = sdfg.add_array(f"device_{name}", desc.shape, desc.dtype, transient=True,
                                             find_new_name=True, lifetime=dace.AllocationLifetime.State)
-        copied_in = {}
         for edge in reads:
-            copied_in[edge.data.data] = self._copy_in(graph, edge.src, edge, twins[edge.data.data])
+            self._copy_in(graph, edge.src, edge, twins[edge.data.data])
+        copied_in = {e.data.data for e in reads}
         for edge in writes:
             name = edge.data.data
             if name not in copied_in:      # write-only: the twin still starts as the host data
-                host = graph.add_access(name)
-                copied_in[name] = self._copy_in(graph, host, edge, twins[name], ordering_only=True)
+                self._copy_in(graph, graph.add_access(name), edge, twins[name], ordering_only=True)
+                copied_in.add(name)
             self._copy_out(graph, edge, twins[name])
 
     @staticmethod
@@ -92,17 +92,16 @@ class OffloadMap(xf.SingleStateTransformation):
             if inner.data.data == host:
                 inner.data.data = twin
 
-    def _copy_in(self, graph: SDFGState, host: nodes.AccessNode, edge, twin: str, ordering_only: bool = False):
+    def _copy_in(self, graph: SDFGState, host: nodes.AccessNode, edge, twin: str, ordering_only: bool = False) -> None:
         entry = self.map_entry
         device = graph.add_access(twin)
         copy_subset(graph, host, device, edge.data.subset, "copy_in")
         if ordering_only:
             graph.add_nedge(device, entry, Memlet())     # the copy-in happens before the kernel
-            return device
+            return
         self._retarget(graph, edge, twin)
         graph.add_edge(device, None, entry, edge.dst_conn, copy.deepcopy(edge.data))
         graph.remove_edge(edge)
-        return device
 
     def _copy_out(self, graph: SDFGState, edge, twin: str) -> None:
         host = edge.dst

@@ -1,5 +1,4 @@
 """Races show only on several threads; aligned vector accesses fail only on misaligned views."""
-from pathlib import Path
 
 import numpy as np
 import pytest
