@@ -17,6 +17,15 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 BUILD_CACHE = REPO / ".harnessgen" / "test-builds"
 
 
+@pytest.fixture(autouse=True)
+def subnormals_survive():
+    """Fail the test that leaves this worker flushing subnormals to zero (a library built with
+    -ffast-math does that on load): every NumPy oracle that runs after it would be wrong."""
+    yield
+    tiny = float.fromhex("0x0.0000000000001p-1022")
+    assert tiny > 0.0 and tiny * 2.0 > tiny, "this test loaded code that sets flush-to-zero"
+
+
 @pytest.fixture(scope="session")
 def build_cache() -> Path:
     BUILD_CACHE.mkdir(parents=True, exist_ok=True)
