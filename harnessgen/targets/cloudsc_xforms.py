@@ -158,16 +158,24 @@ class UnrollByTwo(DetectLoop, xf.MultiStateTransformation):
         shifted = f"({itervar} + {step})"
         second = copy_loop_body(graph, body, itervar, shifted, "second")
         # after the first copy: a second iteration when it is still inside the loop ...
-        next_inside = copy.deepcopy(enter.data.condition)
-        next_inside = properties.CodeBlock(self._shift(next_inside.as_string, itervar, shifted))
+        into_second = self._second_entry(enter.data, itervar, shifted)
+        next_inside = into_second.condition
         graph.remove_edge(increment)
-        graph.add_edge(last_state, second[body.index(begin)], dace.InterstateEdge(condition=next_inside))
+        graph.add_edge(last_state, second[body.index(begin)], into_second)
         graph.add_edge(second[body.index(last_state)], guard,
                        dace.InterstateEdge(assignments={itervar: f"{itervar} + 2 * ({step})"}))
         # ... otherwise one stride, and the guard ends the loop
         graph.add_edge(last_state, guard, dace.InterstateEdge(
             condition=properties.CodeBlock(f"not ({next_inside.as_string})"),
             assignments=dict(increment.data.assignments)))
+
+    def _second_entry(self, enter: dace.InterstateEdge, itervar: str, shifted: str) -> dace.InterstateEdge:
+        """The loop's entry edge for the next iteration: its condition and also its assignments,
+        which may load what the body's branches test (the frontend puts such loads there)."""
+        into_second = copy.deepcopy(enter)
+        into_second.replace_dict({itervar: shifted})
+        into_second.condition = properties.CodeBlock(self._shift(enter.condition.as_string, itervar, shifted))
+        return into_second
 
     @staticmethod
     def _shift(code: str, itervar: str, shifted: str) -> str:

@@ -102,6 +102,17 @@ def prefix_sum(A: f64[NSCAN], B: f64[NSCAN]):
 
 
 @dace.program
+def clip_small(QX: f64[M, N], FLUX: f64[M, N]):
+    # CLOUDSC's clipping of tiny species, per column: the branch tests data, which the
+    # frontend loads on the species loop's entry edge
+    for jl in dace.map[0:M]:
+        for jm in range(N):
+            FLUX[jl, jm] = 0.5 * QX[jl, jm]
+            if QX[jl, jm] < 1e-14:
+                QX[jl, jm] = 0.0
+
+
+@dace.program
 def transpose_scale(A: f64[N, M], B: f64[M, N]):
     for i in dace.map[0:N]:
         for j in dace.map[0:M]:
@@ -112,7 +123,7 @@ PROGRAMS = {
     "elementwise_chain": elementwise_chain, "softmax": softmax, "reduction": reduction,
     "spmv": spmv, "trisolve": trisolve, "column_window": column_window,
     "two_phase": two_phase, "sigmoid": sigmoid, "prefix_sum": prefix_sum,
-    "transpose_scale": transpose_scale,
+    "clip_small": clip_small, "transpose_scale": transpose_scale,
 }
 
 
@@ -185,6 +196,11 @@ def _ref_prefix_sum(A, B):
         A[i] = A[i - 1] + B[i]
 
 
+def _ref_clip_small(QX, FLUX):
+    FLUX[:] = 0.5 * QX
+    QX[QX < 1e-14] = 0.0
+
+
 def _ref_transpose_scale(A, B):
     B[:] = 2.0 * A.T + B
 
@@ -202,6 +218,7 @@ REFERENCES = {
     "two_phase": _ref_two_phase,
     "sigmoid": _ref_sigmoid,
     "prefix_sum": _ref_prefix_sum,
+    "clip_small": _ref_clip_small,
     "transpose_scale": _ref_transpose_scale,
 }
 
@@ -232,6 +249,7 @@ DESCRIPTIONS = {
     "two_phase": "temporary written once, copied out, read again in later states",
     "sigmoid": "logistic function through exp",
     "prefix_sum": "running sum, a loop-carried dependency",
+    "clip_small": "data-dependent branch in a loop (tiny values clipped to zero)",
     "transpose_scale": "nested maps, transposed access",
 }
 

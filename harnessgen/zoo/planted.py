@@ -13,6 +13,9 @@ Each one reproduces a bug class reported by FuzzyFlow (SC'23):
                                 off a 16-byte boundary
 (h) ``ParallelizeCarriedLoop``  turns a loop with a carried dependency into a parallel map:
                                 right on one thread, a race on several
+(i) ``UnrollLosesEntryLoad``    unrolls by two but enters the second copy without the loop
+                                entry edge's assignments: its branch tests a stale value
+                                (harnessgen found this in an early ``UnrollByTwo`` on CLOUDSC)
 """
 import copy
 
@@ -30,6 +33,7 @@ from dace.transformation.interstate import LoopToMap
 from dace.transformation.interstate.loop_detection import DetectLoop
 
 from ..sdfg_edit import copy_loop_body
+from ..targets.cloudsc_xforms import UnrollByTwo
 
 TILE = 4
 
@@ -315,3 +319,10 @@ class ParallelizeCarriedLoop(LoopToMap):
         found = self.loop_information(itervar=self.itervar)
         return bool(found) and len(self.loop_body()) == 1
 
+
+class UnrollLosesEntryLoad(UnrollByTwo):
+    """UnrollByTwo whose second copy is entered on the loop condition alone: a value the entry
+    edge loads for the body's branch (``__tmp = A[i]``) is not reloaded for iteration i + 1."""
+
+    def _second_entry(self, enter, itervar, shifted):
+        return dace.InterstateEdge(condition=super()._second_entry(enter, itervar, shifted).condition)

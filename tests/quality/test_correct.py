@@ -14,6 +14,8 @@ SILENT = {
     # empty or partial column window, and a negative-step loop with odd trip counts
     "OffloadMap": ("column_window", "harnessgen.targets.cloudsc_xforms:OffloadMap", [], lambda i: True),
     "UnrollByTwo": ("trisolve", "harnessgen.targets.cloudsc_xforms:UnrollByTwo", [], lambda i: True),
+    # ... and a loop whose branch tests a value loaded on the loop's entry edge
+    "UnrollByTwo-branch": ("clip_small", "harnessgen.targets.cloudsc_xforms:UnrollByTwo", [], lambda i: True),
 }
 
 
