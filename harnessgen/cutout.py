@@ -207,9 +207,11 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
     try:
         post.validate()
     except Exception as exc:
+        pair.post = post            # kept for inspection: what the transformation made
         return _failed(pair, Outcome.INVALID_SDFG, exc)
     problem = _check_interface(pre, post)
     if problem:
+        pair.post = post
         pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the cutout's interface: {problem}"
         return pair
     writable = sorted(set(output_config) | set(input_config))

@@ -145,7 +145,10 @@ def _record_static_finding(options: FuzzOptions, pair: CutoutPair, verdict: Outc
     write_json(folder / "instance.json", pair.instance.to_json())
     pair.pre.save(str(folder / "pre.sdfg"))
     if pair.post is not None:
-        pair.post.save(str(folder / "post.sdfg"))
+        try:
+            pair.post.save(str(folder / "post.sdfg"))
+        except Exception as exc:  # an invalid post may not even serialize: the error says why
+            write_atomic(folder / "error.txt", (f"{message}\npost.sdfg not saved: {exc}\n").encode())
     return str(folder)
 
 

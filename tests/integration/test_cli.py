@@ -38,6 +38,8 @@ def test_broken_transformations_are_findings_not_tracebacks(tmp_path, xform, ver
     assert {"error.txt", "pre.sdfg", "transformation.json", "instance.json"} <= {p.name for p in kept.iterdir()}
     if verdict == "BUILD_FAILURE":
         assert "hg_no_such_function_anywhere" in (kept / "error.txt").read_text()
+    if verdict != "FAILED_TO_APPLY":    # what the transformation made is kept for inspection
+        assert (kept / "post.sdfg").is_file()
 
 
 def test_sdfg_file_program_and_single_instance(tmp_path):
