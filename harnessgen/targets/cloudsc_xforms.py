@@ -157,17 +157,27 @@ class UnrollByTwo(DetectLoop, xf.MultiStateTransformation):
         step = symbolic.symstr(stride)
         shifted = f"({itervar} + {step})"
         second = copy_loop_body(graph, body, itervar, shifted, "second")
+        # the increment may be conditional: when the body ends in an inner loop, it is that
+        # loop's exit edge, and every edge that replaces it must keep its condition
+        leaves = None if increment.data.is_unconditional() else increment.data.condition.as_string
         # after the first copy: a second iteration when it is still inside the loop ...
         into_second = self._second_entry(enter.data, itervar, shifted)
-        next_inside = into_second.condition
+        next_inside = into_second.condition.as_string
+        into_second.condition = properties.CodeBlock(self._both(leaves, next_inside))
         graph.remove_edge(increment)
         graph.add_edge(last_state, second[body.index(begin)], into_second)
-        graph.add_edge(second[body.index(last_state)], guard,
-                       dace.InterstateEdge(assignments={itervar: f"{itervar} + 2 * ({step})"}))
+        back = copy.deepcopy(increment.data)
+        back.replace_dict({itervar: shifted})      # the second copy's exit condition
+        back.assignments = {itervar: f"{itervar} + 2 * ({step})"}
+        graph.add_edge(second[body.index(last_state)], guard, back)
         # ... otherwise one stride, and the guard ends the loop
         graph.add_edge(last_state, guard, dace.InterstateEdge(
-            condition=properties.CodeBlock(f"not ({next_inside.as_string})"),
+            condition=properties.CodeBlock(self._both(leaves, f"not ({next_inside})")),
             assignments=dict(increment.data.assignments)))
+
+    @staticmethod
+    def _both(first, second: str) -> str:
+        return second if first is None else f"({first}) and ({second})"
 
     def _second_entry(self, enter: dace.InterstateEdge, itervar: str, shifted: str) -> dace.InterstateEdge:
         """The loop's entry edge for the next iteration: its condition and also its assignments,
