@@ -184,10 +184,4 @@ class UnrollByTwo(DetectLoop, xf.MultiStateTransformation):
         which may load what the body's branches test (the frontend puts such loads there)."""
         into_second = copy.deepcopy(enter)
         into_second.replace_dict({itervar: shifted})
-        into_second.condition = properties.CodeBlock(self._shift(enter.condition.as_string, itervar, shifted))
         return into_second
-
-    @staticmethod
-    def _shift(code: str, itervar: str, shifted: str) -> str:
-        expr = symbolic.pystr_to_symbolic(code)
-        return symbolic.symstr(expr.subs(symbolic.symbol(itervar), symbolic.pystr_to_symbolic(shifted)))
