@@ -55,7 +55,7 @@ $(VENV)/.stamp: pyproject.toml constraints.txt
 fuzz: setup
 	$(BIN)/harnessgen fuzz --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) \
 	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --jobs $(JOBS) \
-	  $(if $(BUDGET),--budget $(BUDGET)) --out $(OUT) $(FUZZ_ARGS)
+	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(REDO),--redo $(REDO)) --out $(OUT) $(FUZZ_ARGS)
 
 triage: setup
 	$(BIN)/harnessgen triage $(OUT)

@@ -25,7 +25,7 @@ def _add_fuzz(sub) -> None:
                    help="DaCe class name | file.py:Class | module:Class, comma-separated for several "
                         "(default: the target's default set)")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--instance", action="append", metavar="ID", help="fuzz only this instance (repeatable)")
+    which.add_argument("--instance", action="append", metavar="ID", help="fuzz only this instance (repeatable, or comma-separated)")
     which.add_argument("--all", action="store_true", help="fuzz every instance (the default)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="set a transformation property, VALUE as JSON (e.g. tile_sizes=[4,4])")
@@ -37,6 +37,9 @@ def _add_fuzz(sub) -> None:
                         "with the instances not yet done (default: no limit)")
     p.add_argument("--fresh", action="store_true",
                    help="fuzz every instance again instead of continuing the run in --out")
+    p.add_argument("--redo", type=_verdict_list, default=(), metavar="VERDICT[,VERDICT]",
+                   help="continue the run in --out, but fuzz again the instances that ended with one of "
+                        "these verdicts (e.g. UNSUPPORTED after upgrading harnessgen)")
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
     p.add_argument("--rtol", type=float, default=1e-5)
@@ -65,11 +68,22 @@ def _add_fuzz(sub) -> None:
     p.set_defaults(func=cmd_fuzz)
 
 
+def _verdict_list(text: str) -> tuple:
+    from .fuzz import VERDICTS
+
+    names = tuple(v.strip().upper() for v in text.split(",") if v.strip())
+    unknown = [v for v in names if v not in VERDICTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown verdict(s) {', '.join(unknown)}; "
+                                         f"one of {', '.join(VERDICTS)}")
+    return names
+
+
 def cmd_fuzz(args) -> int:
     from .fuzz import FuzzOptions, fuzz
 
     options = FuzzOptions(
-        time_s=args.time, budget_s=args.budget, resume=not args.fresh, max_size=args.max_size,
+        time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo, max_size=args.max_size,
         constraints=args.constraints, rtol=args.rtol, atol=args.atol,
         exact=args.exact, float_bound=args.float_bound, nonfinite=args.nonfinite, out_dir=args.out,
         work_dir=args.work_dir, corpus_root=args.corpus_dir, crashes_root=args.crashes_dir,

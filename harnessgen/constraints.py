@@ -121,6 +121,8 @@ class ProgramAnalysis:
         self.array_reads: Dict[str, Set[str]] = {}   # array -> symbols assigned from its elements
         self.size_symbols: Set[str] = set()
         self._need_cache: Dict[str, Tuple[List, List]] = {}
+        # (free symbols, max size) -> (their ranges, need() cache after deriving them)
+        self._ranges_memo: Dict[Tuple, Tuple[Dict, Dict]] = {}
         for sd in sdfg.all_sdfgs_recursive():
             self._scan_sdfg(sd)
 
@@ -344,7 +346,7 @@ def derive(pair, max_size: int = DEFAULT_MAX_SIZE, user_file: Optional[Path] = N
         data = read_user_file(user_file)
         user = user_ranges(data, Path(user_file).name, pair.program_sdfg, strict_names)
         float_tiny = user_settings(data, Path(user_file).name).get("_float_tiny", float_tiny)
-    symbols = {s: _symbol_range(s, analysis, set(free), max_size) for s in free}
+    symbols = _symbol_ranges(analysis, free, max_size)
     values = {}
     for name in pair.containers:
         derived = _value_range(name, pair, analysis, set(free), float_bound)
@@ -365,6 +367,21 @@ def derive(pair, max_size: int = DEFAULT_MAX_SIZE, user_file: Optional[Path] = N
                               "as symbols; fix the constraints file")
     return Constraints(symbols=symbols, values=values, float_bound=float_bound, float_tiny=float_tiny,
                        allow_nonfinite=allow_nonfinite)
+
+
+def _symbol_ranges(analysis: ProgramAnalysis, free: List[str], max_size: int) -> Dict[str, Range]:
+    """Derived ranges of a cutout's free symbols. A program's cutouts share few distinct
+    symbol sets (CLOUDSC: subsets of KLON, KLEV, KIDIA, KFDIA, NCLDTOP) and deriving one
+    set costs seconds of sympy, so each set is derived once per program. need() answers
+    depend on the order of queries (its cycle breaking), so a hit also restores the need()
+    cache as the derivation left it: the container ranges derived next come out the same."""
+    key = (tuple(free), max_size)
+    hit = analysis._ranges_memo.get(key)
+    if hit is None:
+        ranges = {s: _symbol_range(s, analysis, set(free), max_size) for s in free}
+        hit = analysis._ranges_memo[key] = (ranges, dict(analysis._need_cache))
+    analysis._need_cache = dict(hit[1])
+    return dict(hit[0])
 
 
 def _only(exprs: Iterable, allowed: Set[str]) -> List[ex.Expr]:

@@ -171,6 +171,42 @@ def _check_interface(pre, post) -> str:
     return "; ".join(problems)
 
 
+SYMBOL_INPUT_PREFIX = "hg_sym_"
+
+
+def _value_symbols_as_inputs(pre, post) -> List[str]:
+    """Free symbols of pre that hold a float or bool become 1-element input containers.
+
+    DaCe's frontend turns a scalar tested in a condition (``if zdqs > 0``) into an
+    interstate symbol of the scalar's type. A cutout that starts after the
+    assignment has it as a free symbol, yet the input layout decodes only integer
+    symbols (they size containers and bound loops). A value symbol does neither, so
+    pre and post get the same new first state that assigns it from a container
+    ``hg_sym_<name>``, which the layout decodes like any other float or bool input.
+    Returns the new containers' names."""
+    import dace
+    import numpy as np
+
+    names = [str(s) for s in sorted(pre.free_symbols, key=str)
+             if str(s) in pre.symbols and np.dtype(pre.symbols[str(s)].as_numpy_dtype()).kind in "fcb"]
+    for sdfg in (pre, post):
+        if not names:
+            break
+        assignments = {}
+        for name in names:
+            container = SYMBOL_INPUT_PREFIX + name
+            if container in sdfg.arrays or container in sdfg.symbols:
+                raise Unsupported(f"the cutout already has a container or symbol named {container}")
+            sdfg.add_array(container, [1], pre.symbols[name], transient=False)
+            assignments[name] = f"{container}[0]"
+        # a new state with one edge into the old start: never on a loop's back edge
+        old_start = sdfg.start_block
+        first = sdfg.add_state("hg_symbol_inputs")
+        sdfg.add_edge(first, old_start, dace.InterstateEdge(assignments=assignments))
+        sdfg.start_block = sdfg.node_id(first)
+    return [SYMBOL_INPUT_PREFIX + n for n in names]
+
+
 def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
     """Cut out ``instance`` from ``program_sdfg`` and apply the transformation to a copy."""
     xform = rebuild_transformation(cls, copy.deepcopy(instance.match), program_sdfg)
@@ -214,6 +250,8 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
         pair.post = post
         pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the cutout's interface: {problem}"
         return pair
+    value_inputs = _value_symbols_as_inputs(pre, post)
+    pair.input_config = input_config = sorted(set(input_config) | set(value_inputs))
     writable = sorted(set(output_config) | set(input_config))
     _scalars_to_arrays(pre, writable)
     _scalars_to_arrays(post, writable)

@@ -18,7 +18,7 @@ import subprocess
 import time
 import traceback
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from . import seeds as seedlib
 from .build import HarnessBuild, build
@@ -37,11 +37,16 @@ from .triage import TriageOptions, triage_build
 from .targets import Target, resolve
 
 
+# every verdict an instance can end with: the triage outcomes plus the harness's own two
+VERDICTS = tuple(o.name for o in Outcome) + ("UNSUPPORTED", "ERROR")
+
+
 @dataclasses.dataclass
 class FuzzOptions:
     time_s: float = 60.0
     budget_s: Optional[float] = None     # whole run: no instance starts after this many seconds
     resume: bool = True                  # skip instances the output directory's summary already has
+    redo: Tuple[str, ...] = ()           # ...except those with one of these verdicts
     max_size: int = DEFAULT_MAX_SIZE
     constraints: Optional[Path] = None
     rtol: float = 1e-5
@@ -361,6 +366,7 @@ def plan_instances(program_spec: str, xform_spec: Optional[str], instance_ids: O
         found = enumerate_instances(target, programs, classes[spec], spec, sdfgs,
                                     parse_settings(settings, classes[spec]) if settings else None)
         planned += [(spec, inst) for inst in found]
+    instance_ids = [i.strip() for item in instance_ids or [] for i in item.split(",") if i.strip()]
     if instance_ids:
         by_id = {inst.id: (spec, inst) for spec, inst in planned}
         missing = [i for i in instance_ids if i not in by_id]
@@ -408,7 +414,8 @@ def _previous_results(options: FuzzOptions, program_spec: str, label: str) -> Di
     fields = {f.name for f in dataclasses.fields(InstanceResult)}
     done = {}
     for entry in old.get("instances", []):
-        if entry.get("verdict") != "ERROR":       # a harnessgen error is worth another try
+        # a harnessgen error is always worth another try; other verdicts when asked (--redo)
+        if entry.get("verdict") != "ERROR" and entry.get("verdict") not in options.redo:
             done[entry["id"]] = InstanceResult(**{k: v for k, v in entry.items() if k in fields})
     return done
 

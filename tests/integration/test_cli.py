@@ -63,6 +63,8 @@ def test_sdfg_file_program_and_single_instance(tmp_path):
     (["fuzz", "--program", "kernels:gemm", "--transformation", "MapTiling", "--instance", "MapTiling-00000000"],
      "no such instance"),
     (["replay", "missing.bin"], "no such input file"),
+    (["fuzz", "--program", "kernels:gemm", "--transformation", "MapTiling", "--redo", "UNSUPORTED"],
+     "unknown verdict(s) UNSUPORTED"),
 ])
 def test_errors_name_what_to_fix(tmp_path, args, message):
     proc = run_cli(args, tmp_path)

@@ -2,7 +2,11 @@
 import pytest
 
 from harnessgen.errors import ConfigError
-from harnessgen.fuzz import InstanceResult, interleave, per_transformation, transformation_specs
+import dataclasses
+import json
+
+from harnessgen.fuzz import (FuzzOptions, InstanceResult, _previous_results, interleave, per_transformation,
+                             transformation_specs)
 from harnessgen.targets import Target
 
 
@@ -38,3 +42,17 @@ def test_summary_rows_count_verdicts_findings_and_time_to_verdict():
     assert x["reproducers"] == ["crashes/t/X-9.0/mismatch-1"]
     assert y["findings"] == 1 and y["median_verdict_seconds"] == 0.4   # static: timed from the start
     assert y["reproducers"] == ["crashes/t/Y/failed_to_apply"]
+
+
+def test_a_resumed_run_keeps_finished_instances_except_errors_and_redone_verdicts(tmp_path):
+    entries = [dataclasses.asdict(result("X", v, float(i))) for i, v in
+               enumerate(["PASS", "UNSUPPORTED", "ERROR", "MISMATCH"])]
+    (tmp_path / "summary.json").write_text(json.dumps({"program": "p", "transformation": "X", "instances": entries}))
+
+    def kept(**options):
+        return sorted(r.verdict for r in _previous_results(FuzzOptions(out_dir=tmp_path, **options), "p", "X").values())
+
+    assert kept() == ["MISMATCH", "PASS", "UNSUPPORTED"]
+    assert kept(redo=("UNSUPPORTED", "MISMATCH")) == ["PASS"]
+    assert kept(resume=False) == []
+    assert _previous_results(FuzzOptions(out_dir=tmp_path), "p", "another transformation") == {}

@@ -1,0 +1,51 @@
+"""Float and bool interstate symbols that are free in a cutout become decoded inputs:
+the value the fuzzer chooses is the value the cutout computes with."""
+import numpy as np
+import pytest
+
+from harnessgen.build import build
+from harnessgen.cutout import SYMBOL_INPUT_PREFIX, extract
+from harnessgen.instances import enumerate_instances, load_transformation
+from harnessgen.replay import execute
+from harnessgen.targets.loaders import load_python_program
+from tests.conftest import PROGRAMS, layout_of
+
+SYMBOL = "__tmp0"                       # g = G[0] * 2.0 in gated.py, tested in `if g > 1.0`
+CONTAINER = SYMBOL_INPUT_PREFIX + SYMBOL
+
+
+@pytest.fixture(scope="module")
+def gated_pair():
+    target = load_python_program(PROGRAMS / "gated.py", "gated")
+    program = target.programs["gated"]
+    sdfg = program.build()
+    assert str(sdfg.symbols[SYMBOL]) == "double"
+    cls = load_transformation("MapTiling")
+    insts = enumerate_instances(target, [program], cls, "MapTiling", {"gated": sdfg})
+    # the map before the branch: B[i] = A[i] * (g * 2.0)
+    first = next(i for i in insts if sdfg.node(i.match.get("state_id", 0)).label == "MapState")
+    return extract(sdfg, first, cls)
+
+
+def test_a_float_symbol_becomes_an_input_container_of_pre_and_post(gated_pair):
+    pair = gated_pair
+    assert pair.ok, pair.error
+    for sdfg in (pair.pre, pair.post):
+        assert SYMBOL not in {str(s) for s in sdfg.free_symbols}
+        assert not sdfg.arrays[CONTAINER].transient and str(sdfg.arrays[CONTAINER].dtype) == "double"
+    assert CONTAINER in pair.input_config and CONTAINER in pair.containers
+    assert CONTAINER not in pair.output_config
+
+
+def test_the_decoded_value_is_the_value_the_cutout_computes_with(gated_pair, build_cache):
+    layout = layout_of(gated_pair)
+    assert layout.container(CONTAINER).dtype == "float64"
+    harness = build(gated_pair, layout, build_cache, afl=False)
+    a = np.arange(1.0, 6.0)
+    for g in (0.25, -3.0):
+        data = layout.encode({"N": 5}, {"A": a, "B": np.zeros(5), CONTAINER: np.array([g])})
+        decoded = layout.decode(data)
+        assert decoded.arrays[CONTAINER][0] == g
+        for side in ("pre", "post"):
+            out = execute(harness.dir, decoded, side=side)
+            np.testing.assert_array_equal(out["B"], a * (g * 2.0))
