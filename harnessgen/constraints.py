@@ -24,7 +24,7 @@ import ast
 import dataclasses
 import json
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import networkx as nx
 
@@ -359,7 +359,8 @@ def derive(pair, max_size: int = DEFAULT_MAX_SIZE, user_file: Optional[Path] = N
         target = _container_for(name, pair)
         for cname in target:
             values[cname] = _merge(values[cname], rng) if cname in values else rng
-    symbols = _drop_unresolvable(symbols, free, derived_symbols)
+    symbols = _drop_unresolvable(symbols, free, derived_symbols, {n: r for n, r in user.items() if n in symbols},
+                                 lambda sym, without: _symbol_range(sym, analysis, set(free) - without, max_size))
     for cname, rng in list(values.items()):
         bad = (rng.lo.symbols() | rng.hi.symbols()) - set(free)
         if bad:
@@ -471,11 +472,18 @@ def _merge(derived: Range, user: Range) -> Range:
     return Range(lo, hi, f"{user.origin} within {derived.origin}", "user")
 
 
-def _drop_unresolvable(symbols: Dict[str, Range], order: List[str], derived: Dict[str, Range]) -> Dict[str, Range]:
-    """Bounds that form a cycle cannot be decoded: the user bound closing it gives way to the
-    derived one (a user file written for the whole program, e.g. ``KFDIA >= KIDIA``, meets a
-    cutout whose derived bounds already tie KIDIA to KFDIA)."""
+def _drop_unresolvable(symbols: Dict[str, Range], order: List[str], derived: Dict[str, Range],
+                       user: Dict[str, Range], rederive: Callable[[str, Set[str]], Range]) -> Dict[str, Range]:
+    """Bounds that form a cycle cannot be decoded. The symbol of the cycle that comes last in
+    ``order`` is derived again without the bounds that name the other members (``rederive``),
+    and the user's range for it is merged again where it names none of them. Nothing is
+    lost: a derived bound comes from an index expression or a loop bound solved for each of
+    its symbols, so the relation that tied it to the others is still a bound of theirs, and
+    they are decoded after it. Should a cycle remain, a user bound closing it gives way to
+    the derived one (a user file written for the whole program, e.g. ``KFDIA >= KIDIA``,
+    meeting a cutout whose derived bounds tie KIDIA to KFDIA)."""
     symbols = dict(symbols)
+    cut: Dict[str, Set[str]] = {}        # symbol -> cycle members its bounds may no longer name
     while True:
         graph = nx.DiGraph()
         graph.add_nodes_from(order)
@@ -484,11 +492,21 @@ def _drop_unresolvable(symbols: Dict[str, Range], order: List[str], derived: Dic
                 graph.add_edge(dep, s)
         if nx.is_directed_acyclic_graph(graph):
             return symbols
-        cycle = nx.find_cycle(graph)
-        victims = [b for _, b in cycle if symbols[b].kind == "user"]
-        if not victims:   # the derived bounds alone: this cutout cannot be decoded (yet)
-            raise Unsupported(f"derived symbol bounds form a cycle through {cycle[-1][1]} "
-                              f"({[a for a, _ in cycle]}); give one of them constant bounds in the constraints file")
+        members = [b for _, b in nx.find_cycle(graph)]
+        last = max(members, key=order.index)
+        others = set(members) - {last}
+        if not others <= cut.get(last, set()):
+            without = cut.setdefault(last, set())
+            without |= others
+            fresh = rederive(last, without)
+            if last in user:
+                fresh = _merge(fresh, _within_cutout(user[last], fresh, set(order) - without))
+            symbols[last] = derived[last] = fresh
+            continue
+        victims = [b for b in members if symbols[b].kind == "user"]
+        if not victims:
+            raise Unsupported(f"derived symbol bounds form a cycle through {last} ({members}); "
+                              "give one of them constant bounds in the constraints file")
         symbols[victims[-1]] = derived[victims[-1]]
 
 

@@ -96,3 +96,35 @@ def test_derived_ranges_do_not_depend_on_what_was_derived_before():
     derive(tiled)
     after_other = json.dumps(derive(spmv).to_json(), sort_keys=True)
     assert fresh == again == after_other
+
+
+def test_a_cycle_of_derived_bounds_is_cut_at_its_last_symbol_and_the_relation_kept():
+    """KIDIA <= KFDIA + 1 and KFDIA >= KIDIA - 1 are one relation, derived for each symbol
+    (a cutout with a KFDIA - KIDIA + 1 extent and no KLON). KIDIA, last in the order, is
+    derived again without KFDIA; KFDIA keeps the relation; the user's KIDIA >= 1 survives."""
+    from harnessgen.constraints import Range, _drop_unresolvable, _merge, _within_cutout
+    from harnessgen.errors import Unsupported
+
+    def rng(lo, hi, kind="safety"):
+        return Range(ex.parse(lo), ex.parse(hi), "test", kind)
+
+    derived = {"KFDIA": rng("KIDIA - 1", "16"), "KIDIA": rng("0", "KFDIA + 1")}
+    user = {"KIDIA": rng("1", "KLON", "user")}
+    symbols = dict(derived, KIDIA=_merge(derived["KIDIA"], _within_cutout(user["KIDIA"], derived["KIDIA"],
+                                                                          {"KFDIA", "KIDIA"})))
+    asked = []
+
+    def rederive(sym, without):
+        asked.append((sym, sorted(without)))
+        return rng("0", "16")
+
+    out = _drop_unresolvable(symbols, ["KFDIA", "KIDIA"], dict(derived), user, rederive)
+    assert asked == [("KIDIA", ["KFDIA"])]
+    assert ranges_of(out) == {"KFDIA": ("(KIDIA - 1)", "16"), "KIDIA": ("1", "16")}
+    with pytest.raises(Unsupported, match="cycle through KIDIA"):
+        _drop_unresolvable(dict(derived), ["KFDIA", "KIDIA"], dict(derived), {},
+                           lambda sym, without: rng("0", "KFDIA"))
+
+
+def ranges_of(symbols):
+    return {k: (str(ex.simplify(v.lo)), str(ex.simplify(v.hi))) for k, v in symbols.items()}
