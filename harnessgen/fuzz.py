@@ -143,18 +143,11 @@ def _keep_dir(options: FuzzOptions, inst: Instance) -> Path:
 
 def _record_static_finding(options: FuzzOptions, pair: CutoutPair, verdict: Outcome, message: str) -> str:
     """FAILED_TO_APPLY / INVALID_SDFG / BUILD_FAILURE: keep what reproduces it."""
+    from .build import CXX, CXXFLAGS
+    from .reproducer import write_static_finding
+
     folder = _keep_dir(options, pair.instance) / verdict.name.lower()
-    folder.mkdir(parents=True, exist_ok=True)
-    write_atomic(folder / "error.txt", (message + "\n").encode())
-    write_json(folder / "transformation.json", pair.translated_match)
-    write_json(folder / "instance.json", pair.instance.to_json())
-    pair.pre.save(str(folder / "pre.sdfg"))
-    if pair.post is not None:
-        try:
-            pair.post.save(str(folder / "post.sdfg"))
-        except Exception as exc:  # an invalid post may not even serialize: the error says why
-            write_atomic(folder / "error.txt", (f"{message}\npost.sdfg not saved: {exc}\n").encode())
-    return str(folder)
+    return str(write_static_finding(folder, pair, verdict.name, message, CXX, CXXFLAGS))
 
 
 def screen_seeds(build: HarnessBuild, paths: List[Path], timeout_s: float = 20.0, threads: int = 1,

@@ -114,6 +114,53 @@ def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInpu
         runtime_source=_runtime_source())
 
 
+def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: str, cxxflags: List[str]) -> Path:
+    """A finding without an input (FAILED_TO_APPLY, INVALID_SDFG, BUILD_FAILURE): the cutout the
+    transformation was applied to, what it made (when it made something), and a repro.py that
+    applies it again and exits 1 while it still fails. Written atomically, like every finding."""
+    import dace
+
+    from . import __version__
+
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+    (tmp / "error.txt").write_text(message + "\n")
+    (tmp / "transformation.json").write_text(json.dumps(pair.translated_match, indent=1, default=str) + "\n")
+    (tmp / "instance.json").write_text(json.dumps(pair.instance.to_json(), indent=1) + "\n")
+    pair.pre.save(str(tmp / "pre.sdfg"))
+    if pair.post is not None:
+        try:
+            pair.post.save(str(tmp / "post.sdfg"))
+        except Exception as exc:  # an invalid post may not even serialize: the error says why
+            (tmp / "error.txt").write_text(f"{message}\npost.sdfg not saved: {exc}\n")
+    inst = pair.instance
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined)
+    first_line = message.strip().splitlines()[0] if message.strip() else outcome
+    repro = tmp / "repro.py"
+    repro.write_text(env.get_template("static_repro.py.j2").render(
+        outcome=outcome, outcome_literal=repr(outcome), transformation=inst.transformation, instance=inst.id,
+        target=inst.target, program=inst.program, summary=first_line[:300], spec=inst.transformation_spec,
+        spec_literal=repr(inst.transformation_spec), dace_version=dace.__version__, harnessgen_version=__version__,
+        pre_sdfg=_pack((tmp / "pre.sdfg").read_text()),
+        match=repr(json.dumps(pair.translated_match, default=str)), cxx=repr(cxx), cxxflags=repr(cxxflags)))
+    repro.chmod(0o755)
+    _publish(tmp, folder)
+    return folder
+
+
+def _publish(tmp: Path, folder: Path) -> None:
+    """Move a finished finding directory into place, replacing an older one."""
+    if folder.exists():
+        old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
+        os.rename(folder, old)
+        os.rename(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, folder)
+
+
 def write_finding(folder: Path, meta: Dict, build_dir: Path, data: bytes, decoded: DecodedInput,
                   dtypes: Dict[str, str], cxx: str, cxxflags: List[str], summary: str, readme: str) -> Path:
     """Write the finding directory atomically; an existing one with a smaller input is kept."""
@@ -135,11 +182,5 @@ def write_finding(folder: Path, meta: Dict, build_dir: Path, data: bytes, decode
     repro.write_text(render_repro(meta, pre_text, post_text, decoded, dtypes, cxx, cxxflags, summary))
     repro.chmod(0o755)
     (tmp / "README.md").write_text(readme)
-    if folder.exists():
-        old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
-        os.rename(folder, old)
-        os.rename(tmp, folder)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(tmp, folder)
+    _publish(tmp, folder)
     return folder

@@ -1,5 +1,7 @@
 """The command line: the fuzz contract, static verdicts, and errors that say what to fix."""
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -40,6 +42,11 @@ def test_broken_transformations_are_findings_not_tracebacks(tmp_path, xform, ver
         assert "hg_no_such_function_anywhere" in (kept / "error.txt").read_text()
     if verdict != "FAILED_TO_APPLY":    # what the transformation made is kept for inspection
         assert (kept / "post.sdfg").is_file()
+    replayed = run_cli(["replay", str(kept)], tmp_path)     # runs the finding's repro.py
+    assert replayed.returncode == 1 and replayed.stdout.startswith(f"{verdict}: "), replayed.stdout
+    fixed = subprocess.run([sys.executable, str(kept / "repro.py"), "--transformation", f"{BROKEN}:LeavesTaskletAlone"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
 
 
 def test_sdfg_file_program_and_single_instance(tmp_path):

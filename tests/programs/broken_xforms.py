@@ -55,3 +55,11 @@ class Flaky(_TaskletRewrite):
     """Right on every other call: state that leaks from one run into the next."""
 
     body = "{{ static int hg_calls = 0; {out} = exp(__in1) * ((hg_calls++ % 2) ? 1.0 : 1.5); }}"
+
+
+@properties.make_properties
+class LeavesTaskletAlone(_TaskletRewrite):
+    """The "fixed" version of every transformation above: matches the same, changes nothing."""
+
+    def apply(self, graph, sdfg):
+        pass
