@@ -70,14 +70,22 @@ def _partial_control_flow(cutout) -> str:
     side was left out). '' when there is none. Losing every edge is how a cutout ends, and
     losing a loop's exit only ends it after the loop; losing a loop body or a branch makes
     pre a different program (it stops where the program goes on)."""
+    lost = _lost_control_flow(cutout)
+    return f"state {lost[0][0].label}" if lost else ""
+
+
+def _lost_control_flow(cutout) -> List[Tuple[Any, set]]:
+    """(original state, original states the cutout must add to keep it whole) for every state
+    of ``cutout`` that lost a loop body or a branch (see ``_partial_control_flow``)."""
     import networkx as nx
     from dace.transformation.interstate.loop_detection import find_for_loop
 
     if not _is_cutout(cutout):
-        return ""
+        return []
     pairs = [(new, old) for new, old in cutout._out_translation.items()
              if hasattr(new, "parent_graph") and hasattr(old, "parent_graph") and hasattr(old, "nodes")]
     inside = {old for _, old in pairs}
+    lost = []
     for new, old in pairs:
         graph = old.parent_graph
         try:
@@ -95,9 +103,51 @@ def _partial_control_flow(cutout) -> str:
                 enters_loop = bool(find_for_loop(graph, old, edge.dst))
             except Exception:   # not a loop DaCe understands
                 enters_loop = False
-            if enters_loop or (nx.descendants(without, edge.dst) & (inside - {old})):
-                return f"state {old.label}"
-    return ""
+            reached = nx.descendants(without, edge.dst) | {edge.dst}
+            if enters_loop:     # the body: what the entry reaches without passing the guard
+                lost.append((old, reached))
+            elif reached & (inside - {old}):    # the branch, up to where it comes back in
+                back = set().union(*(nx.ancestors(without, s) | {s} for s in inside - {old} if s in without))
+                lost.append((old, reached & back))
+    return lost
+
+
+def _loop_inits(states: set) -> set:
+    """Sources outside ``states`` of edges that set a symbol another edge from inside sets too:
+    the initialisation of a loop whose guard and increment are inside. Without it the loop
+    variable becomes an argument of the cutout, and DaCe 1.0.2 declares it a second time in
+    the generated code once a transformation reshapes the loop (a build failure of the
+    harness's making, not the transformation's)."""
+    extra = set()
+    for state in states:
+        edges = state.parent_graph.in_edges(state)
+        set_inside = {sym for e in edges if e.src in states for sym in e.data.assignments}
+        extra |= {e.src for e in edges if e.src not in states and set(e.data.assignments) & set_inside}
+    return extra
+
+
+def _grown_cutout(program_sdfg, cutout, fresh_transformation, rounds: int = 8):
+    """A multi-state cutout that lost a loop body or a branch, grown by the missing states
+    until it lost none: (cutout, the transformation translated into it). DaCe extends the
+    states to a single entry; growing may end at the whole program (a plain SDFG copy)."""
+    from dace.sdfg.analysis.cutout import SDFGCutout
+
+    xform = None
+    for _ in range(rounds):
+        lost = _lost_control_flow(cutout)
+        if not lost:
+            return cutout, xform
+        states = {old for new, old in cutout._out_translation.items()
+                  if hasattr(old, "nodes") and hasattr(old, "parent_graph")}
+        states |= set().union(*(missing for _, missing in lost))
+        states |= _loop_inits(states)
+        xform = fresh_transformation()
+        cutout = SDFGCutout.multistate_cutout(*states, make_side_effects_global=True)
+        if _is_cutout(cutout):
+            cutout.translate_transformation_into(xform)
+        else:
+            xform._sdfg = cutout
+    return cutout, xform
 
 
 def _is_cutout(sdfg) -> bool:
@@ -214,6 +264,11 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
         reduced = _make_cutout(program_sdfg, xform, reduce=True)
     except Exception as exc:
         raise Unsupported(f"DaCe could not cut out {instance.id}: {type(exc).__name__}: {exc}") from exc
+    grown = None
+    if _lost_control_flow(reduced):
+        reduced, grown = _grown_cutout(program_sdfg, reduced,
+                                       lambda: rebuild_transformation(cls, copy.deepcopy(instance.match), program_sdfg))
+        xform = grown or xform
     broken = _partial_control_flow(reduced)
     if broken:
         raise Unsupported(f"DaCe's cutout of {instance.id} keeps only some successors of {broken}: pre would "
@@ -224,8 +279,9 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
         # untranslated: in the copy, that SDFG is the root, and its states keep their ids
         translated["cfg_id"] = 0
     input_config, output_config = _configs(reduced)
-    before = _unreduced_volume(program_sdfg, instance, cls)
     after = input_volume(reduced, input_config)
+    # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce
+    before = after if grown is not None else _unreduced_volume(program_sdfg, instance, cls)
 
     pre = _plain_copy(reduced, PRE_NAME)
     post = _plain_copy(reduced, POST_NAME)
