@@ -256,7 +256,8 @@ def _run_parallel(jobs: Dict[str, tuple]) -> None:
 
     with cf.ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
         results = list(pool.map(run, sorted(jobs.items())))
-    for name, side, cmd, proc in results:
+    # pre first: when the cutout itself does not build, post's failure says nothing of the transformation
+    for name, side, cmd, proc in sorted(results, key=lambda r: r[1] != "hg_pre"):
         if proc.returncode != 0:
             log = (proc.stderr or proc.stdout)[-4000:]
             raise BuildError(f"building {name} failed ({side}): {log.strip().splitlines()[-1] if log.strip() else ''}",

@@ -188,13 +188,49 @@ def volume_at_probe(expr: str) -> int:
 
 
 def _scalars_to_arrays(sdfg, names: List[str]) -> None:
-    """Output scalars are passed by value in DaCe's ABI; make them 1-element arrays to read them back."""
+    """Output scalars are passed by value in DaCe's ABI; make them 1-element arrays to read them
+    back. Interstate edges that read such a scalar by name (``__tmp = (x > 235.16)``) then read
+    element 0, or the generated code would compare a pointer."""
     import dace
 
+    converted = []
     for name in names:
         desc = sdfg.arrays[name]
         if isinstance(desc, dace.data.Scalar) and not desc.transient:
             sdfg.arrays[name] = dace.data.Array(desc.dtype, [1], transient=False, storage=desc.storage)
+            converted.append(name)
+    if converted:
+        for edge in sdfg.all_interstate_edges():      # not recursive: nested SDFGs have their own
+            _index_scalars(edge.data, set(converted))
+
+
+def _index_scalars(edge, names: set) -> None:
+    """Replace every bare read of ``names`` in an interstate edge by ``name[0]``."""
+    import ast
+
+    from dace.properties import CodeBlock
+
+    class Index(ast.NodeTransformer):
+        def visit_Subscript(self, node):
+            node.slice = self.visit(node.slice)     # x[i] stays x[i]; its index may read a scalar
+            return node
+
+        def visit_Name(self, node):
+            if node.id in names and isinstance(node.ctx, ast.Load):
+                return ast.copy_location(ast.Subscript(value=ast.Name(id=node.id, ctx=ast.Load()),
+                                                       slice=ast.Constant(0), ctx=ast.Load()), node)
+            return node
+
+    def rewrite(text: str) -> str:
+        if not any(n in text for n in names):
+            return text
+        return ast.unparse(Index().visit(ast.parse(text, mode="eval")))
+
+    edge.assignments = {k: rewrite(str(v)) for k, v in edge.assignments.items()}
+    if not edge.is_unconditional():
+        condition = rewrite(edge.condition.as_string)
+        if condition != edge.condition.as_string:
+            edge.condition = CodeBlock(condition)
 
 
 def _check_interface(pre, post) -> str:

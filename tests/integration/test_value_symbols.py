@@ -49,3 +49,19 @@ def test_the_decoded_value_is_the_value_the_cutout_computes_with(gated_pair, bui
         for side in ("pre", "post"):
             out = execute(harness.dir, decoded, side=side)
             np.testing.assert_array_equal(out["B"], a * (g * 2.0))
+
+
+def test_an_interstate_edge_reading_a_scalar_input_reads_its_value(build_cache):
+    """The harness passes scalars as 1-element arrays; a condition that read the scalar by
+    name must read element 0, not compare the pointer (pre and post both failed to build)."""
+    from harnessgen.cutout import whole_program_pair
+
+    sdfg = load_python_program(PROGRAMS / "gated.py", "branch_on_scalar").programs["branch_on_scalar"].build()
+    assert any("s" in e.data.condition.as_string for e in sdfg.all_interstate_edges())
+    pair = whole_program_pair(sdfg)
+    layout = layout_of(pair)
+    harness = build(pair, layout, build_cache, afl=False)
+    a = np.arange(4.0)
+    for s, expected in ((2.0, a * 2.0), (0.5, a - 1.0)):
+        decoded = layout.decode(layout.encode({"N": 4}, {"A": a, "B": np.zeros(4), "s": np.array([s])}))
+        np.testing.assert_array_equal(execute(harness.dir, decoded, side="post")["B"], expected)
