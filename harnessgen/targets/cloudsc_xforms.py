@@ -119,10 +119,19 @@ def copy_subset(graph: SDFGState, src: nodes.AccessNode, dst: nodes.AccessNode, 
     Not a plain copy edge: a subset such as ``KIDIA - 1:KFDIA`` has a negative extent when
     the window is empty, and DaCe's copy would run with that size. A map over an empty range
     does nothing. (The first version of this transformation used plain copy edges; fuzzing
-    it on ``kernels:column_window`` found the crash with KIDIA = 2, KFDIA = 0.)"""
+    it on ``kernels:column_window`` found the crash with KIDIA = 2, KFDIA = 0.)
+
+    Clamped to the array: a propagated memlet over-approximates what a kernel touches, e.g.
+    ``ZTP1[jl, jk - 1:jk + 1]`` for a read of level ``jk - 1`` that the kernel makes only when
+    ``jk > 0``. Copying it whole wrote before the start of the device twin at ``jk = 0``
+    (fuzzing CLOUDSC found the heap corruption as a POST_CRASH, OffloadMap-af5eda96)."""
     index = [f"__c{i}" for i in range(len(subset))]
-    ranges = {i: f"{symbolic.symstr(b)}:{symbolic.symstr(e)} + 1:{symbolic.symstr(s)}"
-              for i, (b, e, s) in zip(index, subset.ndrange())}
+    shape = graph.sdfg.arrays[src.data].shape
+    ranges = {}
+    for i, (b, e, s), extent in zip(index, subset.ndrange(), shape):
+        low = f"Max(0, {symbolic.symstr(b)})"
+        high = f"Min({symbolic.symstr(extent)} - 1, {symbolic.symstr(e)})"
+        ranges[i] = f"{low}:{high} + 1:{symbolic.symstr(s)}"
     where = ", ".join(index)
     graph.add_mapped_tasklet(f"{label}_{src.data}", ranges, {"__in": Memlet(f"{src.data}[{where}]")}, "__out = __in",
                              {"__out": Memlet(f"{dst.data}[{where}]")}, external_edges=True,

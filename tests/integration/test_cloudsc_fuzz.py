@@ -50,3 +50,16 @@ def test_offloading_a_cloudsc_map_stays_silent_and_no_input_is_invalid(tmp_path)
     [entry] = summary_of(tmp_path)["instances"]
     assert entry["verdict"] == "PASS", entry
     assert entry["crashes"] == [] and entry["execs"] > 1000
+
+
+def test_offloading_a_map_that_reads_the_level_above_stays_inside_the_arrays(tmp_path):
+    """The memlet DaCe propagates out of the map spans T[:, k - 1:k + 1] even at k = 0, where
+    the kernel does not read level k - 1; copying it whole into the device twin wrote before
+    the twin's start (a POST_CRASH fuzzing CLOUDSC found). The copies are clamped to the array."""
+    from tests.conftest import PROGRAMS
+
+    proc = run_cli(["fuzz", "--program", f"{PROGRAMS / 'level_above.py'}:level_above", "--transformation",
+                    "harnessgen.targets.cloudsc_xforms:OffloadMap", "--time", "10"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [entry] = summary_of(tmp_path)["instances"]
+    assert entry["verdict"] == "PASS" and entry["crashes"] == [] and entry["execs"] > 1000, entry
