@@ -1,5 +1,5 @@
 # harnessgen — every target installs what it needs (idempotently).
-#   make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n] [REDO=VERDICT,...]
+#   make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n] [REDO=VERDICT|Class,...]
 #   make test
 #   make instances TARGET=kernels XFORM=MapTiling
 

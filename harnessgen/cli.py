@@ -37,9 +37,10 @@ def _add_fuzz(sub) -> None:
                         "with the instances not yet done (default: no limit)")
     p.add_argument("--fresh", action="store_true",
                    help="fuzz every instance again instead of continuing the run in --out")
-    p.add_argument("--redo", type=_verdict_list, default=(), metavar="VERDICT[,VERDICT]",
+    p.add_argument("--redo", type=_redo_list, default=(), metavar="VERDICT|Class[,...]",
                    help="continue the run in --out, but fuzz again the instances that ended with one of "
-                        "these verdicts (e.g. UNSUPPORTED after upgrading harnessgen)")
+                        "these verdicts or belong to these transformations (e.g. UNSUPPORTED after "
+                        "upgrading harnessgen, or MyTransformation after changing it)")
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
     p.add_argument("--rtol", type=float, default=1e-5)
@@ -68,14 +69,15 @@ def _add_fuzz(sub) -> None:
     p.set_defaults(func=cmd_fuzz)
 
 
-def _verdict_list(text: str) -> tuple:
+def _redo_list(text: str) -> tuple:
+    """Verdicts (upper case) and transformation class names, comma-separated."""
     from .fuzz import VERDICTS
 
-    names = tuple(v.strip().upper() for v in text.split(",") if v.strip())
-    unknown = [v for v in names if v not in VERDICTS]
+    names = tuple(v.strip() for v in text.split(",") if v.strip())
+    unknown = [v for v in names if v.isupper() and v not in VERDICTS]
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown verdict(s) {', '.join(unknown)}; "
-                                         f"one of {', '.join(VERDICTS)}")
+                                         f"one of {', '.join(VERDICTS)} (or a transformation's class name)")
     return names
 
 

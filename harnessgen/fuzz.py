@@ -46,7 +46,7 @@ class FuzzOptions:
     time_s: float = 60.0
     budget_s: Optional[float] = None     # whole run: no instance starts after this many seconds
     resume: bool = True                  # skip instances the output directory's summary already has
-    redo: Tuple[str, ...] = ()           # ...except those with one of these verdicts
+    redo: Tuple[str, ...] = ()           # ...except those with one of these verdicts or transformations
     max_size: int = DEFAULT_MAX_SIZE
     constraints: Optional[Path] = None
     rtol: float = 1e-5
@@ -408,7 +408,7 @@ def _previous_results(options: FuzzOptions, program_spec: str, label: str) -> Di
     done = {}
     for entry in old.get("instances", []):
         # a harnessgen error is always worth another try; other verdicts when asked (--redo)
-        if entry.get("verdict") != "ERROR" and entry.get("verdict") not in options.redo:
+        if entry.get("verdict") != "ERROR" and not {entry.get("verdict"), entry.get("transformation")} & set(options.redo):
             done[entry["id"]] = InstanceResult(**{k: v for k, v in entry.items() if k in fields})
     return done
 

@@ -54,5 +54,6 @@ def test_a_resumed_run_keeps_finished_instances_except_errors_and_redone_verdict
 
     assert kept() == ["MISMATCH", "PASS", "UNSUPPORTED"]
     assert kept(redo=("UNSUPPORTED", "MISMATCH")) == ["PASS"]
+    assert kept(redo=("X",)) == []                      # every instance of transformation X
     assert kept(resume=False) == []
     assert _previous_results(FuzzOptions(out_dir=tmp_path), "p", "another transformation") == {}
