@@ -280,12 +280,12 @@ def _run_reproducer(args) -> int:
     """``harnessgen replay <finding dir>``: run the finding's own repro.py."""
     import subprocess
 
-    repro = args.input / "repro.py"
+    repro = args.input.resolve() / "repro.py"     # absolute: it runs inside its own directory
     if not repro.is_file():
         raise ConfigError(f"replay: {args.input} is not a finding directory (it has no repro.py)")
     extra = ([f"--rtol={args.rtol}"] if args.rtol is not None else []) + \
         ([f"--atol={args.atol}"] if args.atol is not None else []) + (["--exact"] if args.exact else [])
-    return subprocess.run([sys.executable, str(repro), *extra], cwd=args.input).returncode
+    return subprocess.run([sys.executable, str(repro), *extra], cwd=repro.parent).returncode
 
 
 # ------------------------------------------------------------------ triage

@@ -1,11 +1,12 @@
 """The command line: the fuzz contract, static verdicts, and errors that say what to fix."""
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import PROGRAMS, run_cli, summary_of
+from tests.conftest import PROGRAMS, REPO, run_cli, summary_of
 
 CONTRACT = {"id", "transformation", "verdict", "execs", "execs_per_sec", "seconds_to_first_finding", "crashes"}
 BROKEN = str(PROGRAMS / "broken_xforms.py")
@@ -42,7 +43,8 @@ def test_broken_transformations_are_findings_not_tracebacks(tmp_path, xform, ver
         assert "hg_no_such_function_anywhere" in (kept / "error.txt").read_text()
     if verdict != "FAILED_TO_APPLY":    # what the transformation made is kept for inspection
         assert (kept / "post.sdfg").is_file()
-    replayed = run_cli(["replay", str(kept)], tmp_path)     # runs the finding's repro.py
+    # runs the finding's repro.py; given relative to where the command runs, as `make replay` does
+    replayed = run_cli(["replay", os.path.relpath(kept, REPO)], tmp_path)
     assert replayed.returncode == 1 and replayed.stdout.startswith(f"{verdict}: "), replayed.stdout
     fixed = subprocess.run([sys.executable, str(kept / "repro.py"), "--transformation", f"{BROKEN}:LeavesTaskletAlone"],
                            capture_output=True, text=True, cwd=tmp_path)
