@@ -63,27 +63,26 @@ def _make_cutout(sdfg, xform, reduce: bool):
                                           reduce_input_config=reduce)
 
 
-def _partial_control_flow(cutout) -> str:
-    """The first state of a multi-state cutout that kept some of its outgoing edges and lost
-    one that matters: the entry of a loop it guards, or a branch along which the program
-    comes back into the cutout without passing through that state (an if/else whose other
-    side was left out). '' when there is none. Losing every edge is how a cutout ends, and
-    losing a loop's exit only ends it after the loop; losing a loop body or a branch makes
-    pre a different program (it stops where the program goes on)."""
-    lost = _lost_control_flow(cutout)
-    return f"state {lost[0][0].label}" if lost else ""
+def _original_states(cutout) -> List[Tuple[Any, Any]]:
+    """(cutout state, program state) for every control-flow block of an SDFGCutout."""
+    return [(new, old) for new, old in cutout._out_translation.items()
+            if hasattr(new, "parent_graph") and hasattr(old, "parent_graph") and hasattr(old, "nodes")]
 
 
 def _lost_control_flow(cutout) -> List[Tuple[Any, set]]:
-    """(original state, original states the cutout must add to keep it whole) for every state
-    of ``cutout`` that lost a loop body or a branch (see ``_partial_control_flow``)."""
+    """(program state, program states the cutout must add to keep it whole) for every state of
+    a multi-state cutout that kept some of its outgoing edges and lost one that matters: the
+    entry of a loop it guards, or a branch along which the program comes back into the
+    cutout without passing through that state (an if/else whose other side was left out).
+    Losing every edge is how a cutout ends, and losing a loop's exit only ends it after the
+    loop; losing a loop body or a branch makes pre a different program (it stops where the
+    program goes on)."""
     import networkx as nx
     from dace.transformation.interstate.loop_detection import find_for_loop
 
     if not _is_cutout(cutout):
         return []
-    pairs = [(new, old) for new, old in cutout._out_translation.items()
-             if hasattr(new, "parent_graph") and hasattr(old, "parent_graph") and hasattr(old, "nodes")]
+    pairs = _original_states(cutout)
     inside = {old for _, old in pairs}
     lost = []
     for new, old in pairs:
@@ -126,19 +125,23 @@ def _loop_inits(states: set) -> set:
     return extra
 
 
-def _grown_cutout(program_sdfg, cutout, fresh_transformation, rounds: int = 8):
-    """A multi-state cutout that lost a loop body or a branch, grown by the missing states
-    until it lost none: (cutout, the transformation translated into it). DaCe extends the
-    states to a single entry; growing may end at the whole program (a plain SDFG copy)."""
+def _grown_cutout(cutout, fresh_transformation, instance_id: str, rounds: int = 8):
+    """A cutout that lost no loop body or branch: ``cutout`` itself, or ``cutout`` grown by the
+    missing states until it lost none. Returns (cutout, the transformation translated into it,
+    or None when ``cutout`` was whole). DaCe extends the states to a single entry; growing may
+    end at the whole program (a plain SDFG copy). Unsupported when ``rounds`` do not suffice."""
     from dace.sdfg.analysis.cutout import SDFGCutout
 
     xform = None
-    for _ in range(rounds):
+    for attempt in range(rounds + 1):
         lost = _lost_control_flow(cutout)
         if not lost:
             return cutout, xform
-        states = {old for new, old in cutout._out_translation.items()
-                  if hasattr(old, "nodes") and hasattr(old, "parent_graph")}
+        if attempt == rounds:
+            raise Unsupported(f"DaCe's cutout of {instance_id} keeps only some successors of state "
+                              f"{lost[0][0].label}: pre would stop where the program goes on, so no "
+                              "difference it shows could be trusted")
+        states = {old for _, old in _original_states(cutout)}
         states |= set().union(*(missing for _, missing in lost))
         states |= _loop_inits(states)
         xform = fresh_transformation()
@@ -147,7 +150,6 @@ def _grown_cutout(program_sdfg, cutout, fresh_transformation, rounds: int = 8):
             cutout.translate_transformation_into(xform)
         else:
             xform._sdfg = cutout
-    return cutout, xform
 
 
 def _is_cutout(sdfg) -> bool:
@@ -275,9 +277,9 @@ def _value_symbols_as_inputs(pre, post) -> List[str]:
 
     names = [str(s) for s in sorted(pre.free_symbols, key=str)
              if str(s) in pre.symbols and np.dtype(pre.symbols[str(s)].as_numpy_dtype()).kind in "fcb"]
+    if not names:
+        return []
     for sdfg in (pre, post):
-        if not names:
-            break
         assignments = {}
         for name in names:
             container = SYMBOL_INPUT_PREFIX + name
@@ -300,15 +302,9 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
         reduced = _make_cutout(program_sdfg, xform, reduce=True)
     except Exception as exc:
         raise Unsupported(f"DaCe could not cut out {instance.id}: {type(exc).__name__}: {exc}") from exc
-    grown = None
-    if _lost_control_flow(reduced):
-        reduced, grown = _grown_cutout(program_sdfg, reduced,
-                                       lambda: rebuild_transformation(cls, copy.deepcopy(instance.match), program_sdfg))
-        xform = grown or xform
-    broken = _partial_control_flow(reduced)
-    if broken:
-        raise Unsupported(f"DaCe's cutout of {instance.id} keeps only some successors of {broken}: pre would "
-                          "stop where the program goes on, so no difference it shows could be trusted")
+    reduced, grown = _grown_cutout(reduced, lambda: rebuild_transformation(cls, copy.deepcopy(instance.match),
+                                                                           program_sdfg), instance.id)
+    xform = grown or xform
     translated = _translated_json(xform)
     if not _is_cutout(reduced) and translated.get("cfg_id", 0) > 0:
         # DaCe fell back to a copy of the (nested) SDFG holding the match and left the match

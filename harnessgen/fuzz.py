@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from . import seeds as seedlib
-from .build import HarnessBuild, build
+from .build import CXX, CXXFLAGS, HarnessBuild, build
 from .constraints import DEFAULT_FLOAT_BOUND, DEFAULT_MAX_SIZE, derive
 from .cutout import CutoutPair, extract, volume_at_probe
 from .emit import OracleOptions
@@ -33,6 +33,7 @@ from .instances import Instance, enumerate_instances, load_transformation, parse
 from .layout import build_layout
 from .oracle import Tolerance
 from .outcome import Outcome
+from .reproducer import write_static_finding
 from .triage import TriageOptions, triage_build
 from .targets import Target, resolve
 
@@ -143,9 +144,6 @@ def _keep_dir(options: FuzzOptions, inst: Instance) -> Path:
 
 def _record_static_finding(options: FuzzOptions, pair: CutoutPair, verdict: Outcome, message: str) -> str:
     """FAILED_TO_APPLY / INVALID_SDFG / BUILD_FAILURE: keep what reproduces it."""
-    from .build import CXX, CXXFLAGS
-    from .reproducer import write_static_finding
-
     folder = _keep_dir(options, pair.instance) / verdict.name.lower()
     return str(write_static_finding(folder, pair, verdict.name, message, CXX, CXXFLAGS))
 

@@ -98,11 +98,15 @@ def sdfg_diff(pre, post) -> List[str]:
     return lines
 
 
+def _environment() -> jinja2.Environment:
+    """The reproducers' templates (rendered as written: Python, whitespace matters)."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
+                              undefined=jinja2.StrictUndefined)
+
+
 def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInput, dtypes: Dict[str, str],
                  cxx: str, cxxflags: List[str], summary: str) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
-                             undefined=jinja2.StrictUndefined)
-    return env.get_template("repro.py.j2").render(
+    return _environment().get_template("repro.py.j2").render(
         outcome=meta["outcome"], container=meta.get("container"), transformation=meta["transformation"],
         instance=meta["instance"], target=meta["target"], program=meta["program"],
         summary=summary, dace_version=meta["versions"]["dace"], harnessgen_version=meta["versions"]["harnessgen"],
@@ -135,11 +139,9 @@ def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: st
         except Exception as exc:  # an invalid post may not even serialize: the error says why
             (tmp / "error.txt").write_text(f"{message}\npost.sdfg not saved: {exc}\n")
     inst = pair.instance
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
-                             undefined=jinja2.StrictUndefined)
     first_line = message.strip().splitlines()[0] if message.strip() else outcome
     repro = tmp / "repro.py"
-    repro.write_text(env.get_template("static_repro.py.j2").render(
+    repro.write_text(_environment().get_template("static_repro.py.j2").render(
         outcome=outcome, outcome_literal=repr(outcome), transformation=inst.transformation, instance=inst.id,
         target=inst.target, program=inst.program, summary=first_line[:300], spec=inst.transformation_spec,
         spec_literal=repr(inst.transformation_spec), dace_version=dace.__version__, harnessgen_version=__version__,
