@@ -4,7 +4,7 @@ import functools
 
 import numpy as np
 
-from tests.conftest import run_cli, summary_of
+from tests.conftest import PROGRAMS, run_cli, summary_of
 
 
 @functools.lru_cache(maxsize=None)
@@ -56,8 +56,6 @@ def test_offloading_a_map_that_reads_the_level_above_stays_inside_the_arrays(tmp
     """The memlet DaCe propagates out of the map spans T[:, k - 1:k + 1] even at k = 0, where
     the kernel does not read level k - 1; copying it whole into the device twin wrote before
     the twin's start (a POST_CRASH fuzzing CLOUDSC found). The copies are clamped to the array."""
-    from tests.conftest import PROGRAMS
-
     proc = run_cli(["fuzz", "--program", f"{PROGRAMS / 'level_above.py'}:level_above", "--transformation",
                     "harnessgen.targets.cloudsc_xforms:OffloadMap", "--time", "10"], tmp_path)
     assert proc.returncode == 0, proc.stderr
