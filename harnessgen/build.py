@@ -4,8 +4,9 @@ Artifacts of one build directory (``<work>/builds/<key>/``):
 
 * ``libpre.so`` / ``libpost.so``  plain shared libraries (cffi replay, replay binary);
   only the three DaCe entry points are exported, so pre and post never clash
-* ``harness_afl``     persistent-mode AFL++ harness: harness + post instrumented,
-                      pre linked from ``libpre.so`` (its coverage would only add noise)
+* ``harness_afl``     persistent-mode AFL++ harness: only post instrumented (the
+                      harness's and pre's coverage would only add noise), pre
+                      linked from ``libpre.so``
 * ``harness_cmplog``  the same built with AFL++'s CMPLOG instrumentation (optional)
 * ``harness_replay``  the same source without AFL: runs input files
 * ``layout.json``, ``pre.sdfg``, ``post.sdfg``, ``instance.json``, ``manifest.json``
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -25,11 +27,11 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import __version__, envs
 from .cutout import CutoutPair
-from .emit import OracleOptions, generate_side, render_harness, template_sources
+from .emit import OracleOptions, SideSource, generate_side, render_harness, template_sources
 from .errors import BuildError, ToolMissing
 from .files import write_atomic
 from .layout import InputLayout
@@ -40,6 +42,9 @@ AFL_CXX = envs.get("HARNESSGEN_AFL_CXX")
 # from the compiler. No -ffast-math, no FMA contraction, no -march=native (reproducers
 # run on other machines).
 CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-fopenmp", "-ffp-contract=off", "-fno-fast-math", "-w"]
+# afl-cc adds -g and -funroll-loops unless told not to: our flags stay the only ones, so the
+# instrumented post is compiled as libpost.so is (and without debug info, a third faster)
+AFL_ENV = {"AFL_DONT_OPTIMIZE": "1"}
 
 
 @dataclasses.dataclass
@@ -83,6 +88,7 @@ def dace_include() -> Path:
     return Path(dace.__file__).resolve().parent / "runtime" / "include"
 
 
+@functools.lru_cache(maxsize=None)
 def _tool_version(tool: str) -> str:
     path = shutil.which(tool)
     if not path:
@@ -105,7 +111,7 @@ def cache_key(pair: CutoutPair, layout: InputLayout, oracle: OracleOptions, afl:
         "harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
         "post": pair.post.hash_sdfg(), "layout": layout.to_json(), "oracle": dataclasses.asdict(oracle),
         "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "flags": CXXFLAGS,
-        "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog,
+        "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV,
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
@@ -153,45 +159,46 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
 
     inc = ["-I", str(dace_include()), "-I", str(out / "include")]
     flags = CXXFLAGS + inc
+    harness_cpp = out / "harness.cpp"
+    # the harness's own code is never instrumented: its coverage is the decoder's and the
+    # comparison's, the same for every input; instrumenting it tripled its compile time
+    (out / "afl_denylist.txt").write_text("src: harness.cpp\n")
+    harness_env = {"AFL_LLVM_DENYLIST": str(out / "afl_denylist.txt")}
+    cmplog_env = {**AFL_ENV, "AFL_LLVM_CMPLOG": "1"}
     # system headers are most of a file's compile time: parse them once per compiler
     work_dir = Path(out).parent.parent          # out is <work>/builds/<key>.tmp-...
-    cmplog_env = {"AFL_LLVM_CMPLOG": "1"}
-    harness_cpp = out / "harness.cpp"
     pch = header_pch(work_dir, CXX, pre.cpp)
     harness_pch = header_pch(work_dir, CXX, harness_cpp)
-    afl_pch = header_pch(work_dir, AFL_CXX, post.cpp) if afl else []
-    afl_harness_pch = header_pch(work_dir, AFL_CXX, harness_cpp) if afl else []
-    cmplog_pch = header_pch(work_dir, AFL_CXX, post.cpp, cmplog_env) if cmplog else []
-    cmplog_harness_pch = header_pch(work_dir, AFL_CXX, harness_cpp, cmplog_env) if cmplog else []
     so = ["-shared", "-Wl,--version-script"]
-    jobs = {
-        "libpre.so": ([CXX, *flags, *pch, str(pre.cpp), *so[:1], f"{so[1]}={out / 'exports_hg_pre.map'}",
-                       "-Wl,-soname,libpre.so", "-o", str(out / "libpre.so")], "hg_pre"),
-        "libpost.so": ([CXX, *flags, *pch, str(post.cpp), *so[:1], f"{so[1]}={out / 'exports_hg_post.map'}",
-                        "-Wl,-soname,libpost.so", "-o", str(out / "libpost.so")], "hg_post"),
-    }
-    if afl:
-        jobs["post_afl.o"] = ([AFL_CXX, *flags, *afl_pch, "-c", str(post.cpp), "-o", str(out / "post_afl.o")], "hg_post")
-        jobs["harness_afl.o"] = ([AFL_CXX, *flags, *afl_harness_pch, "-c", str(harness_cpp), "-o",
-                                  str(out / "harness_afl.o")], "harness")
-    if cmplog:
-        jobs["post_cmplog.o"] = ([AFL_CXX, *flags, *cmplog_pch, "-c", str(post.cpp), "-o", str(out / "post_cmplog.o")],
-                                 "hg_post", cmplog_env)
-        jobs["harness_cmplog.o"] = ([AFL_CXX, *flags, *cmplog_harness_pch, "-c", str(harness_cpp), "-o",
-                                     str(out / "harness_cmplog.o")], "harness", cmplog_env)
-    _run_parallel(jobs)
-
     rpath = "-Wl,-rpath,$ORIGIN"
-    links = {"harness_replay": ([CXX, *flags, *harness_pch, str(harness_cpp), str(out / "libpre.so"),
-                                 str(out / "libpost.so"), rpath, "-o", str(out / "harness_replay")], "harness")}
-    if afl:
-        links["harness_afl"] = ([AFL_CXX, "-fopenmp", str(out / "harness_afl.o"), str(out / "post_afl.o"),
-                                 str(out / "libpre.so"), rpath, "-o", str(out / "harness_afl")], "harness")
-    if cmplog:
-        links["harness_cmplog"] = ([AFL_CXX, "-fopenmp", str(out / "harness_cmplog.o"),
-                                    str(out / "post_cmplog.o"), str(out / "libpre.so"), rpath, "-o",
-                                    str(out / "harness_cmplog")], "harness", cmplog_env)
-    _run_parallel(links)
+
+    def lib(side: SideSource, soname: str) -> List[str]:
+        return [CXX, *flags, *pch, str(side.cpp), so[0], f"{so[1]}={out / f'exports_{side.name}.map'}",
+                f"-Wl,-soname,{soname}", "-o", str(out / soname)]
+
+    jobs = {
+        "libpre.so": Job(lib(pre, "libpre.so"), "hg_pre"),
+        "libpost.so": Job(lib(post, "libpost.so"), "hg_post"),
+        "harness_replay.o": Job([CXX, *flags, *harness_pch, "-c", str(harness_cpp), "-o",
+                                 str(out / "harness_replay.o")], "harness"),
+        "harness_replay": Job([CXX, "-fopenmp", str(out / "harness_replay.o"), str(out / "libpre.so"),
+                               str(out / "libpost.so"), rpath, "-o", str(out / "harness_replay")], "harness",
+                              after=("harness_replay.o", "libpre.so", "libpost.so")),
+    }
+    for variant, env in (("afl", AFL_ENV), ("cmplog", cmplog_env)):
+        if not (afl if variant == "afl" else cmplog):
+            continue
+        post_pch = header_pch(work_dir, AFL_CXX, post.cpp, env)
+        afl_harness_pch = header_pch(work_dir, AFL_CXX, harness_cpp, env)
+        jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_pch, "-c", str(post.cpp), "-o",
+                                         str(out / f"post_{variant}.o")], "hg_post", env)
+        jobs[f"harness_{variant}.o"] = Job([AFL_CXX, *flags, *afl_harness_pch, "-c", str(harness_cpp), "-o",
+                                            str(out / f"harness_{variant}.o")], "harness", {**env, **harness_env})
+        jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / f"harness_{variant}.o"),
+                                          str(out / f"post_{variant}.o"), str(out / "libpre.so"), rpath, "-o",
+                                          str(out / f"harness_{variant}")], "harness", env,
+                                         after=(f"harness_{variant}.o", f"post_{variant}.o", "libpre.so"))
+    run_jobs(jobs)
     for obj in out.glob("*.o"):
         obj.unlink()
 
@@ -245,23 +252,53 @@ def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[s
     return ["-include-pch", str(pch)]
 
 
-def _run_parallel(jobs: Dict[str, tuple]) -> None:
-    """Run compiler commands two at a time; the first failure raises BuildError naming its side."""
-    def run(item):
-        name, spec = item
-        cmd, side = spec[0], spec[1]
-        env = {**os.environ, "AFL_QUIET": "1", **(spec[2] if len(spec) > 2 else {})}
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        return name, side, cmd, proc
+@dataclasses.dataclass
+class Job:
+    """One compiler call: its command, the side a failure is blamed on, extra environment,
+    and the jobs whose outputs it needs."""
 
+    cmd: List[str]
+    side: str
+    env: Dict[str, str] = dataclasses.field(default_factory=dict)
+    after: Tuple[str, ...] = ()
+
+
+# longest first: the harness and the generated sources, then the links
+def _priority(item) -> tuple:
+    name, job = item
+    return (len(job.after) > 0, not name.startswith("harness"), name)
+
+
+def run_jobs(jobs: Dict[str, Job]) -> None:
+    """Run compiler calls on all cores, each as soon as the jobs it needs are done; the first
+    failure raises BuildError naming its side (pre's first: when the cutout itself does not
+    build, post's failure says nothing of the transformation)."""
+    def run(name: str):
+        job = jobs[name]
+        proc = subprocess.run(job.cmd, capture_output=True, text=True, env={**os.environ, "AFL_QUIET": "1", **job.env})
+        return name, proc
+
+    waiting = dict(sorted(jobs.items(), key=_priority))
+    results: Dict[str, subprocess.CompletedProcess] = {}
     with cf.ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
-        results = list(pool.map(run, sorted(jobs.items())))
-    # pre first: when the cutout itself does not build, post's failure says nothing of the transformation
-    for name, side, cmd, proc in sorted(results, key=lambda r: r[1] != "hg_pre"):
+        running = set()
+        while waiting or running:
+            for name in [n for n, job in waiting.items() if all(d in results for d in job.after)]:
+                del waiting[name]
+                if all(results[d].returncode == 0 for d in jobs[name].after):
+                    running.add(pool.submit(run, name))
+            if not running:
+                break
+            done, running = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                name, proc = future.result()
+                results[name] = proc
+    for name, proc in sorted(results.items(), key=lambda r: (jobs[r[0]].side != "hg_pre", r[0])):
         if proc.returncode != 0:
             log = (proc.stderr or proc.stdout)[-4000:]
-            raise BuildError(f"building {name} failed ({side}): {log.strip().splitlines()[-1] if log.strip() else ''}",
-                             side=side, log=" ".join(cmd) + "\n" + log)
+            raise BuildError(f"building {name} failed ({jobs[name].side}): "
+                             f"{log.strip().splitlines()[-1] if log.strip() else ''}",
+                             side=jobs[name].side, log=" ".join(jobs[name].cmd) + "\n" + log)
 
 
 def source_files(build_dir: Path) -> List[Path]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from . import envs
-from .build import CXX, CXXFLAGS, HarnessBuild, _run_parallel, dace_include, publish_dir
+from .build import CXX, CXXFLAGS, HarnessBuild, Job, dace_include, publish_dir, run_jobs
 from .errors import BuildError, ToolMissing
 
 TSAN_FLAGS = [f for f in CXXFLAGS if f != "-O2"] + ["-O1", "-g", "-fsanitize=thread"]
@@ -64,13 +64,15 @@ def build_tsan(build: HarnessBuild) -> Path:
 def _compile_tsan(build: HarnessBuild, out: Path) -> None:
     post_cpp = build.dir / "src" / "cpu" / f"{build.manifest['post']['name']}.cpp"
     flags = TSAN_FLAGS + ["-I", str(dace_include()), "-I", str(build.dir / "include")]
-    _run_parallel({"libpost_tsan.so": ([CXX, *flags, str(post_cpp), "-shared", "-Wl,--version-script="
-                                        f"{build.dir / 'exports_hg_post.map'}", "-Wl,-soname,libpost_tsan.so",
-                                        "-o", str(out / "libpost_tsan.so")], "hg_post")})
-    # linked after the library it needs; $ORIGIN/.. finds the plain libpre.so of the build
-    _run_parallel({"harness_tsan": ([CXX, *flags, str(build.dir / "harness.cpp"), str(build.libpre),
-                                     str(out / "libpost_tsan.so"), "-Wl,-rpath,$ORIGIN:$ORIGIN/..",
-                                     "-o", str(out / "harness_tsan")], "harness")})
+    run_jobs({
+        "libpost_tsan.so": Job([CXX, *flags, str(post_cpp), "-shared",
+                                f"-Wl,--version-script={build.dir / 'exports_hg_post.map'}",
+                                "-Wl,-soname,libpost_tsan.so", "-o", str(out / "libpost_tsan.so")], "hg_post"),
+        # $ORIGIN/.. finds the plain libpre.so of the build
+        "harness_tsan": Job([CXX, *flags, str(build.dir / "harness.cpp"), str(build.libpre),
+                             str(out / "libpost_tsan.so"), "-Wl,-rpath,$ORIGIN:$ORIGIN/..",
+                             "-o", str(out / "harness_tsan")], "harness", after=("libpost_tsan.so",)),
+    })
 
 
 def run_tsan(build: HarnessBuild, data: bytes, threads: int, timeout_s: float = 120.0) -> TsanReport:
