@@ -8,7 +8,7 @@ Artifacts of one build directory (``<work>/builds/<key>/``):
                       harness's and pre's coverage would only add noise), pre
                       linked from ``libpre.so``
 * ``harness_cmplog``  the same built with AFL++'s CMPLOG instrumentation (optional)
-* ``harness_replay``  the same source without AFL: runs input files
+* ``harness_replay``  the same harness object: runs the input files it is given
 * ``layout.json``, ``pre.sdfg``, ``post.sdfg``, ``instance.json``, ``manifest.json``
 
 Builds are written to a temporary directory and renamed into place, so
@@ -163,12 +163,10 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
     # the harness's own code is never instrumented: its coverage is the decoder's and the
     # comparison's, the same for every input; instrumenting it tripled its compile time
     (out / "afl_denylist.txt").write_text("src: harness.cpp\n")
-    harness_env = {"AFL_LLVM_DENYLIST": str(out / "afl_denylist.txt")}
     cmplog_env = {**AFL_ENV, "AFL_LLVM_CMPLOG": "1"}
     # system headers are most of a file's compile time: parse them once per compiler
     work_dir = Path(out).parent.parent          # out is <work>/builds/<key>.tmp-...
     pch = header_pch(work_dir, CXX, pre.cpp)
-    harness_pch = header_pch(work_dir, CXX, harness_cpp)
     so = ["-shared", "-Wl,--version-script"]
     rpath = "-Wl,-rpath,$ORIGIN"
 
@@ -176,28 +174,29 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
         return [CXX, *flags, *pch, str(side.cpp), so[0], f"{so[1]}={out / f'exports_{side.name}.map'}",
                 f"-Wl,-soname,{soname}", "-o", str(out / soname)]
 
+    # one harness object for every binary: with AFL++, afl-cc compiles it (its macros make the
+    # persistent loop) and links it (its runtime), the replay binary included
+    harness_cxx, harness_env = (AFL_CXX, {**AFL_ENV, "AFL_LLVM_DENYLIST": str(out / "afl_denylist.txt")}) \
+        if afl else (CXX, {})
+    harness_pch = header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None)
     jobs = {
         "libpre.so": Job(lib(pre, "libpre.so"), "hg_pre"),
         "libpost.so": Job(lib(post, "libpost.so"), "hg_post"),
-        "harness_replay.o": Job([CXX, *flags, *harness_pch, "-c", str(harness_cpp), "-o",
-                                 str(out / "harness_replay.o")], "harness"),
-        "harness_replay": Job([CXX, "-fopenmp", str(out / "harness_replay.o"), str(out / "libpre.so"),
+        "harness.o": Job([harness_cxx, *flags, *harness_pch, "-c", str(harness_cpp), "-o", str(out / "harness.o")],
+                         "harness", harness_env),
+        "harness_replay": Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
                                str(out / "libpost.so"), rpath, "-o", str(out / "harness_replay")], "harness",
-                              after=("harness_replay.o", "libpre.so", "libpost.so")),
+                              AFL_ENV if afl else {}, after=("harness.o", "libpre.so", "libpost.so")),
     }
     for variant, env in (("afl", AFL_ENV), ("cmplog", cmplog_env)):
         if not (afl if variant == "afl" else cmplog):
             continue
         post_pch = header_pch(work_dir, AFL_CXX, post.cpp, env)
-        afl_harness_pch = header_pch(work_dir, AFL_CXX, harness_cpp, env)
         jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_pch, "-c", str(post.cpp), "-o",
                                          str(out / f"post_{variant}.o")], "hg_post", env)
-        jobs[f"harness_{variant}.o"] = Job([AFL_CXX, *flags, *afl_harness_pch, "-c", str(harness_cpp), "-o",
-                                            str(out / f"harness_{variant}.o")], "harness", {**env, **harness_env})
-        jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / f"harness_{variant}.o"),
-                                          str(out / f"post_{variant}.o"), str(out / "libpre.so"), rpath, "-o",
-                                          str(out / f"harness_{variant}")], "harness", env,
-                                         after=(f"harness_{variant}.o", f"post_{variant}.o", "libpre.so"))
+        jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), str(out / f"post_{variant}.o"),
+                                          str(out / "libpre.so"), rpath, "-o", str(out / f"harness_{variant}")],
+                                         "harness", env, after=("harness.o", f"post_{variant}.o", "libpre.so"))
     run_jobs(jobs)
     for obj in out.glob("*.o"):
         obj.unlink()
