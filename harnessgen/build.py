@@ -152,52 +152,27 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
     layout.save(out / "layout.json")
     (out / "instance.json").write_text(json.dumps(pair.instance.to_json(), indent=1))
     (out / "transformation.json").write_text(json.dumps(pair.translated_match, indent=1, default=str))
-    pre = generate_side(pair.pre, out)
-    post = generate_side(pair.post, out)
-    codegen_s = time.perf_counter() - started
-    (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, oracle))
-
     inc = ["-I", str(dace_include()), "-I", str(out / "include")]
     flags = CXXFLAGS + inc
-    harness_cpp = out / "harness.cpp"
-    # the harness's own code is never instrumented: its coverage is the decoder's and the
-    # comparison's, the same for every input; instrumenting it tripled its compile time
-    (out / "afl_denylist.txt").write_text("src: harness.cpp\n")
-    cmplog_env = {**AFL_ENV, "AFL_LLVM_CMPLOG": "1"}
     # system headers are most of a file's compile time: parse them once per compiler
     work_dir = Path(out).parent.parent          # out is <work>/builds/<key>.tmp-...
-    pch = header_pch(work_dir, CXX, pre.cpp)
     so = ["-shared", "-Wl,--version-script"]
     rpath = "-Wl,-rpath,$ORIGIN"
 
-    def lib(side: SideSource, soname: str) -> List[str]:
-        return [CXX, *flags, *pch, str(side.cpp), so[0], f"{so[1]}={out / f'exports_{side.name}.map'}",
-                f"-Wl,-soname,{soname}", "-o", str(out / soname)]
+    def lib(side: SideSource, soname: str) -> Job:
+        return Job([CXX, *flags, *header_pch(work_dir, CXX, side.cpp), str(side.cpp), so[0],
+                    f"{so[1]}={out / f'exports_{side.name}.map'}", f"-Wl,-soname,{soname}", "-o", str(out / soname)],
+                   side.name)
 
-    # one harness object for every binary: with AFL++, afl-cc compiles it (its macros make the
-    # persistent loop) and links it (its runtime), the replay binary included
-    harness_cxx, harness_env = (AFL_CXX, {**AFL_ENV, "AFL_LLVM_DENYLIST": str(out / "afl_denylist.txt")}) \
-        if afl else (CXX, {})
-    harness_pch = header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None)
-    jobs = {
-        "libpre.so": Job(lib(pre, "libpre.so"), "hg_pre"),
-        "libpost.so": Job(lib(post, "libpost.so"), "hg_post"),
-        "harness.o": Job([harness_cxx, *flags, *harness_pch, "-c", str(harness_cpp), "-o", str(out / "harness.o")],
-                         "harness", harness_env),
-        "harness_replay": Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
-                               str(out / "libpost.so"), rpath, "-o", str(out / "harness_replay")], "harness",
-                              AFL_ENV if afl else {}, after=("harness.o", "libpre.so", "libpost.so")),
-    }
-    for variant, env in (("afl", AFL_ENV), ("cmplog", cmplog_env)):
-        if not (afl if variant == "afl" else cmplog):
-            continue
-        post_pch = header_pch(work_dir, AFL_CXX, post.cpp, env)
-        jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_pch, "-c", str(post.cpp), "-o",
-                                         str(out / f"post_{variant}.o")], "hg_post", env)
-        jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), str(out / f"post_{variant}.o"),
-                                          str(out / "libpre.so"), rpath, "-o", str(out / f"harness_{variant}")],
-                                         "harness", env, after=("harness.o", f"post_{variant}.o", "libpre.so"))
-    run_jobs(jobs)
+    # DaCe generates post (Python) while pre compiles
+    pre = generate_side(pair.pre, out)
+    with cf.ThreadPoolExecutor(max_workers=1) as early:
+        jobs = {"libpre.so": lib(pre, "libpre.so")}
+        running = {"libpre.so": early.submit(_run_job, "libpre.so", jobs["libpre.so"])}
+        post = generate_side(pair.post, out)
+        codegen_s = time.perf_counter() - started
+        _compile_rest(out, jobs, running, post, render_harness(pair.instance.id, layout, pre, post, oracle),
+                      lib, flags, work_dir, rpath, afl, cmplog)
     for obj in out.glob("*.o"):
         obj.unlink()
 
@@ -214,6 +189,39 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
+
+
+def _compile_rest(out: Path, jobs: Dict[str, "Job"], running: Dict[str, cf.Future], post: SideSource,
+                  harness_source: str, lib, flags: List[str], work_dir: Path, rpath: str, afl: bool,
+                  cmplog: bool) -> None:
+    """Everything after pre's library: post's, the harness object and the binaries."""
+    harness_cpp = out / "harness.cpp"
+    harness_cpp.write_text(harness_source)
+    # the harness's own code is never instrumented: its coverage is the decoder's and the
+    # comparison's, the same for every input; instrumenting it tripled its compile time
+    (out / "afl_denylist.txt").write_text("src: harness.cpp\n")
+    # one harness object for every binary: with AFL++, afl-cc compiles it (its macros make the
+    # persistent loop) and links it (its runtime), the replay binary included
+    harness_cxx, harness_env = (AFL_CXX, {**AFL_ENV, "AFL_LLVM_DENYLIST": str(out / "afl_denylist.txt")}) \
+        if afl else (CXX, {})
+    harness_pch = header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None)
+    jobs["libpost.so"] = lib(post, "libpost.so")
+    jobs["harness.o"] = Job([harness_cxx, *flags, *harness_pch, "-c", str(harness_cpp), "-o", str(out / "harness.o")],
+                            "harness", harness_env)
+    jobs["harness_replay"] = Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
+                                  str(out / "libpost.so"), rpath, "-o", str(out / "harness_replay")], "harness",
+                                 AFL_ENV if afl else {}, after=("harness.o", "libpre.so", "libpost.so"))
+    cmplog_env = {**AFL_ENV, "AFL_LLVM_CMPLOG": "1"}
+    for variant, env in (("afl", AFL_ENV), ("cmplog", cmplog_env)):
+        if not (afl if variant == "afl" else cmplog):
+            continue
+        post_pch = header_pch(work_dir, AFL_CXX, post.cpp, env)
+        jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_pch, "-c", str(post.cpp), "-o",
+                                         str(out / f"post_{variant}.o")], "hg_post", env)
+        jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), str(out / f"post_{variant}.o"),
+                                          str(out / "libpre.so"), rpath, "-o", str(out / f"harness_{variant}")],
+                                         "harness", env, after=("harness.o", f"post_{variant}.o", "libpre.so"))
+    run_jobs(jobs, running)
 
 
 def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[str, str]] = None) -> List[str]:
@@ -268,27 +276,29 @@ def _priority(item) -> tuple:
     return (len(job.after) > 0, not name.startswith("harness"), name)
 
 
-def run_jobs(jobs: Dict[str, Job]) -> None:
-    """Run compiler calls on all cores, each as soon as the jobs it needs are done; the first
-    failure raises BuildError naming its side (pre's first: when the cutout itself does not
-    build, post's failure says nothing of the transformation)."""
-    def run(name: str):
-        job = jobs[name]
-        proc = subprocess.run(job.cmd, capture_output=True, text=True, env={**os.environ, "AFL_QUIET": "1", **job.env})
-        return name, proc
+def _run_job(name: str, job: "Job"):
+    env = {**os.environ, "AFL_QUIET": "1", **job.env}
+    return name, subprocess.run(job.cmd, capture_output=True, text=True, env=env)
 
-    waiting = dict(sorted(jobs.items(), key=_priority))
+
+def run_jobs(jobs: Dict[str, Job], running: Optional[Dict[str, cf.Future]] = None) -> None:
+    """Run compiler calls on all cores, each as soon as the jobs it needs are done (``running``:
+    jobs already started elsewhere, futures of ``(name, process)``); the first failure raises
+    BuildError naming its side (pre's first: when the cutout itself does not build, post's
+    failure says nothing of the transformation)."""
+    running = dict(running or {})
+    waiting = dict(sorted(((n, j) for n, j in jobs.items() if n not in running), key=_priority))
     results: Dict[str, subprocess.CompletedProcess] = {}
+    pending = set(running.values())
     with cf.ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
-        running = set()
-        while waiting or running:
+        while waiting or pending:
             for name in [n for n, job in waiting.items() if all(d in results for d in job.after)]:
                 del waiting[name]
                 if all(results[d].returncode == 0 for d in jobs[name].after):
-                    running.add(pool.submit(run, name))
-            if not running:
+                    pending.add(pool.submit(_run_job, name, jobs[name]))
+            if not pending:
                 break
-            done, running = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
             for future in done:
                 name, proc = future.result()
                 results[name] = proc
