@@ -235,7 +235,7 @@ def first_build_on_machine(prep: Prepared, root: Path) -> float:
 
 
 # ------------------------------------------------------------------ 4. time to first verdict
-def first_verdicts(label: str, runner_for, inst, root: Path, seeds: int, time_s: float, race: bool) -> Dict:
+def first_verdicts(label: str, target, sdfg, cls, inst, root: Path, seeds: int, time_s: float, race: bool) -> Dict:
     """Per seed mode, over ``seeds`` seeds: extraction + build (empty cache) + fuzzing until the
     first crash (``to_crash``) and until its finding is triaged (``to_finding``)."""
     out = {"subject": label, "instance": inst.id}
@@ -243,13 +243,13 @@ def first_verdicts(label: str, runner_for, inst, root: Path, seeds: int, time_s:
         runs = []
         for seed in range(seeds):
             opts = options(root, time_s, seed=seed, seed_mode=mode, until_crash=True, work_dir=fresh_work(root),
-                           race_threads=4 if race else 0)
+                           race_threads=4 if race else 0, constraints=target.constraints_file)
             started = time.perf_counter()
-            result = runner_for(opts).run(inst)
+            result = InstanceRunner(target, sdfg, cls, opts).run(inst)
             wall = time.perf_counter() - started
             first = result.findings[0] if result.findings else {}
             found = bool(result.findings) or (bool(result.crashes) and not result.build_dir)
-            runs.append({"seed": seed, "verdict": result.verdict, "found": found,
+            runs.append({"seed": seed, "verdict": result.verdict, "found": found, "message": result.message[:300],
                          "to_crash_s": result.verdict_seconds if found else None, "to_finding_s": wall if found else None,
                          "execs": first.get("execs"), "by": first.get("kind")})
             shutil.rmtree(opts.work_dir, ignore_errors=True)
@@ -267,8 +267,7 @@ def planted_verdicts(root: Path, seeds: int, time_s: float, names: List[str]) ->
         spec = f"harnessgen.zoo.planted:{name}"
         target, sdfgs, classes, planned = plan_instances(f"kernels:{bug.program}", spec, None)
         inst = planned[0][1]
-        row = first_verdicts(name, lambda o: InstanceRunner(target, sdfgs[inst.program], classes[spec], o), inst, root,
-                             seeds, time_s, bug.race)
+        row = first_verdicts(name, target, sdfgs[inst.program], classes[spec], inst, root, seeds, time_s, bug.race)
         row["size_dependent"] = name in SIZE_DEPENDENT
         rows.append(row)
         print(f"  {name}: {row['boundary']['to_finding_s']}", flush=True)
@@ -281,8 +280,7 @@ def cloudsc_verdicts(root: Path, seeds: int, time_s: float, quick: bool) -> List
         ids = ids[:1] if quick else ids
         target, sdfgs, classes, planned = plan_instances("cloudsc", spec, ids)
         for _, inst in planned:
-            row = first_verdicts(inst.id, lambda o: InstanceRunner(target, sdfgs[inst.program], classes[spec], o),
-                                 inst, root, seeds, time_s, False)
+            row = first_verdicts(inst.id, target, sdfgs[inst.program], classes[spec], inst, root, seeds, time_s, False)
             rows.append(row)
             print(f"  {inst.id}: {row['boundary']['to_finding_s']}", flush=True)
     return rows
@@ -437,11 +435,11 @@ def main() -> int:
         if "verdicts" in parts:
             print("verdicts: time to the first verdict", flush=True)
             names = ["OffByOneTiling", "FastExpBand"] if q else sorted(PLANTED)
-            report["verdicts"] = {"planted": planted_verdicts(root, 2 if q else 5, 20 if q else 60, names),
-                                  "cloudsc": cloudsc_verdicts(root, 2 if q else 5, 20 if q else 60, q)}
+            report["verdicts"] = {"planted": planted_verdicts(root, 2 if q else 5, 20 if q else 30, names),
+                                  "cloudsc": cloudsc_verdicts(root, 2 if q else 5, 20 if q else 30, q)}
         if "campaign" in parts:
             print("campaign: throughput with 1 and 2 workers", flush=True)
-            report["campaign"] = campaign(root, 2 if q else 5, "MapFusion" if q else "MapFusion,MapExpansion")
+            report["campaign"] = campaign(root, 2 if q else 3, "MapFusion" if q else "MapFusion,MapExpansion")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     report["seconds"] = time.perf_counter() - started
