@@ -18,8 +18,9 @@ OUT          ?= $(WORK)/runs/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORM),$
 comma        := ,
 FUZZ_ARGS    ?=
 TEST_ARGS    ?=
+BENCH_ARGS   ?=
 
-.PHONY: setup deps venv fuzz triage replay instances test test-unit bench-zoo clean distclean help
+.PHONY: setup deps venv fuzz triage replay instances test test-unit bench bench-quick bench-zoo clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -28,6 +29,9 @@ help:
 	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
 	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
 	@echo "make test                                               the whole test suite"
+	@echo "make bench                                              performance figures: table, bench/results/perf.json,"
+	@echo "                                                         README section Performance (about 30 min)"
+	@echo "make bench-quick                                        the same, one repetition each (a smoke run, no README)"
 	@echo "make bench-zoo                                          time the planted-bug zoo (about 10 min)"
 
 setup: deps venv
@@ -69,6 +73,12 @@ instances: setup
 
 test: setup
 	$(BIN)/pytest -n 2 --durations=10 $(TEST_ARGS)
+
+bench: setup
+	$(BIN)/python bench/perf.py $(BENCH_ARGS)
+
+bench-quick: setup
+	$(BIN)/python bench/perf.py --quick --out $(WORK)/perf-quick.json $(BENCH_ARGS)
 
 bench-zoo: setup
 	$(BIN)/python bench/zoo.py

@@ -363,16 +363,15 @@ def table(report: Dict) -> str:
         for v in report.get("verdicts", {}).get(group, []):
             for mode in ("boundary", "random"):
                 m = v[mode]
-                n = len(m["runs"])
                 what = f"{label} {v['subject']}, {'boundary seeds' if mode == 'boundary' else 'no boundary seeds'}"
                 g = ""
-                if group == "cloudsc" and mode == "boundary" and m["to_finding_s"]:
-                    g = goal(m["to_finding_s"]["median"] <= 8, "≤ 8 s")
-                rows.append(("s to verdict (found/runs; execs)", what,
-                             f"{fmt(m['to_finding_s'])} ({m['found']}/{n}; {fmt(m['execs'])})", g))
+                if group == "cloudsc" and mode == "boundary" and m["to_crash_s"]:
+                    g = goal(m["to_crash_s"]["median"] <= 8, "≤ 8 s")
                 if group == "planted" and v.get("size_dependent") and mode == "boundary":
-                    ok = m["execs"] is not None and m["execs"]["median"] <= 2
-                    rows[-1] = rows[-1][:3] + (goal(ok, "≤ 2 execs"),)
+                    g = goal(m["execs"] is not None and m["execs"]["median"] <= 2, "≤ 2 execs")
+                rows.append(("s to verdict; with triage (found/runs; execs)", what,
+                             f"{fmt(m['to_crash_s'])}; {fmt(m['to_finding_s'])} "
+                             f"({m['found']}/{len(m['runs'])}; {fmt(m['execs'])})", g))
     for c in report.get("campaign", []):
         rows.append(("campaign instances/min", f"{c['instances']} kernels instances, {c['jobs']} worker(s)",
                      f"{c['instances_per_min']:.1f} ({c['seconds']:.0f} s)", ""))
@@ -397,6 +396,8 @@ def update_readme(readme: Path, report: Dict, text: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="one repetition, short budgets (a smoke run)")
+    parser.add_argument("--render", type=Path, metavar="JSON",
+                        help="measure nothing: print the table of an earlier run's JSON (and rewrite the README)")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "perf.json")
     parser.add_argument("--readme", default=str(REPO / "README.md"),
@@ -406,6 +407,13 @@ def main() -> int:
     unknown = set(parts) - set(PARTS)
     if unknown:
         parser.error(f"--parts: unknown {', '.join(sorted(unknown))}; choose from {', '.join(PARTS)}")
+    if args.render:
+        report = json.loads(args.render.read_text())
+        text = table(report)
+        print(text)
+        if args.readme and not report["quick"]:
+            update_readme(Path(args.readme), report, text)
+        return 0
     q = args.quick
     started = time.perf_counter()
     report: Dict = {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "quick": q}
@@ -443,6 +451,12 @@ def main() -> int:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     report["seconds"] = time.perf_counter() - started
+    if set(parts) != set(PARTS) and args.out.is_file():
+        # a subset measured again: the other parts keep their earlier figures
+        earlier = json.loads(args.out.read_text())
+        if earlier.get("quick") == q:
+            report = {**earlier, **{k: v for k, v in report.items() if k != "seconds"},
+                      "seconds": earlier.get("seconds", 0.0)}
     text = table(report)
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -125,8 +125,18 @@ def test_tiny_values_flush_to_signed_zero_and_out_of_range_values_fold():
     offsets = bytes(len(LAYOUT.containers))
     a = LAYOUT.decode(symbols + offsets + np.array([-1e-12, 3e6, 1e-9], dtype="<f8").tobytes()).arrays["A"]
     assert a[0] == 0 and np.signbit(a[0])
-    assert a[1] == -1e6 + np.fmod(3e6, 2e6)
+    m = (np.array([3e6]).view(np.uint64)[0] & np.uint64(2**52 - 1)) / 2.0**52    # 3e6's mantissa as a fraction
+    assert a[1] == -1e6 * (1 - m) + 1e6 * m and -1e6 <= a[1] <= 1e6
     assert a[2] == 1e-9
+
+
+def test_huge_values_fold_by_their_mantissa_so_neighbours_stay_apart():
+    symbols = np.array([3], dtype="<i4").tobytes() + np.array([1], dtype="<i8").tobytes() \
+        + np.array([0], dtype="<i4").tobytes()
+    huge = np.array([1e300, np.nextafter(1e300, np.inf), -1e300], dtype="<f8")
+    a = LAYOUT.decode(symbols + bytes(len(LAYOUT.containers)) + huge.tobytes()).arrays["A"]
+    assert np.all((a >= -1e6) & (a <= 1e6))
+    assert a[0] != a[1] and a[0] == a[2]          # the sign does not matter, the mantissa does
 
 
 def test_offsets_are_multiples_of_the_element_size_below_64_bytes():
