@@ -1,10 +1,12 @@
 """Boundary-aware seed inputs: the values where optimizations break first.
 
 Sizes 1 and 2, the largest allowed, primes, and tile / vector widths +-1
-(remainder loops); data that is zero, constant, a ramp, small integers,
-random, or extreme but finite (the float bound, values just above the flush
-threshold, alternating signs); every other seed with buffers that start one
-element off their 64-byte alignment. Every seed is encoded with the layout, so it
+(remainder loops): the first three seeds take every size smallest, the largest
+prime (a remainder for every tile width) and largest, the others a random
+one of these. Data that is zero, constant, a ramp, small integers, random, or
+extreme but finite (the float bound, values just above the flush threshold,
+alternating signs); every other seed with buffers that start one element off
+their 64-byte alignment. Every seed is encoded with the layout, so it
 decodes to exactly the intended values. Deterministic for a given RNG seed.
 """
 from __future__ import annotations
@@ -106,7 +108,10 @@ def _choose_symbols(layout: InputLayout, i: int, rng) -> Dict[str, int]:
             return None
         if i == 0:
             env[slot.name] = cands[0]             # everything smallest
-        elif i == 1:
+        elif i == 1:                              # everything the largest prime: a remainder for every
+            primes = [c for c in cands if c in _primes_upto(c) and c > 1]    # tile and vector width
+            env[slot.name] = primes[-1] if primes else cands[-1]
+        elif i == 2:
             env[slot.name] = cands[-1]            # everything largest
         else:
             env[slot.name] = int(cands[rng.integers(0, len(cands))])

@@ -35,7 +35,7 @@ def test_bench_mode_times_every_satisfiable_input_it_is_given(build_cache, tmp_p
 
 def test_fuzzyflow_side_computes_what_the_harness_computes(build_cache, tmp_path):
     harness = _built(build_cache)
-    _, data = seeds.sample(harness.layout, 2, seed=5)[1]   # the largest sizes, random values
+    _, data = seeds.sample(harness.layout, 3, seed=5)[1]   # the largest prime sizes, random values
     decoded = harness.layout.decode(data)
     decoded.to_npz(tmp_path / "in.npz")
     for side in ("pre", "post"):

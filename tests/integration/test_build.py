@@ -34,3 +34,19 @@ def test_afl_harness_and_replay_binary_come_from_one_source(build_cache):
     source = (harness.dir / "harness.cpp").read_text()
     assert "__AFL_FUZZ_INIT" in source and "__AFL_LOOP" in source and "LLVMFuzzerTestOneInput" in source
     assert "omp_set_num_threads(1)" in source
+
+
+def test_a_precompiled_header_that_no_longer_loads_never_fails_a_build(tmp_path):
+    # e.g. its header was reached through a link that is gone: it costs time, never a false BUILD_FAILURE
+    import shutil
+
+    pair = make_pair("elementwise_chain", "MapTiling")
+    layout = layout_of(pair)
+    build(pair, layout, tmp_path, afl=False)
+    pchs = list((tmp_path / "pch").rglob("*.pch"))
+    assert pchs
+    for pch in pchs:
+        pch.write_bytes(b"not a precompiled header")
+    shutil.rmtree(tmp_path / "builds")
+    again = build(pair, layout, tmp_path, afl=False)
+    assert again.libpost.is_file() and again.harness_replay.is_file()

@@ -13,12 +13,14 @@ def test_symbol_candidates_cover_boundaries_primes_and_tile_widths():
     assert cands == sorted(set(cands)) and seeds.symbol_candidates(5, 4) == []
 
 
-def test_seeds_are_deterministic_and_start_smallest_and_largest():
+def test_seeds_are_deterministic_and_start_smallest_largest_prime_and_largest():
     first, again = seeds.sample(LAYOUT, 12, seed=3), seeds.sample(LAYOUT, 12, seed=3)
     assert first == again
     assert seeds.sample(LAYOUT, 12, seed=4) != first
-    smallest, largest = LAYOUT.decode(first[0][1]), LAYOUT.decode(first[1][1])
+    smallest, prime, largest = (LAYOUT.decode(first[i][1]) for i in range(3))
     assert smallest.symbols["N"] == 1 and largest.symbols["N"] == 16
+    # N in [1, 16], M in [1, N], K in [M - 1, N]: the largest prime of each range
+    assert prime.symbols == {"N": 13, "M": 13, "K": 13}
 
 
 def test_every_seed_decodes_to_itself():
