@@ -311,7 +311,7 @@ class InstanceRunner:
         result.verdict = triaged.verdict.name
         result.triage = {"raw": triaged.raw_total, "findings": len(triaged.findings),
                          "invalid_inputs": len(triaged.invalid), "flaky": len(triaged.flaky),
-                         "seconds": triaged.seconds}
+                         "seconds": triaged.seconds, "confirmed_seconds": triaged.confirmed_seconds}
         if result.findings:
             result.message = result.findings[0]["summary"]
         elif triaged.invalid:

@@ -84,6 +84,7 @@ class TriageResult:
     flaky: List[str]
     raw_total: int
     seconds: float
+    confirmed_seconds: Optional[float] = None   # into triage, when the first finding was confirmed
 
     @property
     def verdict(self) -> Outcome:
@@ -159,6 +160,7 @@ class Triage:
         invalid: List[Dict] = []
         flaky: List[str] = []
         groups: Dict[Key, List[Tuple[RawCrash, bytes, ReplayResult]]] = {}
+        confirmed: Optional[float] = None
         with ReplayWorker(self.build.dir) as worker:
             for crash in raw[:opts.max_raw]:
                 data = crash.path.read_bytes()
@@ -169,6 +171,8 @@ class Triage:
                     invalid.append({"input": str(crash.path), "container": result.container,
                                     "message": result.message, "symbols": result.symbols})
                 elif result.outcome.is_finding:
+                    if confirmed is None:          # replayed, same signature each time: the verdict stands
+                        confirmed = round(time.monotonic() - started, 3)
                     key = (result.outcome.name, result.container, region(result, self.layout))
                     groups.setdefault(key, []).append((crash, data, result))
                 else:
@@ -179,7 +183,7 @@ class Triage:
         findings = [self._write(key, entry) for key, entry in sorted(merged.items(), key=lambda kv: kv[1]["first"])]
         self._write_notes(invalid, flaky)
         return TriageResult(findings=findings, invalid=invalid, flaky=flaky, raw_total=len(raw),
-                            seconds=round(time.monotonic() - started, 3))
+                            seconds=round(time.monotonic() - started, 3), confirmed_seconds=confirmed)
 
     def _classify(self, worker: ReplayWorker, data: bytes, kind: str) -> Optional[ReplayResult]:
         """Replay up to three times; None when the replays disagree (FLAKY). A crash found in race
