@@ -194,20 +194,24 @@ def fuzzyflow_trials(build_dir: Path, time_s: float, min_trials: int = 5, seed: 
     length = len(layout.encode(zeros.symbols, zeros.arrays))
     rng = np.random.default_rng(seed)
     worker = [sys.executable, str(REPO / "bench" / "fuzzyflow_side.py"), str(build_dir)]
-    trials, differing = 0, 0
+    trials, differing, died = 0, 0, []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         started = time.perf_counter()
         while trials < min_trials or time.perf_counter() - started < time_s:
             decoded = layout.decode(rng.bytes(length))
             decoded.to_npz(tmp / "in.npz")
-            for side in ("pre", "post"):
-                subprocess.run(worker + [side, str(tmp / "in.npz"), str(tmp / f"{side}.npz")], check=True)
-            with np.load(tmp / "pre.npz") as pre, np.load(tmp / "post.npz") as post:
-                differing += any(compare(n, pre[n], post[n], Tolerance()) is not None for n in pre.files)
+            codes = [subprocess.run(worker + [side, str(tmp / "in.npz"), str(tmp / f"{side}.npz")]).returncode
+                     for side in ("pre", "post")]
+            if any(codes):      # a side that dies is a trial's verdict too, as in the prototype
+                died.append({"trial": trials, "pre": codes[0], "post": codes[1]})
+            else:
+                with np.load(tmp / "pre.npz") as pre, np.load(tmp / "post.npz") as post:
+                    differing += any(compare(n, pre[n], post[n], Tolerance()) is not None for n in pre.files)
             trials += 1
         elapsed = time.perf_counter() - started
-    return {"trials": trials, "seconds": elapsed, "trials_per_sec": trials / elapsed, "differing": differing}
+    return {"trials": trials, "seconds": elapsed, "trials_per_sec": trials / elapsed, "differing": differing,
+            "died": died}
 
 
 # ------------------------------------------------------------------ 3. builds
@@ -390,6 +394,19 @@ def table(report: Dict) -> str:
     return "\n".join(lines)
 
 
+def portable(obj):
+    """The report without this machine's paths: paths in the checkout relative to it, messages
+    cut to their first line (tracebacks name files of the interpreter and the packages)."""
+    if isinstance(obj, dict):
+        return {k: (v.splitlines()[0] if k == "message" and isinstance(v, str) and v else portable(v))
+                for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [portable(v) for v in obj]
+    if isinstance(obj, str):
+        return obj.replace(str(REPO) + os.sep, "")
+    return obj
+
+
 def update_readme(readme: Path, report: Dict, text: str) -> None:
     begin, end = "<!-- perf:begin -->", "<!-- perf:end -->"
     section = (f"{begin}\n_Measured {report['date']} on {report['machine']} by `make bench` "
@@ -470,7 +487,7 @@ def main() -> int:
     text = table(report)
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    args.out.write_text(json.dumps(portable(report), indent=1, default=str) + "\n")
     if args.readme and not q:
         update_readme(Path(args.readme), report, text)
     return 0
