@@ -11,6 +11,7 @@ decodes to exactly the intended values. Deterministic for a given RNG seed.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -23,8 +24,12 @@ WIDTHS = (2, 4, 8, 16, 32, 64, 128)
 PATTERNS = ("zeros", "random", "ones", "ramp", "small_ints", "extremes", "mixed", "sorted")
 
 
+def _is_prime(n: int) -> bool:
+    return n >= 2 and all(n % d for d in range(2, math.isqrt(n) + 1))
+
+
 def _primes_upto(n: int) -> List[int]:
-    return [p for p in range(2, n + 1) if all(p % d for d in range(2, int(p ** 0.5) + 1))]
+    return [p for p in range(2, n + 1) if _is_prime(p)]
 
 
 def symbol_candidates(lo: int, hi: int) -> List[int]:
@@ -109,7 +114,7 @@ def _choose_symbols(layout: InputLayout, i: int, rng) -> Dict[str, int]:
         if i == 0:
             env[slot.name] = cands[0]             # everything smallest
         elif i == 1:                              # everything the largest prime: a remainder for every
-            primes = [c for c in cands if c in _primes_upto(c) and c > 1]    # tile and vector width
+            primes = [c for c in cands if _is_prime(c)]                      # tile and vector width
             env[slot.name] = primes[-1] if primes else cands[-1]
         elif i == 2:
             env[slot.name] = cands[-1]            # everything largest

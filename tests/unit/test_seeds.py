@@ -1,7 +1,9 @@
 """Boundary-aware seeds: deterministic, and each decodes to exactly the values it encodes."""
 import numpy as np
 
+from harnessgen import expr as ex
 from harnessgen import seeds
+from harnessgen.layout import ContainerSlot, InputLayout, SymbolSlot
 from tests.unit.test_layout import LAYOUT
 
 
@@ -46,3 +48,13 @@ def test_extremes_pattern_reaches_the_float_bound():
 def test_random_mode_ignores_the_layout():
     assert seeds.random_inputs(4, seed=1) == seeds.random_inputs(4, seed=1)
     assert all(len(d) == 512 for _, d in seeds.random_inputs(4, seed=1))
+
+
+def test_a_symbol_of_a_whole_type_range_gets_its_largest_prime_at_once():
+    # not a size: its range is the type's; primes are tested one candidate at a time
+    P = ex.parse
+    layout = InputLayout([SymbolSlot("S", "int32", P(1), P(2**31 - 1))],
+                         [ContainerSlot("A", "float64", P(1), (P(1),), P(-1.0), P(1.0))], float_tiny=1e-9,
+                         allow_nonfinite=False)
+    prime, largest = (layout.decode(d) for _, d in seeds.sample(layout, 3, seed=0)[1:3])
+    assert prime.symbols["S"] == 2**31 - 1 and largest.symbols["S"] == 2**31 - 1   # M31 is prime
