@@ -152,27 +152,15 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
     layout.save(out / "layout.json")
     (out / "instance.json").write_text(json.dumps(pair.instance.to_json(), indent=1))
     (out / "transformation.json").write_text(json.dumps(pair.translated_match, indent=1, default=str))
-    inc = ["-I", str(dace_include()), "-I", str(out / "include")]
-    flags = CXXFLAGS + inc
-    # system headers are most of a file's compile time: parse them once per compiler
-    work_dir = Path(out).parent.parent          # out is <work>/builds/<key>.tmp-...
-    so = ["-shared", "-Wl,--version-script"]
-    rpath = "-Wl,-rpath,$ORIGIN"
-
-    def lib(side: SideSource, soname: str) -> Job:
-        return Job([CXX, *flags, *header_pch(work_dir, CXX, side.cpp), str(side.cpp), so[0],
-                    f"{so[1]}={out / f'exports_{side.name}.map'}", f"-Wl,-soname,{soname}", "-o", str(out / soname)],
-                   side.name)
-
     # DaCe generates post (Python) while pre compiles
     pre = generate_side(pair.pre, out)
     with cf.ThreadPoolExecutor(max_workers=1) as early:
-        jobs = {"libpre.so": lib(pre, "libpre.so")}
-        running = {"libpre.so": early.submit(_run_job, "libpre.so", jobs["libpre.so"])}
+        pre_library = _library_job(out, pre, "libpre.so")
+        running = {"libpre.so": early.submit(_run_job, "libpre.so", pre_library)}
         post = generate_side(pair.post, out)
         codegen_s = time.perf_counter() - started
-        _compile_rest(out, jobs, running, post, render_harness(pair.instance.id, layout, pre, post, oracle),
-                      lib, flags, work_dir, rpath, afl, cmplog)
+        (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, oracle))
+        run_jobs({"libpre.so": pre_library, **_jobs_after_pre(out, post, afl, cmplog)}, running)
     for obj in out.glob("*.o"):
         obj.unlink()
 
@@ -191,12 +179,30 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
     return manifest
 
 
-def _compile_rest(out: Path, jobs: Dict[str, "Job"], running: Dict[str, cf.Future], post: SideSource,
-                  harness_source: str, lib, flags: List[str], work_dir: Path, rpath: str, afl: bool,
-                  cmplog: bool) -> None:
-    """Everything after pre's library: post's, the harness object and the binaries."""
-    harness_cpp = out / "harness.cpp"
-    harness_cpp.write_text(harness_source)
+RPATH = "-Wl,-rpath,$ORIGIN"
+
+
+def _flags(out: Path) -> List[str]:
+    return CXXFLAGS + ["-I", str(dace_include()), "-I", str(out / "include")]
+
+
+def _work_dir(out: Path) -> Path:
+    """Where the precompiled headers live: ``out`` is ``<work>/builds/<key>.tmp-...``. System
+    headers are most of a file's compile time: each compiler parses them once."""
+    return Path(out).parent.parent
+
+
+def _library_job(out: Path, side: SideSource, soname: str) -> "Job":
+    """A side's plain shared library, exporting only DaCe's entry points."""
+    return Job([CXX, *_flags(out), *header_pch(_work_dir(out), CXX, side.cpp), str(side.cpp), "-shared",
+                f"-Wl,--version-script={out / f'exports_{side.name}.map'}", f"-Wl,-soname,{soname}", "-o",
+                str(out / soname)], side.name)
+
+
+def _jobs_after_pre(out: Path, post: SideSource, afl: bool, cmplog: bool) -> Dict[str, "Job"]:
+    """Everything after pre's library: post's, the harness object (``harness.cpp`` written)
+    and the binaries."""
+    flags, work_dir, harness_cpp = _flags(out), _work_dir(out), out / "harness.cpp"
     # the harness's own code is never instrumented: its coverage is the decoder's and the
     # comparison's, the same for every input; instrumenting it tripled its compile time
     (out / "afl_denylist.txt").write_text("src: harness.cpp\n")
@@ -205,12 +211,14 @@ def _compile_rest(out: Path, jobs: Dict[str, "Job"], running: Dict[str, cf.Futur
     harness_cxx, harness_env = (AFL_CXX, {**AFL_ENV, "AFL_LLVM_DENYLIST": str(out / "afl_denylist.txt")}) \
         if afl else (CXX, {})
     harness_pch = header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None)
-    jobs["libpost.so"] = lib(post, "libpost.so")
-    jobs["harness.o"] = Job([harness_cxx, *flags, *harness_pch, "-c", str(harness_cpp), "-o", str(out / "harness.o")],
-                            "harness", harness_env)
-    jobs["harness_replay"] = Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
-                                  str(out / "libpost.so"), rpath, "-o", str(out / "harness_replay")], "harness",
-                                 AFL_ENV if afl else {}, after=("harness.o", "libpre.so", "libpost.so"))
+    jobs = {
+        "libpost.so": _library_job(out, post, "libpost.so"),
+        "harness.o": Job([harness_cxx, *flags, *harness_pch, "-c", str(harness_cpp), "-o", str(out / "harness.o")],
+                         "harness", harness_env),
+        "harness_replay": Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
+                               str(out / "libpost.so"), RPATH, "-o", str(out / "harness_replay")], "harness",
+                              AFL_ENV if afl else {}, after=("harness.o", "libpre.so", "libpost.so")),
+    }
     cmplog_env = {**AFL_ENV, "AFL_LLVM_CMPLOG": "1"}
     for variant, env in (("afl", AFL_ENV), ("cmplog", cmplog_env)):
         if not (afl if variant == "afl" else cmplog):
@@ -219,9 +227,9 @@ def _compile_rest(out: Path, jobs: Dict[str, "Job"], running: Dict[str, cf.Futur
         jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_pch, "-c", str(post.cpp), "-o",
                                          str(out / f"post_{variant}.o")], "hg_post", env)
         jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), str(out / f"post_{variant}.o"),
-                                          str(out / "libpre.so"), rpath, "-o", str(out / f"harness_{variant}")],
+                                          str(out / "libpre.so"), RPATH, "-o", str(out / f"harness_{variant}")],
                                          "harness", env, after=("harness.o", f"post_{variant}.o", "libpre.so"))
-    run_jobs(jobs, running)
+    return jobs
 
 
 def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[str, str]] = None) -> List[str]:
