@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections import Counter
 import json
 import os
 import platform
@@ -40,7 +41,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessgen.build import build  # noqa: E402
+from harnessgen.build import HarnessBuild, build  # noqa: E402
 from harnessgen.constraints import derive  # noqa: E402
 from harnessgen.cutout import extract  # noqa: E402
 from harnessgen.fuzz import FuzzOptions, InstanceRunner, fuzz, plan_instances  # noqa: E402
@@ -80,11 +81,6 @@ CLOUDSC_FINDINGS = {
     "LoopUnroll": ["LoopUnroll-e911eca2"],
     "LoopToMap": ["LoopToMap-d080ec9c"],
 }
-
-# the planted bugs whose failure depends on a size (a boundary value of a symbol)
-SIZE_DEPENDENT = ("OffByOneTiling", "TilingWithoutRemainder", "UnrollDropsIterations", "OffloadCopiesWholeArray",
-                  "AlignedVectorize", "UnrollLosesEntryLoad")
-
 
 # ------------------------------------------------------------------ helpers
 def spread(values: List[float]) -> Optional[Dict[str, float]]:
@@ -164,8 +160,6 @@ def overhead(prep: Prepared, root: Path, time_s: float, reps: int) -> Dict:
         result = prep.runner(opts).run(prep.instance)
         if result.verdict != "PASS":
             raise SystemExit(f"{prep.subject.label}: expected PASS, got {result.verdict}: {result.message}")
-        from harnessgen.build import HarnessBuild
-
         harness = HarnessBuild.open(Path(result.build_dir))
         queue = sorted((opts.out_dir / "afl" / prep.instance.id / "default" / "queue").glob("id:*"))[:40]
         costs = native_costs(harness, queue, 0.05)
@@ -186,8 +180,6 @@ def overhead(prep: Prepared, root: Path, time_s: float, reps: int) -> Dict:
 # ------------------------------------------------------------------ 2. FuzzyFlow-style baseline
 def fuzzyflow_trials(build_dir: Path, time_s: float, min_trials: int = 5, seed: int = 0) -> Dict:
     """Trials per second of a per-trial loop: sample in Python, pre and post in fresh processes, NumPy compare."""
-    from harnessgen.build import HarnessBuild
-
     harness = HarnessBuild.open(build_dir)
     layout = harness.layout
     zeros = layout.decode(b"")
@@ -279,7 +271,7 @@ def planted_verdicts(root: Path, seeds: int, time_s: float, names: List[str]) ->
         target, sdfgs, classes, planned = plan_instances(f"kernels:{bug.program}", spec, None)
         inst = planned[0][1]
         row = first_verdicts(name, target, sdfgs[inst.program], classes[spec], inst, root, seeds, time_s, bug.race)
-        row["size_dependent"] = name in SIZE_DEPENDENT
+        row["size_dependent"] = bug.size_dependent
         rows.append(row)
         print(f"  {name}: {row['boundary']['to_finding_s']}", flush=True)
     return rows
@@ -305,11 +297,9 @@ def campaign(root: Path, time_s: float, transformations: str) -> List[Dict]:
         started = time.perf_counter()
         results = fuzz("kernels", transformations, None, opts, jobs=jobs)
         wall = time.perf_counter() - started
-        verdicts: Dict[str, int] = {}
-        for r in results:
-            verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
         rows.append({"jobs": jobs, "instances": len(results), "seconds": wall,
-                     "instances_per_min": 60.0 * len(results) / wall, "verdicts": verdicts})
+                     "instances_per_min": 60.0 * len(results) / wall,
+                     "verdicts": dict(sorted(Counter(r.verdict for r in results).items()))})
         shutil.rmtree(opts.work_dir, ignore_errors=True)
     return rows
 

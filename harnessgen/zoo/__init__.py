@@ -20,20 +20,21 @@ class PlantedBug:
     program: str                 # the kernel it is meant for
     outcome: str                 # the verdict that finding it gives
     race: bool = False           # shows only on several threads: fuzz with --race
+    size_dependent: bool = False  # shows only at some sizes: a boundary seed should find it at once
     # smallest failing sizes where they lie above the sizes' declared lower bounds
     least_failing: dict = field(default_factory=dict)
 
 
 PLANTED = {
-    "OffByOneTiling": PlantedBug("reduction", "OOB_WRITE"),
-    "TilingWithoutRemainder": PlantedBug("elementwise_chain", "MISMATCH"),
-    "UnrollDropsIterations": PlantedBug("trisolve", "MISMATCH"),
+    "OffByOneTiling": PlantedBug("reduction", "OOB_WRITE", size_dependent=True),
+    "TilingWithoutRemainder": PlantedBug("elementwise_chain", "MISMATCH", size_dependent=True),
+    "UnrollDropsIterations": PlantedBug("trisolve", "MISMATCH", size_dependent=True),
     "RedundantCopyRemoval": PlantedBug("two_phase", "MISMATCH"),
-    "OffloadCopiesWholeArray": PlantedBug("column_window", "MISMATCH"),
+    "OffloadCopiesWholeArray": PlantedBug("column_window", "MISMATCH", size_dependent=True),
     "FastExpBand": PlantedBug("sigmoid", "MISMATCH"),
     # one element is no vector: the first failing size is two
-    "AlignedVectorize": PlantedBug("elementwise_chain", "POST_CRASH", least_failing={"N": 2}),
+    "AlignedVectorize": PlantedBug("elementwise_chain", "POST_CRASH", size_dependent=True, least_failing={"N": 2}),
     "ParallelizeCarriedLoop": PlantedBug("prefix_sum", "RACE", race=True),
     # the stale value matters only when a trip runs two iterations
-    "UnrollLosesEntryLoad": PlantedBug("clip_small", "MISMATCH", least_failing={"N": 2}),
+    "UnrollLosesEntryLoad": PlantedBug("clip_small", "MISMATCH", size_dependent=True, least_failing={"N": 2}),
 }
