@@ -28,7 +28,7 @@ from .emit import OracleOptions
 from .engines import FuzzJob, RawCrash, get_engine
 from .engines.afl import read_options
 from .errors import BuildError, ConfigError, Unsupported
-from .files import write_atomic, write_json
+from .files import clear_stale_omp_registrations, write_atomic, write_json
 from .instances import Instance, enumerate_instances, load_transformation, parse_settings
 from .layout import build_layout
 from .oracle import Tolerance
@@ -422,6 +422,7 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
     (``options.resume``). ``summary.json`` is rewritten after every instance."""
     global _PLAN
     started = time.monotonic()
+    clear_stale_omp_registrations()
     target, sdfgs, classes, planned = plan_instances(program_spec, xform_spec, instance_ids, settings)
     if options.constraints is None and target.constraints_file is not None:
         options = dataclasses.replace(options, constraints=target.constraints_file)

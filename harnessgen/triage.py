@@ -33,6 +33,7 @@ from .build import CXX, CXXFLAGS, HarnessBuild
 from .cutout import CutoutPair
 from .engines import RawCrash
 from .errors import HarnessgenError
+from .files import clear_stale_omp_registrations
 from .instances import Instance
 from .layout import InputLayout
 from .localize import Divergence, localize
@@ -156,6 +157,7 @@ class Triage:
 
     def run(self, raw: List[RawCrash]) -> TriageResult:
         started = time.monotonic()
+        clear_stale_omp_registrations()       # a replay must never die of another process's leftovers
         opts = self.options
         invalid: List[Dict] = []
         flaky: List[str] = []

@@ -28,6 +28,9 @@ def subnormals_survive():
 
 @pytest.fixture(scope="session")
 def build_cache() -> Path:
+    from harnessgen.files import clear_stale_omp_registrations
+
+    clear_stale_omp_registrations()      # earlier runs' aborts must not make this one's processes die
     BUILD_CACHE.mkdir(parents=True, exist_ok=True)
     return BUILD_CACHE
 
