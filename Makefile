@@ -1,5 +1,6 @@
 # harnessgen — every target installs what it needs (idempotently).
 #   make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n] [REDO=VERDICT|Class,...]
+#   make campaign [TARGET=kernels] [XFORMS=all|A,B] [BUDGET=60s|200000x per instance] [JOBS=n] [CAMPAIGN=dir]
 #   make test
 #   make instances TARGET=kernels XFORM=MapTiling
 
@@ -8,7 +9,7 @@ PYTHON       ?= python3
 VENV         := .venv
 BIN          := $(VENV)/bin
 WORK         := .harnessgen
-DEB_PACKAGES := afl++ clang lld llvm libomp-dev build-essential
+DEB_PACKAGES := afl++ clang lld llvm libomp-dev build-essential gnuplot-nox
 TARGET       ?= cloudsc
 XFORM        ?=
 TIME         ?= 2
@@ -19,12 +20,24 @@ comma        := ,
 FUZZ_ARGS    ?=
 TEST_ARGS    ?=
 BENCH_ARGS   ?=
+XFORMS       ?=
+CAMPAIGN_ARGS ?=
+CAMPAIGN     ?= $(WORK)/campaigns/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORMS),$(subst $(comma),+,$(subst :,-,$(XFORMS))),defaults)
+# make campaign: BUDGET is per instance there (60s, 5m, 200000x); for make fuzz it bounds the whole run
+CAMPAIGN_BUDGET = $(if $(filter command line environment,$(origin BUDGET)),$(BUDGET),60s)
 
-.PHONY: setup deps venv fuzz triage replay instances test test-unit bench bench-quick bench-zoo clean distclean help
+.PHONY: setup deps venv fuzz campaign report whatsup plot triage replay instances test test-unit bench bench-quick bench-zoo clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
 	@echo "                                                         default transformations), TIME s each, JOBS at a time"
+	@echo "make fuzz TARGET=kernels:gemm INSTANCE=id JOBS=4 TIME=86400  one long session: -M main + 3 -S (one with CMPLOG);"
+	@echo "                                                         the same command again resumes it (afl-fuzz -i -)"
+	@echo "make whatsup [OUT=dir]                                   afl-whatsup on every afl-fuzz sync directory under OUT"
+	@echo "make plot [OUT=dir]                                      afl-plot of every afl-fuzz instance under OUT (gnuplot)"
+	@echo "make campaign TARGET=kernels XFORMS=all BUDGET=30s JOBS=2  every instance of every transformation, resumable;"
+	@echo "                                                         report.html/.md in CAMPAIGN (default $(WORK)/campaigns/...)"
+	@echo "make report CAMPAIGN=dir                                 redraw a campaign's report"
 	@echo "make triage TARGET=kernels:gemm XFORM=MapTiling         re-triage that run's raw crashes"
 	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
 	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
@@ -53,13 +66,33 @@ venv: $(VENV)/.stamp
 $(VENV)/.stamp: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask]'
 	touch $@
 
 fuzz: setup
 	$(BIN)/harnessgen fuzz --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) \
 	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --jobs $(JOBS) \
 	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(REDO),--redo $(REDO)) --out $(OUT) $(FUZZ_ARGS)
+
+campaign: setup
+	$(BIN)/harnessgen campaign --program $(TARGET) $(if $(XFORMS),--transformation $(XFORMS)) \
+	  --budget $(CAMPAIGN_BUDGET) --jobs $(JOBS) --out $(CAMPAIGN) $(CAMPAIGN_ARGS)
+
+report: setup
+	$(BIN)/harnessgen report $(CAMPAIGN)
+
+# afl-fuzz sync directories hold one folder per instance, each with its own fuzzer_stats
+AFL_SYNC_DIRS = find $(OUT) -name fuzzer_stats -printf '%h\n' 2>/dev/null | xargs -r -n1 dirname | sort -u
+
+whatsup: deps
+	@dirs=$$($(AFL_SYNC_DIRS)); \
+	test -n "$$dirs" || { echo "no afl-fuzz output under $(OUT): pass OUT=<fuzz --out or campaign directory>"; exit 2; }; \
+	for d in $$dirs; do afl-whatsup -s $$d; done
+
+plot: deps
+	@dirs=$$(find $(OUT) -name plot_data -printf '%h\n' 2>/dev/null | sort -u); \
+	test -n "$$dirs" || { echo "no afl-fuzz output under $(OUT): pass OUT=<fuzz --out or campaign directory>"; exit 2; }; \
+	for d in $$dirs; do afl-plot $$d $$d/plot >/dev/null && echo "$$d/plot/index.html"; done
 
 triage: setup
 	$(BIN)/harnessgen triage $(OUT)

@@ -31,7 +31,8 @@ def _add_fuzz(sub) -> None:
                    help="set a transformation property, VALUE as JSON (e.g. tile_sizes=[4,4])")
     p.add_argument("--time", type=float, default=60.0, metavar="SECONDS",
                    help="budget per instance: seed screening plus afl-fuzz (default 60)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="instances fuzzed at the same time (default 1)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="instances fuzzed at the same time (default 1); with a single instance, afl-fuzz "
+                        "instances on it sharing one sync directory: -M main, -S s1 (with CMPLOG), -S s2, ...")
     p.add_argument("--budget", type=float, metavar="SECONDS",
                    help="whole run: no instance starts after this; the same command again continues "
                         "with the instances not yet done (default: no limit)")
@@ -41,17 +42,24 @@ def _add_fuzz(sub) -> None:
                    help="continue the run in --out, but fuzz again the instances that ended with one of "
                         "these verdicts or belong to these transformations (e.g. UNSUPPORTED after "
                         "upgrading harnessgen, or MyTransformation after changing it)")
+    p.add_argument("--out", type=Path, default=Path(".harnessgen/runs/latest"), metavar="DIR",
+                   help="where summary.json and AFL++'s output go")
+    p.add_argument("--until-crash", action="store_true", help="stop an instance at its first crash")
+    _add_instance_options(p)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_fuzz)
+
+
+def _add_instance_options(p) -> None:
+    """What every instance is fuzzed with: oracle, decoder ranges, seeds, where files go."""
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--atol", type=float, default=1e-8)
     p.add_argument("--exact", action="store_true", help="compare floats bit for bit")
-    p.add_argument("--out", type=Path, default=Path(".harnessgen/runs/latest"), metavar="DIR",
-                   help="where summary.json and AFL++'s output go")
     p.add_argument("--max-size", type=int, default=16, help="largest value of a size symbol (default 16)")
     p.add_argument("--float-bound", type=float, default=1e6, help="floats are decoded into [-B, B] (default 1e6)")
     p.add_argument("--nonfinite", action="store_true", help="let NaN and Inf through the decoder")
-    p.add_argument("--until-crash", action="store_true", help="stop an instance at its first crash")
     p.add_argument("--race", nargs="?", type=int, const=4, default=0, metavar="THREADS",
                    help="also fuzz in race mode: a second afl-fuzz instance runs post on THREADS OpenMP "
                         "threads (default 4) and compares with pre on one thread")
@@ -65,8 +73,18 @@ def _add_fuzz(sub) -> None:
     p.add_argument("--corpus-dir", type=Path, default=Path("corpus"))
     p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))
     p.add_argument("--max-replays", type=int, default=500, help="raw crashes triaged per instance (default 500)")
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=cmd_fuzz)
+
+
+def _fuzz_options(args, **fields):
+    """FuzzOptions from the flags _add_instance_options declares (plus ``fields``)."""
+    from .fuzz import FuzzOptions
+
+    return FuzzOptions(
+        constraints=args.constraints, rtol=args.rtol, atol=args.atol, exact=args.exact, max_size=args.max_size,
+        float_bound=args.float_bound, nonfinite=args.nonfinite, work_dir=args.work_dir, corpus_root=args.corpus_dir,
+        crashes_root=args.crashes_dir, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
+        seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
+        command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def _redo_list(text: str) -> tuple:
@@ -82,17 +100,10 @@ def _redo_list(text: str) -> tuple:
 
 
 def cmd_fuzz(args) -> int:
-    from .fuzz import FuzzOptions, fuzz
+    from .fuzz import fuzz
 
-    options = FuzzOptions(
-        time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo, max_size=args.max_size,
-        constraints=args.constraints, rtol=args.rtol, atol=args.atol,
-        exact=args.exact, float_bound=args.float_bound, nonfinite=args.nonfinite, out_dir=args.out,
-        work_dir=args.work_dir, corpus_root=args.corpus_dir, crashes_root=args.crashes_dir,
-        until_crash=args.until_crash, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
-        seed_mode=args.seed_mode, command_line=" ".join(["harnessgen"] + sys.argv[1:]),
-        race_threads=args.race, race_repeat=args.race_repeat,
-        show_progress=not args.no_progress)
+    options = _fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
+                            out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress)
     console = _console()
     # live afl-fuzz statistics come from this process only: with --jobs, a line per instance
     progress, finish = _progress_display(console, args.time, enabled=not args.no_progress and args.jobs <= 1)
@@ -186,6 +197,103 @@ def _progress_display(console, time_s: float, enabled: bool):
             bar.stop()
 
     return update, finish
+
+
+# ------------------------------------------------------------------ campaign
+def _add_campaign(sub) -> None:
+    p = sub.add_parser("campaign", help="every instance of every selected transformation, in parallel, resumable, "
+                                        "with a report")
+    p.add_argument("--program", required=True, help="kernels | cloudsc | kernels:NAME | file.sdfg | file.py:function")
+    p.add_argument("--transformation", default="", metavar="all|SPEC[,SPEC...]",
+                   help="'all' (every DaCe built-in that makes CPU code plus the target's own), or a comma-separated "
+                        "list (default: the target's default set)")
+    p.add_argument("--budget", default="60s", metavar="BUDGET",
+                   help="per instance: seconds (60, 60s, 5m), executions (200000x) or both (60s,200000x); default 60s")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="campaign directory: campaign.db, instances/, report.html, report.md (the same DIR "
+                        "again continues the campaign)")
+    p.add_argument("--fresh", action="store_true", help="start the campaign in --out over")
+    p.add_argument("--redo", type=_redo_list, default=(), metavar="VERDICT|Class[,...]",
+                   help="run again the finished instances with these verdicts or of these transformations")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=int, default=None, metavar="N",
+                       help="local worker processes (default: the number of cores)")
+    where.add_argument("--dask-local", type=int, metavar="N", help="run on a Dask LocalCluster of N workers")
+    where.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786 or a "
+                                                                "scheduler file); workers must see --out's path")
+    where.add_argument("--slurm", action="store_true", help="submit Dask workers as Slurm jobs (dask-jobqueue)")
+    slurm = p.add_argument_group("Slurm (with --slurm)")
+    slurm.add_argument("--slurm-queue", help="partition (sbatch -p)")
+    slurm.add_argument("--slurm-account", help="account (sbatch -A)")
+    slurm.add_argument("--slurm-walltime", default="02:00:00", help="per job (default 02:00:00)")
+    slurm.add_argument("--slurm-cores", type=int, default=8, help="cores per job, one instance each (default 8)")
+    slurm.add_argument("--slurm-memory", default="16GB", help="memory per job (default 16GB)")
+    slurm.add_argument("--slurm-jobs", type=int, default=1, help="jobs to submit (default 1)")
+    slurm.add_argument("--slurm-directive", action="append", default=[], metavar="TEXT",
+                       help="one more #SBATCH directive, e.g. --slurm-directive=--constraint=mc (repeatable)")
+    _add_instance_options(p)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_campaign)
+
+
+def executor_spec(args):
+    """The executor the campaign flags ask for."""
+    import os
+
+    from .campaign.executors import ExecutorSpec, SlurmOptions
+
+    if args.slurm:
+        return ExecutorSpec("slurm", slurm=SlurmOptions(
+            queue=args.slurm_queue, account=args.slurm_account, walltime=args.slurm_walltime,
+            cores=args.slurm_cores, memory=args.slurm_memory, jobs=args.slurm_jobs, extra=tuple(args.slurm_directive)))
+    if args.scheduler:
+        return ExecutorSpec("dask", scheduler=args.scheduler)
+    if args.dask_local:
+        return ExecutorSpec("dask-local", workers=args.dask_local)
+    return ExecutorSpec("local", workers=args.jobs or os.cpu_count() or 1)
+
+
+def cmd_campaign(args) -> int:
+    from .campaign import Budget, CampaignConfig, run_campaign
+    from .campaign.progress import LiveProgress
+
+    budget = Budget.parse(args.budget)
+    config = CampaignConfig(program=args.program, transformations=args.transformation, directory=args.out,
+                            budget=budget, options=_fuzz_options(args), fresh=args.fresh, redo=args.redo,
+                            command_line=" ".join(["harnessgen"] + sys.argv[1:]))
+    console = _console()
+    executor = executor_spec(args)
+    progress = None if args.no_progress else LiveProgress(console)
+
+    def on_planned(state) -> None:
+        counts = state.counts()
+        applying = sum(1 for t in state.transformations() if t["instances"])
+        console.print(f"campaign {args.out}: {sum(counts.values())} instance(s) of {len(state.transformations())} "
+                      f"transformation(s) ({applying} apply) in {args.program}, {budget.describe()} each; "
+                      f"{counts['done']} done earlier")
+
+    outcome = run_campaign(config, executor, progress=progress, on_planned=on_planned)
+    console.print(f"{outcome.ran} instance(s) run in {outcome.wall_seconds:.0f} s on {executor.kind}; "
+                  f"{outcome.done}/{outcome.planned} done")
+    if outcome.recovered.get("requeued") or outcome.recovered.get("recorded"):
+        console.print(f"continued an interrupted run: {outcome.recovered['recorded']} result(s) recovered, "
+                      f"{outcome.recovered['requeued']} instance(s) run again")
+    console.print(f"report: {outcome.report} and {outcome.report.with_suffix('.md')}")
+    return 0
+
+
+def _add_report(sub) -> None:
+    p = sub.add_parser("report", help="write a campaign's report.html, report.md and summary.json again")
+    p.add_argument("directory", type=Path, help="a campaign directory (campaign --out)")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_report(args) -> int:
+    from .campaign import report
+
+    path = report.write(args.directory)
+    print(f"{path}\n{path.with_suffix('.md')}")
+    return 0
 
 
 # ------------------------------------------------------------------ instances
@@ -344,6 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"harnessgen {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_fuzz(sub)
+    _add_campaign(sub)
+    _add_report(sub)
     _add_instances(sub)
     _add_replay(sub)
     _add_triage(sub)

@@ -45,6 +45,8 @@ VERDICTS = tuple(o.name for o in Outcome) + ("UNSUPPORTED", "ERROR")
 @dataclasses.dataclass
 class FuzzOptions:
     time_s: float = 60.0
+    max_execs: Optional[int] = None      # per instance, besides the time: afl-fuzz -E
+    afl_jobs: int = 1                    # afl-fuzz instances per instance (-M main, -S s1..; s1 with CMPLOG)
     budget_s: Optional[float] = None     # whole run: no instance starts after this many seconds
     resume: bool = True                  # skip instances the output directory's summary already has
     redo: Tuple[str, ...] = ()           # ...except those with one of these verdicts or transformations
@@ -209,7 +211,8 @@ class InstanceRunner:
         layout = build_layout(pair, constraints)
         oracle = OracleOptions(opts.rtol, opts.atol, opts.exact)
         try:
-            harness = build(pair, layout, opts.work_dir, oracle, afl=opts.engine == "afl", cmplog=opts.cmplog)
+            harness = build(pair, layout, opts.work_dir, oracle, afl=opts.engine == "afl",
+                            cmplog=opts.cmplog or opts.afl_jobs > 1)
         except BuildError as exc:
             if exc.side != "hg_post":
                 raise Unsupported(f"the cutout itself does not build ({exc})") from exc
@@ -259,7 +262,8 @@ class InstanceRunner:
             job = FuzzJob(build=harness, seeds_dir=screened, out_dir=work, time_s=remaining,
                           options=read_options(self.target.options_file), dict_file=self.target.dict_file,
                           until_crash=opts.until_crash, seed=opts.seed, progress=self._progress_hook(inst),
-                          race_threads=opts.race_threads, race_repeat=opts.race_repeat)
+                          race_threads=opts.race_threads, race_repeat=opts.race_repeat,
+                          parallel=opts.afl_jobs, max_execs=opts.max_execs, resume=opts.resume)
             engine_started = time.monotonic() - fuzz_started
             res = engine.run(job)
             result.execs, result.execs_per_sec = res.execs, round(res.execs_per_sec, 1)
@@ -427,6 +431,9 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
     if options.constraints is None and target.constraints_file is not None:
         options = dataclasses.replace(options, constraints=target.constraints_file)
     label = ",".join(classes)
+    if len(planned) == 1 and jobs > 1:   # one instance: the cores go to afl-fuzz instances on it
+        options = dataclasses.replace(options, afl_jobs=jobs)
+        jobs = 1
     previous = _previous_results(options, program_spec, label)
     results: List[InstanceResult] = [previous[inst.id] for _, inst in planned if inst.id in previous]
     todo = interleave([(spec, inst) for spec, inst in planned if inst.id not in previous])
@@ -495,7 +502,7 @@ def summary(program_spec: str, xform_spec: str, options: FuzzOptions, results: L
     return {
         "harnessgen": __version__, "dace": dace.__version__, "program": program_spec,
         "transformation": xform_spec, "time_per_instance_s": options.time_s,
-        "tolerance": dataclasses.asdict(options.tolerance), "jobs": jobs,
+        "tolerance": dataclasses.asdict(options.tolerance), "jobs": jobs, "afl_jobs": options.afl_jobs,
         "budget_s": options.budget_s,
         "planned": total, "finished": len(results), "not_run": total - len(results),
         "per_transformation": per_transformation(results),

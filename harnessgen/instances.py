@@ -60,6 +60,28 @@ def builtin_transformations() -> Dict[str, type]:
     return found
 
 
+# DaCe built-ins that do not make CPU code (GPU, FPGA, MPI, HBM, streams) or are abstract bases
+_NOT_CPU_MODULES = ("gpu", "fpga", "mpi", "map_distribution", "hbm", "bank_split", "warp_tiling", "copy_to_device",
+                    "streaming_memory", "stream_transient")
+_ABSTRACT = ("DetectLoop",)
+
+
+def cpu_builtin_transformations() -> List[str]:
+    """Names of DaCe's pattern transformations (dataflow and interstate) that produce CPU code:
+    what ``--transformation all`` selects, sorted."""
+    from dace.transformation.transformation import SubgraphTransformation
+
+    names = []
+    for name, cls in builtin_transformations().items():
+        package, _, module = cls.__module__.removeprefix("dace.transformation.").partition(".")
+        if package not in ("dataflow", "interstate") or issubclass(cls, SubgraphTransformation):
+            continue
+        if name in _ABSTRACT or any(word in module for word in _NOT_CPU_MODULES):
+            continue
+        names.append(name)
+    return sorted(names)
+
+
 def load_transformation(spec: str) -> type:
     """Resolve a ``--transformation`` value to a transformation class."""
     from dace.transformation.transformation import PatternTransformation, SubgraphTransformation

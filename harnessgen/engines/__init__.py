@@ -33,6 +33,8 @@ class FuzzJob:
     seed: int = 0                         # the engine's own RNG seed
     race_threads: int = 0                 # > 1: also fuzz in race mode (post on this many threads)
     race_repeat: int = 2                  # race mode: post runs per input
+    parallel: int = 1                     # > 1: one -M and parallel-1 -S instances on one sync directory
+    max_execs: Optional[int] = None       # stop after this many executions (all instances together)
     progress: Optional[Callable[[Dict[str, float]], None]] = None
 
 
@@ -59,7 +61,9 @@ class Engine(abc.ABC):
 
     @abc.abstractmethod
     def run(self, job: FuzzJob) -> EngineResult:
-        """Fuzz ``job.build`` for ``job.time_s`` seconds."""
+        """Fuzz ``job.build`` for ``job.time_s`` seconds (and at most ``job.max_execs``
+        executions). With ``job.resume`` and an earlier session in ``job.out_dir``, continue it
+        for the time that session left over."""
 
 
 def get_engine(name: str) -> Engine:

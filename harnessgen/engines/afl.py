@@ -12,6 +12,7 @@ from typing import Dict, List, Optional
 
 from .. import envs
 from ..errors import ConfigError, ToolMissing
+from ..procs import die_with_parent
 from . import Engine, EngineResult, FuzzJob, RawCrash
 
 AFL_FUZZ = envs.get("HARNESSGEN_AFL_FUZZ")
@@ -63,22 +64,44 @@ _TIME = re.compile(r"time:(\d+)")
 _EXECS = re.compile(r"execs:(\d+)")
 
 
+def instance_names(job: FuzzJob) -> List[str]:
+    """afl-fuzz instances of one job, the first one leading: ``default`` alone; with
+    ``parallel`` N a main (-M) and N-1 secondaries (-S); in race mode one more, ``race``."""
+    if job.parallel <= 1 and job.race_threads <= 1:
+        return ["default"]
+    names = ["main"] + [f"s{i}" for i in range(1, max(1, job.parallel))]
+    return names + (["race"] if job.race_threads > 1 else [])
+
+
+def previous_run_time(out: Path, name: str) -> float:
+    """Seconds an earlier session in ``out`` fuzzed (afl-fuzz adds them up over resumes)."""
+    return float(read_stats(out / name / "fuzzer_stats").get("run_time", 0) or 0)
+
+
 class AflEngine(Engine):
-    """One afl-fuzz instance (``default``); in race mode two sharing a sync directory:
-    ``-S main`` on one thread and ``-S race`` running post on several threads."""
+    """One afl-fuzz instance (``default``), or several sharing a sync directory: with
+    ``job.parallel`` N, ``-M main`` plus N-1 ``-S sK`` (``s1`` with CMPLOG when built); in race
+    mode one more, ``-S race``, running post on several threads."""
 
     name = "afl"
 
-    def _command(self, afl: str, job: FuzzJob, out: Path, instance: Optional[str], resume: bool) -> List[str]:
-        cmd = [afl, "-i", "-" if resume else str(job.seeds_dir), "-o", str(out), "-V", str(max(1, int(job.time_s)))]
-        if instance:
-            cmd += ["-S", instance]
+    def _command(self, afl: str, job: FuzzJob, out: Path, name: str, resume: bool, time_s: float,
+                 names: List[str]) -> List[str]:
+        cmd = [afl, "-i", "-" if resume else str(job.seeds_dir), "-o", str(out), "-V", str(max(1, int(time_s)))]
+        if name == "main" and job.parallel > 1:
+            cmd += ["-M", name]
+        elif name != "default":
+            cmd += ["-S", name]
+        if job.max_execs:
+            cmd += ["-E", str(max(1, job.max_execs // len(names)))]
         if job.dict_file:
             cmd += ["-x", str(job.dict_file)]
         if "-s" not in job.options:
-            cmd += ["-s", str(job.seed)]
+            cmd += ["-s", str(job.seed + names.index(name))]
         cmplog = job.build.harness_cmplog
-        if cmplog is not None and "-c" not in job.options and instance != "race":
+        # CMPLOG costs an extra execution per input: one instance runs it, the others fuzz plainly
+        cmplog_instance = "s1" if "s1" in names else names[0]
+        if cmplog is not None and "-c" not in job.options and name == cmplog_instance:
             cmd += ["-c", str(cmplog)]
         return cmd + list(job.options) + ["--", str(job.build.harness_afl)]
 
@@ -87,28 +110,16 @@ class AflEngine(Engine):
         if not afl:
             raise ToolMissing("afl-fuzz is not installed: run `make setup`")
         out = Path(job.out_dir)
-        names = ["main", "race"] if job.race_threads > 1 else ["default"]
+        names = instance_names(job)
         resume = job.resume and (out / names[0] / "fuzzer_stats").exists()
+        if not job.resume:
+            shutil.rmtree(out, ignore_errors=True)
+        time_s = job.time_s - (previous_run_time(out, names[0]) if resume else 0.0)
         out.parent.mkdir(parents=True, exist_ok=True)
         started, started_wall = time.monotonic(), time.time()
         procs, commands = {}, []
-        logs = []
-        for name in names:
-            cmd = self._command(afl, job, out, None if name == "default" else name, resume)
-            env = {**os.environ, **BASE_ENV}
-            if job.until_crash:
-                env["AFL_BENCH_UNTIL_CRASH"] = "1"
-            if name == "race":
-                env.update(HARNESSGEN_THREADS=str(job.race_threads), HARNESSGEN_REPEAT=str(job.race_repeat))
-            log = open(out.parent / f"{out.name}.{name}.log", "ab")
-            logs.append(log)
-            procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-            commands.append(cmd)
-        try:
-            self._watch(procs, job, out, started)
-        finally:
-            for log in logs:
-                log.close()
+        if time_s >= 1:    # else an earlier session already used the whole budget: only collect
+            self._start(afl, job, out, names, resume, time_s, procs, commands)
         wall = time.monotonic() - started
         stats = {name: read_stats(out / name / "fuzzer_stats") for name in names}
         for name, proc in procs.items():
@@ -121,20 +132,44 @@ class AflEngine(Engine):
             crashes += self._collect(out / name / "crashes", "race" if name == "race" else "crash", started_wall)
             crashes += self._collect(out / name / "hangs", "hang", started_wall)
         main = stats[names[0]]
+        plain = [name for name in names if name != "race"]
         execs = sum(int(float(st.get("execs_done", 0))) for st in stats.values())
         run_time = float(main.get("run_time", 0) or 0) or wall
-        main_execs = int(float(main.get("execs_done", 0)))
+        plain_execs = sum(int(float(stats[name].get("execs_done", 0))) for name in plain)
         flat = dict(main)
+        flat["instances"] = str(len(names))
         if "race" in stats:
             race_time = float(stats["race"].get("run_time", 0) or 0) or wall
             flat["race_execs_done"] = stats["race"].get("execs_done", "0")
             flat["race_execs_per_sec"] = f"{int(float(stats['race'].get('execs_done', 0))) / race_time:.1f}"
-        return EngineResult(execs=execs, execs_per_sec=main_execs / run_time if run_time else 0.0, wall_s=wall,
-                            crashes=crashes, stats=flat, command=commands[0])
+        return EngineResult(execs=execs, execs_per_sec=plain_execs / run_time if run_time else 0.0, wall_s=wall,
+                            crashes=crashes, stats=flat, command=commands[0] if commands else [])
 
-    def _watch(self, procs: Dict[str, subprocess.Popen], job: FuzzJob, out: Path, started: float) -> None:
+    def _start(self, afl: str, job: FuzzJob, out: Path, names: List[str], resume: bool, time_s: float,
+               procs: Dict[str, subprocess.Popen], commands: List[List[str]]) -> None:
+        logs = []
+        try:
+            for name in names:
+                cmd = self._command(afl, job, out, name, resume, time_s, names)
+                env = {**os.environ, **BASE_ENV}
+                if job.until_crash:
+                    env["AFL_BENCH_UNTIL_CRASH"] = "1"
+                if name == "race":
+                    env.update(HARNESSGEN_THREADS=str(job.race_threads), HARNESSGEN_REPEAT=str(job.race_repeat))
+                log = open(out.parent / f"{out.name}.{name}.log", "ab")
+                logs.append(log)
+                procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                               start_new_session=True, preexec_fn=die_with_parent)
+                commands.append(cmd)
+            self._watch(procs, job, out, time.monotonic(), time_s)
+        finally:
+            for log in logs:
+                log.close()
+
+    def _watch(self, procs: Dict[str, subprocess.Popen], job: FuzzJob, out: Path, started: float,
+               time_s: float) -> None:
         """Wait for every instance; when one stops at its first crash (--until-crash), stop the rest."""
-        deadline = started + job.time_s + GRACE_S
+        deadline = started + time_s + GRACE_S
         while True:
             running = {n: p for n, p in procs.items() if p.poll() is None}
             finished_early = job.until_crash and len(running) < len(procs)

@@ -1,0 +1,106 @@
+"""The campaign's live terminal display (rich): overall progress, verdict counts and the
+instances in flight with their afl-fuzz statistics, read from the shared campaign directory
+(so it works for remote Dask workers too). Without a terminal: one line per finished instance."""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List
+
+from ..engines.afl import read_stats
+
+VERDICT_COLOURS = {"PASS": "green", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
+                   "ERROR": "magenta"}
+
+
+def _live_stats(task) -> Dict[str, str]:
+    work = Path(task.options.out_dir) / "afl" / task.instance["id"]
+    for name in ("default", "main"):
+        stats = read_stats(work / name / "fuzzer_stats")
+        if stats:
+            return stats
+    return {}
+
+
+class LiveProgress:
+    def __init__(self, console):
+        self.console = console
+        self.verdicts: Counter = Counter()
+        self.started: Dict[str, float] = {}
+        self.live = None
+        self.bar = None
+        self.task_id = None
+        self.description = ""
+        self.running: List = []
+
+    # -------------------------------------------------------------- called by run_campaign
+    def start(self, state, executor) -> None:
+        counts = state.counts()
+        for row in state.instances():
+            if row["state"] == "done" and row["verdict"]:
+                self.verdicts[row["verdict"]] += 1
+        total, done = sum(counts.values()), counts["done"]
+        if not self.console.is_terminal:
+            self.console.print(f"{total} instance(s), {done} done earlier, {total - done} to run")
+            return
+        from rich.live import Live
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+            TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("instances"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            TextColumn("eta"), TimeRemainingColumn(), console=self.console)
+        self.task_id = self.bar.add_task("instances", total=total, completed=done)
+        self.live = Live(self._render(), console=self.console, refresh_per_second=2, transient=True)
+        self.live.start()
+
+    def describe(self, description: str) -> None:
+        self.description = description
+        if self.live is None:
+            self.console.print(f"running on {description}")
+
+    def update(self, running: List) -> None:
+        self.running = running
+        now = time.monotonic()
+        for task in running:
+            self.started.setdefault(task.instance["id"], now)
+        if self.live is not None:
+            self.live.update(self._render())
+
+    def finished(self, result: Dict) -> None:
+        self.verdicts[result["verdict"]] += 1
+        self.started.pop(result["id"], None)
+        colour = VERDICT_COLOURS.get(result["verdict"], "red")
+        rate = f"  {result['execs_per_sec']:,.0f} execs/s" if result.get("execs_per_sec") else ""
+        line = f"[{colour}]{result['verdict']:<15}[/] {result['program']}/{result['id']}{rate}"
+        for finding in result.get("findings", []):
+            line += f"\n    -> {finding['outcome']}: {finding['path']}"
+        if result["verdict"] in ("ERROR", "UNSUPPORTED") and result.get("message"):
+            line += f"\n    {result['message'].splitlines()[0]}"
+        self.console.print(line)
+        if self.bar is not None:
+            self.bar.advance(self.task_id)
+            self.live.update(self._render())
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    # -------------------------------------------------------------- drawing
+    def _render(self):
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        counts = Text("  ".join(f"{verdict} {n}" for verdict, n in sorted(self.verdicts.items())) or "no verdicts yet")
+        table = Table(box=None, show_header=True, header_style="bold", title=self.description, title_justify="left")
+        for column in ("running instance", "program", "s", "execs/s", "crashes"):
+            table.add_column(column, justify="left" if column in ("running instance", "program") else "right")
+        now = time.monotonic()
+        for task in self.running:
+            stats = _live_stats(task)
+            elapsed = now - self.started.get(task.instance["id"], now)
+            table.add_row(task.instance["id"], task.instance["program"], f"{elapsed:.0f}",
+                          stats.get("execs_per_sec", "-"), stats.get("saved_crashes", "-"))
+        return Group(self.bar, counts, table)

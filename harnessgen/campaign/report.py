@@ -1,0 +1,205 @@
+"""A campaign's report: ``report.html`` (self-contained: plots embedded), ``report.md`` (plots
+as PNG files under ``report/``) and ``summary.json``, all from ``campaign.db``; rendered from
+``templates/report.*.j2``. ``harnessgen report DIR`` redraws them at any time, also while the
+campaign runs (the database is read, never written)."""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+import io
+import os
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import jinja2
+
+from ..emit import TEMPLATES
+from ..files import write_atomic, write_json
+from .state import CampaignState
+
+# verdicts that mean "the transformation is wrong", in the order the report lists them
+FINDING_VERDICTS = ("MISMATCH", "POST_CRASH", "POST_HANG", "OOB_WRITE", "RACE", "FAILED_TO_APPLY", "INVALID_SDFG",
+                    "BUILD_FAILURE")
+STATIC_VERDICTS = ("FAILED_TO_APPLY", "INVALID_SDFG", "BUILD_FAILURE")
+VERDICT_ORDER = ("PASS",) + FINDING_VERDICTS + ("INVALID_INPUT", "FLAKY", "UNSUPPORTED", "ERROR")
+COLOURS = {"PASS": "#4caf50", "MISMATCH": "#d32f2f", "POST_CRASH": "#b71c1c", "POST_HANG": "#e65100",
+           "OOB_WRITE": "#880e4f", "RACE": "#6a1b9a", "FAILED_TO_APPLY": "#f57c00", "INVALID_SDFG": "#ff8f00",
+           "BUILD_FAILURE": "#5d4037", "INVALID_INPUT": "#fbc02d", "FLAKY": "#fdd835", "UNSUPPORTED": "#9e9e9e",
+           "ERROR": "#212121"}
+
+
+@dataclasses.dataclass
+class ReportData:
+    title: str
+    generated: str
+    meta: Dict[str, str]
+    runs: List[Dict]
+    wall_seconds: float
+    counts: Dict[str, int]
+    verdicts: Dict[str, int]
+    transformations: List[Dict]
+    instances: List[Dict]
+    findings: List[Dict]
+
+
+def _findings_of(result: Dict, directory: Path) -> List[Dict]:
+    """Reproducers of one instance: triaged findings, or the static finding's folder."""
+    out = [{"outcome": f["outcome"], "path": _relative(f["path"], directory), "summary": f.get("summary", ""),
+            "seconds": f.get("seconds")} for f in result.get("findings", [])]
+    if not out and result.get("verdict") in STATIC_VERDICTS and result.get("crashes"):
+        out = [{"outcome": result["verdict"], "path": _relative(result["crashes"][0], directory),
+                "summary": (result.get("message") or "").splitlines()[0] if result.get("message") else "",
+                "seconds": result.get("seconds_to_first_finding")}]
+    return out
+
+
+def _relative(path: str, directory: Path) -> str:
+    return os.path.relpath(str(path), str(directory.resolve()))
+
+
+def _median(values: List[float]) -> Optional[float]:
+    return round(statistics.median(values), 1) if values else None
+
+
+def collect(directory: Path, state: CampaignState) -> ReportData:
+    directory = Path(directory)
+    meta = state.meta()
+    rows = list(state.instances())
+    instances, by_spec = [], {}
+    for row in rows:
+        result = row["result"] or {}
+        findings = _findings_of(result, directory) if result else []
+        instances.append({
+            "id": row["id"], "transformation": row["transformation"], "program": row["program"], "spec": row["spec"],
+            "state": row["state"], "verdict": row["verdict"] or row["state"].upper(), "attempts": row["attempts"],
+            "execs": result.get("execs", 0), "execs_per_sec": result.get("execs_per_sec", 0.0),
+            "first_finding_s": result.get("seconds_to_first_finding"),
+            "verdict_s": result.get("verdict_seconds"), "wall_s": result.get("wall_seconds"),
+            "config_before": result.get("input_config_before", ""), "config_after": result.get("input_config_after", ""),
+            "findings": findings, "message": (result.get("message") or "").splitlines()[0] if result.get("message") else "",
+        })
+        by_spec.setdefault(row["spec"], []).append(instances[-1])
+    transformations = []
+    for xform in state.transformations():
+        mine = by_spec.get(xform["spec"], [])
+        done = [i for i in mine if i["state"] == "done"]
+        transformations.append({
+            "spec": xform["spec"], "name": xform["class_name"] or xform["spec"], "instances": xform["instances"],
+            "status": xform["status"], "message": xform["message"], "done": len(done),
+            "verdicts": dict(sorted(Counter(i["verdict"] for i in done).items(),
+                                    key=lambda kv: VERDICT_ORDER.index(kv[0]) if kv[0] in VERDICT_ORDER else 99)),
+            "findings": dict(Counter(f["outcome"] for i in done for f in i["findings"])),
+            "median_execs_per_sec": _median([i["execs_per_sec"] for i in done if i["execs_per_sec"]]),
+            "median_first_finding_s": _median([i["first_finding_s"] for i in done if i["first_finding_s"] is not None]),
+        })
+    runs = state.runs()
+    wall = sum((r["finished_at"] or r["started_at"]) - r["started_at"] for r in runs)
+    findings = [{"instance": i["id"], "transformation": i["transformation"], **f} for i in instances for f in i["findings"]]
+    done = [i for i in instances if i["state"] == "done"]
+    return ReportData(
+        title=f"harnessgen campaign: {meta.get('program', '?')} x {meta.get('transformations', '?')}",
+        generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), meta=meta,
+        runs=[{**r, "seconds": round((r["finished_at"] or r["started_at"]) - r["started_at"], 1)} for r in runs],
+        wall_seconds=round(wall, 1), counts=state.counts(),
+        verdicts=dict(Counter(i["verdict"] for i in done)), transformations=transformations,
+        instances=instances, findings=findings)
+
+
+# ------------------------------------------------------------------ plots
+def _figure_bytes(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def plots(data: ReportData) -> Dict[str, bytes]:
+    """PNG bytes by name: verdicts per transformation, execs/s distribution, time to first finding."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = {}
+    shown = [t for t in data.transformations if t["done"]]
+    if shown:
+        fig, ax = plt.subplots(figsize=(8, 0.32 * len(shown) + 1.2))
+        names = [t["name"] for t in shown]
+        left = [0] * len(shown)
+        for verdict in VERDICT_ORDER:
+            counts = [t["verdicts"].get(verdict, 0) for t in shown]
+            if any(counts):
+                ax.barh(names, counts, left=left, color=COLOURS[verdict], label=verdict)
+                left = [a + b for a, b in zip(left, counts)]
+        ax.invert_yaxis()
+        ax.set_xlabel("instances")
+        ax.set_title("verdicts per transformation")
+        ax.legend(fontsize=7, loc="lower right")
+        out["verdicts"] = _figure_bytes(fig)
+        plt.close(fig)
+    rates = [i["execs_per_sec"] for i in data.instances if i["execs_per_sec"]]
+    if rates:
+        import numpy as np
+
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        bins = np.logspace(np.log10(min(rates)) - 0.05, np.log10(max(rates)) + 0.05, 25)
+        ax.hist(rates, bins=bins, color="#1976d2")
+        ax.set_xscale("log")
+        ax.set_xlabel("execs/s per instance (afl-fuzz)")
+        ax.set_ylabel("instances")
+        ax.set_title(f"throughput of {len(rates)} fuzzed instance(s), median {statistics.median(rates):,.0f} execs/s")
+        out["execs"] = _figure_bytes(fig)
+        plt.close(fig)
+    times = sorted((i["verdict_s"], i["transformation"]) for i in data.instances
+                   if i["findings"] and i["verdict_s"] is not None)
+    if times:
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+        ax.step([0] + [t for t, _ in times], range(len(times) + 1), where="post", color="#d32f2f", label="all")
+        for name in sorted({n for _, n in times}, key=lambda n: -sum(1 for _, m in times if m == n))[:6]:
+            mine = [t for t, n in times if n == name]
+            ax.step([0] + mine, range(len(mine) + 1), where="post", alpha=0.6, label=name)
+        ax.set_xlabel("seconds from the instance's start to its first finding")
+        ax.set_ylabel("instances with a finding")
+        ax.set_title("time to first finding")
+        ax.legend(fontsize=7)
+        out["time_to_finding"] = _figure_bytes(fig)
+        plt.close(fig)
+    return out
+
+
+# ------------------------------------------------------------------ files
+def _render(name: str, autoescape: bool, **context) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=autoescape,
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["num"] = lambda v, fmt="{:,.0f}": "-" if v is None else fmt.format(v)
+    return env.get_template(name).render(**context)
+
+
+def summary_json(data: ReportData) -> Dict:
+    return {"program": data.meta.get("program"), "transformations": data.meta.get("transformations"),
+            "counts": data.counts, "verdicts": data.verdicts, "wall_seconds": data.wall_seconds, "runs": data.runs,
+            "per_transformation": data.transformations, "instances": data.instances, "findings": data.findings}
+
+
+def write(directory: Path, state: Optional[CampaignState] = None) -> Path:
+    """Write report.html, report.md, report/*.png and summary.json; returns report.html's path."""
+    directory = Path(directory)
+    own = state is None
+    if own:
+        state = CampaignState(directory / "campaign.db", readonly=True)
+    try:
+        data = collect(directory, state)
+    finally:
+        if own:
+            state.close()
+    images = plots(data)
+    for name, png in images.items():
+        write_atomic(directory / "report" / f"{name}.png", png)
+    embedded = {name: base64.b64encode(png).decode() for name, png in images.items()}
+    context = dict(data=data, colours=COLOURS, finding_verdicts=FINDING_VERDICTS)
+    write_atomic(directory / "report.html", _render("report.html.j2", True, images=embedded, **context).encode())
+    write_atomic(directory / "report.md", _render("report.md.j2", False, images=sorted(images), **context).encode())
+    write_json(directory / "summary.json", summary_json(data))
+    return directory / "report.html"
