@@ -1,0 +1,91 @@
+"""Campaign pieces without running one: budgets, the SQLite state's transitions, what `all` selects."""
+import json
+
+import pytest
+
+from harnessgen.campaign import Budget
+from harnessgen.campaign.state import CampaignState
+from harnessgen.errors import ConfigError
+
+
+@pytest.mark.parametrize("text, seconds, execs", [
+    ("30", 30, None), ("30s", 30, None), ("5m", 300, None), ("2h", 7200, None),
+    ("200000x", 3600, 200000), ("2e5execs", 3600, 200000), ("60s,1000x", 60, 1000),
+])
+def test_budget_parses_time_and_executions(text, seconds, execs):
+    assert Budget.parse(text) == Budget(seconds, execs)
+
+
+@pytest.mark.parametrize("text", ["", "soon", "0", "10 minutes", "-5", "0x"])
+def test_bad_budget_names_the_flag(text):
+    with pytest.raises(ConfigError, match="--budget"):
+        Budget.parse(text)
+
+
+def _planned(tmp_path, n=3):
+    state = CampaignState(tmp_path / "campaign.db")
+    rows = [{"id": f"X-{i}", "position": i, "spec": "X", "transformation": "X", "program": "p",
+             "instance": {"id": f"X-{i}", "program": "p"}} for i in range(n)]
+    state.record_plan({"program": "p", "transformations": "X"},
+                      [{"spec": "X", "position": 0, "class_name": "X", "instances": n, "status": "ok", "message": ""}],
+                      rows)
+    return state
+
+
+def test_state_transitions_and_recovery_after_a_kill(tmp_path):
+    state = _planned(tmp_path)
+    assert [r["id"] for r in state.pending()] == ["X-0", "X-1", "X-2"]
+    run = state.start_run("local", 1, "cmd")
+    assert state.start("X-0", run) == 1
+    state.finish("X-0", {"verdict": "PASS", "attempt": 1})
+    state.start("X-1", run)
+    state.start("X-2", run)
+    state.close()
+    # killed here: X-1's worker had written its result file, X-2's had not
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "X-1.json").write_text(json.dumps({"verdict": "MISMATCH", "attempt": 1}))
+    state = CampaignState(tmp_path / "campaign.db")
+    assert state.recover(lambda i: results / f"{i}.json") == {"recorded": 1, "requeued": 1}
+    assert [r["id"] for r in state.pending()] == ["X-2"]
+    by_id = {r["id"]: r for r in state.instances()}
+    assert by_id["X-1"]["verdict"] == "MISMATCH" and by_id["X-1"]["completions"] == 1
+    assert by_id["X-0"]["completions"] == 1 and by_id["X-2"]["attempts"] == 1
+    assert state.start("X-2", state.start_run("local", 1, "cmd")) == 2
+
+
+def test_stale_result_file_of_an_earlier_attempt_is_not_taken(tmp_path):
+    state = _planned(tmp_path, 1)
+    run = state.start_run("local", 1, "cmd")
+    state.start("X-0", run)
+    state.requeue("X-0")
+    state.start("X-0", run)           # attempt 2 was running when the campaign was killed
+    stale = tmp_path / "r.json"
+    stale.write_text(json.dumps({"verdict": "PASS", "attempt": 1}))
+    assert state.recover(lambda i: stale) == {"recorded": 0, "requeued": 1}
+
+
+def test_redo_sends_chosen_verdicts_back(tmp_path):
+    state = _planned(tmp_path, 2)
+    run = state.start_run("local", 1, "cmd")
+    for i, verdict in enumerate(("ERROR", "PASS")):
+        state.start(f"X-{i}", run)
+        state.finish(f"X-{i}", {"verdict": verdict})
+    assert state.redo(("ERROR",)) == 1
+    assert [r["id"] for r in state.pending()] == ["X-0"]
+
+
+def test_a_campaign_directory_keeps_its_identity(tmp_path):
+    state = _planned(tmp_path)
+    state.check_same({"program": "p", "transformations": "X"})
+    with pytest.raises(ConfigError, match="--fresh"):
+        state.check_same({"program": "p", "transformations": "Y"})
+
+
+def test_all_selects_cpu_builtins_only():
+    from harnessgen.instances import cpu_builtin_transformations
+
+    names = cpu_builtin_transformations()
+    assert {"MapFusion", "MapTiling", "LoopToMap", "StateFusion", "Vectorization"} <= set(names)
+    assert not [n for n in names if n.startswith(("GPU", "FPGA", "MPI", "Hbm")) or "Warp" in n]
+    assert names == sorted(names)
