@@ -76,7 +76,8 @@ def collect(directory: Path, state: CampaignState) -> ReportData:
             "id": row["id"], "transformation": row["transformation"], "program": row["program"], "spec": row["spec"],
             "state": row["state"], "verdict": row["verdict"] or row["state"].upper(), "attempts": row["attempts"],
             "execs": result.get("execs", 0), "execs_per_sec": result.get("execs_per_sec", 0.0),
-            "first_finding_s": result.get("seconds_to_first_finding"),
+            # from the instance's start (cutout and build included), as the plot counts it
+            "first_finding_s": result.get("verdict_seconds") if findings else None,
             "verdict_s": result.get("verdict_seconds"), "wall_s": result.get("wall_seconds"),
             "config_before": result.get("input_config_before", ""), "config_after": result.get("input_config_after", ""),
             "findings": findings, "message": (result.get("message") or "").splitlines()[0] if result.get("message") else "",
@@ -121,6 +122,7 @@ def plots(data: ReportData) -> Dict[str, bytes]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator, NullFormatter
 
     out = {}
     shown = [t for t in data.transformations if t["done"]]
@@ -135,6 +137,7 @@ def plots(data: ReportData) -> Dict[str, bytes]:
                 left = [a + b for a, b in zip(left, counts)]
         ax.invert_yaxis()
         ax.set_xlabel("instances")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title("verdicts per transformation")
         ax.legend(fontsize=7, loc="lower right")
         out["verdicts"] = _figure_bytes(fig)
@@ -147,6 +150,8 @@ def plots(data: ReportData) -> Dict[str, bytes]:
         bins = np.logspace(np.log10(min(rates)) - 0.05, np.log10(max(rates)) + 0.05, 25)
         ax.hist(rates, bins=bins, color="#1976d2")
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("execs/s per instance (afl-fuzz)")
         ax.set_ylabel("instances")
         ax.set_title(f"throughput of {len(rates)} fuzzed instance(s), median {statistics.median(rates):,.0f} execs/s")
@@ -162,6 +167,7 @@ def plots(data: ReportData) -> Dict[str, bytes]:
             ax.step([0] + mine, range(len(mine) + 1), where="post", alpha=0.6, label=name)
         ax.set_xlabel("seconds from the instance's start to its first finding")
         ax.set_ylabel("instances with a finding")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title("time to first finding")
         ax.legend(fontsize=7)
         out["time_to_finding"] = _figure_bytes(fig)
