@@ -89,3 +89,30 @@ def test_all_selects_cpu_builtins_only():
     assert {"MapFusion", "MapTiling", "LoopToMap", "StateFusion", "Vectorization"} <= set(names)
     assert not [n for n in names if n.startswith(("GPU", "FPGA", "MPI", "Hbm")) or "Warp" in n]
     assert names == sorted(names)
+
+
+def test_report_lists_static_findings_and_unfinished_instances(tmp_path):
+    """A BUILD_FAILURE has no triaged finding but a kept folder: the report links it; pending
+    instances are listed as such; every plot that has data is drawn."""
+    from harnessgen.campaign import report
+
+    state = _planned(tmp_path, 3)
+    run = state.start_run("local", 1, "cmd")
+    kept = tmp_path / "crashes" / "t" / "X-0" / "build_failure"
+    kept.mkdir(parents=True)
+    state.start("X-0", run)
+    state.finish("X-0", {"id": "X-0", "verdict": "BUILD_FAILURE", "crashes": [str(kept)], "message": "post: error\nlog",
+                         "verdict_seconds": 2.5, "findings": [], "execs_per_sec": 0.0})
+    state.start("X-1", run)
+    state.finish("X-1", {"id": "X-1", "verdict": "PASS", "findings": [], "execs_per_sec": 1234.0,
+                         "verdict_seconds": 3.0, "input_config_before": "N", "input_config_after": "N"})
+    state.finish_run(run, 2)
+    path = report.write(tmp_path, state)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    [finding] = summary["findings"]
+    assert finding["outcome"] == "BUILD_FAILURE" and (tmp_path / finding["path"]) == kept
+    assert summary["counts"] == {"pending": 1, "running": 0, "done": 2}
+    assert [i["verdict"] for i in summary["instances"]] == ["BUILD_FAILURE", "PASS", "PENDING"]
+    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["execs.png", "time_to_finding.png",
+                                                                       "verdicts.png"]
+    assert path.read_text().count("data:image/png;base64,") == 3
