@@ -100,6 +100,7 @@ def _redo_list(text: str) -> tuple:
 
 
 def cmd_fuzz(args) -> int:
+    from .campaign.progress import VERDICT_COLOURS
     from .fuzz import fuzz
 
     options = _fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
@@ -121,8 +122,7 @@ def cmd_fuzz(args) -> int:
     def on_result(r) -> None:
         finish(r)
         done[0] += 1
-        colour = {"PASS": "green", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
-                  "ERROR": "magenta"}.get(r.verdict, "red")
+        colour = VERDICT_COLOURS.get(r.verdict, "red")
         rate = f"{r.execs_per_sec:,.0f} execs/s" if r.execs_per_sec else ""
         if r.race_execs_per_sec:
             rate += f" (+ {r.race_execs_per_sec:,.0f}/s in race mode)"
