@@ -22,6 +22,7 @@ TEST_ARGS    ?=
 BENCH_ARGS   ?=
 XFORMS       ?=
 CAMPAIGN_ARGS ?=
+WHATSUP_ARGS ?= -s -d
 CAMPAIGN     ?= $(WORK)/campaigns/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORMS),$(subst $(comma),+,$(subst :,-,$(XFORMS))),defaults)
 # make campaign: BUDGET is per instance there (60s, 5m, 200000x); for make fuzz it bounds the whole run
 CAMPAIGN_BUDGET = $(if $(filter command line environment,$(origin BUDGET)),$(BUDGET),60s)
@@ -34,6 +35,7 @@ help:
 	@echo "make fuzz TARGET=kernels:gemm INSTANCE=id JOBS=4 TIME=86400  one long session: -M main + 3 -S (one with CMPLOG);"
 	@echo "                                                         the same command again resumes it (afl-fuzz -i -)"
 	@echo "make whatsup [OUT=dir]                                   afl-whatsup on every afl-fuzz sync directory under OUT"
+	@echo "                                                         (WHATSUP_ARGS=-d for every instance's details)"
 	@echo "make plot [OUT=dir]                                      afl-plot of every afl-fuzz instance under OUT (gnuplot)"
 	@echo "make campaign TARGET=kernels XFORMS=all BUDGET=30s JOBS=2  every instance of every transformation, resumable;"
 	@echo "                                                         report.html/.md in CAMPAIGN (default $(WORK)/campaigns/...)"
@@ -87,7 +89,7 @@ AFL_SYNC_DIRS = find $(OUT) -name fuzzer_stats -printf '%h\n' 2>/dev/null | xarg
 whatsup: deps
 	@dirs=$$($(AFL_SYNC_DIRS)); \
 	test -n "$$dirs" || { echo "no afl-fuzz output under $(OUT): pass OUT=<fuzz --out or campaign directory>"; exit 2; }; \
-	for d in $$dirs; do afl-whatsup -s $$d; done
+	for d in $$dirs; do echo "== $$d"; afl-whatsup $(WHATSUP_ARGS) $$d 2>/dev/null | grep -v 'status check tool'; done
 
 plot: deps
 	@dirs=$$(find $(OUT) -name plot_data -printf '%h\n' 2>/dev/null | sort -u); \
