@@ -106,8 +106,11 @@ def cmd_fuzz(args) -> int:
     options = _fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
                             out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress)
     console = _console()
-    # live afl-fuzz statistics come from this process only: with --jobs, a line per instance
-    progress, finish = _progress_display(console, args.time, enabled=not args.no_progress and args.jobs <= 1)
+    # live afl-fuzz statistics come from this process only: with --jobs over several instances, a
+    # line per instance (on one instance, --jobs means afl-fuzz instances, still run from here)
+    one_instance = len([i for item in args.instance or [] for i in item.split(",") if i.strip()]) == 1
+    progress, finish = _progress_display(console, args.time,
+                                         enabled=not args.no_progress and (args.jobs <= 1 or one_instance))
     planned, done = [0], [0]      # instances in the run, and finished ones (set by the callbacks)
 
     def on_plan(total: int, already: int) -> None:
