@@ -157,15 +157,40 @@ def test_sigkill_then_resume_repeats_nothing_and_loses_nothing(reference, tmp_pa
     assert len(runs) == 2 and runs[1]["instances_done"] == len(after) - len(done_before)
 
 
-def test_same_campaign_on_dask_local_cluster(reference, tmp_path):
-    pytest.importorskip("distributed", reason="Dask is the optional extra harnessgen[dask]; `make setup` installs it")
-    run_campaign_cli(tmp_path, "dask", "--dask-local", "2")
+@pytest.mark.parametrize("how", ["dask-local", "scheduler"])
+def test_same_campaign_on_dask(reference, tmp_path, how):
+    """Through a LocalCluster the campaign starts itself (--dask-local) and through the address
+    of a running one (--scheduler): the same verdicts and findings as local processes."""
+    distributed = pytest.importorskip("distributed", reason="Dask is the optional extra harnessgen[dask]; "
+                                                            "`make setup` installs it")
+    if how == "dask-local":
+        run_campaign_cli(tmp_path, "dask", "--dask-local", "2")
+    else:
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+            run_campaign_cli(tmp_path, "dask", "--scheduler", cluster.scheduler_address)
     directory = tmp_path / "dask"
     assert verdicts_by_transformation(directory) == verdicts_by_transformation(reference)
     assert findings(directory) == findings(reference)
     runs = json.loads((directory / "summary.json").read_text())["runs"]
-    assert [r["executor"] for r in runs] == ["dask-local"]
+    assert [r["executor"] for r in runs] == ["dask-local" if how == "dask-local" else "dask"]
     assert all(r["completions"] == 1 for r in rows(directory).values())
+
+
+def test_slurm_executor_writes_the_batch_script_asked_for():
+    """--slurm goes through the same Dask path; without a Slurm here, its batch script is checked."""
+    pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is the optional extra harnessgen[dask]")
+    from harnessgen.campaign.executors import SlurmOptions, slurm_cluster
+
+    cluster = slurm_cluster(SlurmOptions(queue="debug", account="proj42", walltime="00:30:00", cores=4,
+                                         memory="8GB", extra=("--constraint=mc",)))
+    try:
+        script = cluster.job_script()
+    finally:
+        cluster.close()
+    for line in ("#SBATCH -p debug", "#SBATCH -A proj42", "#SBATCH -t 00:30:00", "#SBATCH --cpus-per-task=4",
+                 "#SBATCH --constraint=mc"):
+        assert line in script, script
+    assert "--nthreads 1" in script and "--nworkers 4" in script      # one instance per core
 
 
 def test_campaign_directory_belongs_to_one_campaign(reference, tmp_path):
