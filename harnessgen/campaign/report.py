@@ -26,7 +26,7 @@ FINDING_VERDICTS = ("MISMATCH", "POST_CRASH", "POST_HANG", "OOB_WRITE", "RACE", 
 STATIC_VERDICTS = ("FAILED_TO_APPLY", "INVALID_SDFG", "BUILD_FAILURE")
 VERDICT_ORDER = ("PASS",) + FINDING_VERDICTS + ("INVALID_INPUT", "FLAKY", "UNSUPPORTED", "ERROR")
 COLOURS = {"PASS": "#4caf50", "MISMATCH": "#d32f2f", "POST_CRASH": "#b71c1c", "POST_HANG": "#e65100",
-           "OOB_WRITE": "#880e4f", "RACE": "#6a1b9a", "FAILED_TO_APPLY": "#f57c00", "INVALID_SDFG": "#ff8f00",
+           "OOB_WRITE": "#880e4f", "RACE": "#6a1b9a", "FAILED_TO_APPLY": "#f57c00", "INVALID_SDFG": "#00838f",
            "BUILD_FAILURE": "#5d4037", "INVALID_INPUT": "#fbc02d", "FLAKY": "#fdd835", "UNSUPPORTED": "#9e9e9e",
            "ERROR": "#212121"}
 
@@ -96,17 +96,24 @@ def collect(directory: Path, state: CampaignState) -> ReportData:
             "median_execs_per_sec": _median([i["execs_per_sec"] for i in done if i["execs_per_sec"]]),
             "median_first_finding_s": _median([i["first_finding_s"] for i in done if i["first_finding_s"] is not None]),
         })
-    runs = state.runs()
-    wall = sum((r["finished_at"] or r["started_at"]) - r["started_at"] for r in runs)
+    runs = [{**r, "seconds": round(_run_end(state, r) - r["started_at"], 1)} for r in state.runs()]
+    wall = sum(r["seconds"] for r in runs)
     findings = [{"instance": i["id"], "transformation": i["transformation"], **f} for i in instances for f in i["findings"]]
     done = [i for i in instances if i["state"] == "done"]
     return ReportData(
         title=f"harnessgen campaign: {meta.get('program', '?')} x {meta.get('transformations', '?')}",
         generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), meta=meta,
-        runs=[{**r, "seconds": round((r["finished_at"] or r["started_at"]) - r["started_at"], 1)} for r in runs],
-        wall_seconds=round(wall, 1), counts=state.counts(),
+        runs=runs, wall_seconds=round(wall, 1), counts=state.counts(),
         verdicts=dict(Counter(i["verdict"] for i in done)), transformations=transformations,
         instances=instances, findings=findings)
+
+
+def _run_end(state: CampaignState, run: Dict) -> float:
+    """When a run ended; for one still going (or killed), when its last instance finished."""
+    if run["finished_at"]:
+        return run["finished_at"]
+    last = state.db.execute("SELECT MAX(finished_at) FROM instances WHERE run = ?", (run["run"],)).fetchone()[0]
+    return last or run["started_at"]
 
 
 # ------------------------------------------------------------------ plots
@@ -139,7 +146,7 @@ def plots(data: ReportData) -> Dict[str, bytes]:
         ax.set_xlabel("instances")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title("verdicts per transformation")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         out["verdicts"] = _figure_bytes(fig)
         plt.close(fig)
     rates = [i["execs_per_sec"] for i in data.instances if i["execs_per_sec"]]
@@ -161,7 +168,7 @@ def plots(data: ReportData) -> Dict[str, bytes]:
                    if i["findings"] and i["verdict_s"] is not None)
     if times:
         fig, ax = plt.subplots(figsize=(7, 3.2))
-        ax.step([0] + [t for t, _ in times], range(len(times) + 1), where="post", color="#d32f2f", label="all")
+        ax.step([0] + [t for t, _ in times], range(len(times) + 1), where="post", color="#212121", label="all")
         for name in sorted({n for _, n in times}, key=lambda n: -sum(1 for _, m in times if m == n))[:6]:
             mine = [t for t, n in times if n == name]
             ax.step([0] + mine, range(len(mine) + 1), where="post", alpha=0.6, label=name)
