@@ -418,7 +418,9 @@ def portable(obj):
 
 def update_readme(readme: Path, report: Dict, text: str) -> None:
     begin, end = "<!-- perf:begin -->", "<!-- perf:end -->"
-    section = (f"{begin}\n_Measured {report['date']} on {report['machine']} by `make bench` "
+    later = {p: d for p, d in report.get("part_dates", {}).items() if d != report["date"]}
+    again = "".join(f", part {p} again on {d}" for p, d in sorted(later.items()))
+    section = (f"{begin}\n_Measured {report['date']}{again} on {report['machine']} by `make bench` "
                f"({'quick' if report['quick'] else 'full'} run, {report['seconds'] / 60:.0f} min; "
                f"figures in `bench/results/perf.json`)._\n\n{text}\n{end}")
     body = readme.read_text()
@@ -452,7 +454,8 @@ def main() -> int:
         return 0
     q = args.quick
     started = time.perf_counter()
-    report: Dict = {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "quick": q}
+    today = time.strftime("%Y-%m-%d")
+    report: Dict = {"date": today, "machine": machine(), "quick": q, "part_dates": {p: today for p in parts}}
     root = Path(tempfile.mkdtemp(prefix="harnessgen-bench-"))
     try:
         prepared = []
@@ -491,8 +494,9 @@ def main() -> int:
         # a subset measured again: the other parts keep their earlier figures
         earlier = json.loads(args.out.read_text())
         if earlier.get("quick") == q:
+            dates = {**{p: earlier.get("date") for p in PARTS}, **earlier.get("part_dates", {}), **report["part_dates"]}
             report = {**earlier, **{k: v for k, v in report.items() if k != "seconds"},
-                      "seconds": earlier.get("seconds", 0.0)}
+                      "seconds": earlier.get("seconds", 0.0), "date": earlier.get("date"), "part_dates": dates}
     text = table(report)
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
