@@ -18,6 +18,10 @@ import pytest
 
 from tests.conftest import BUILD_CACHE, REPO
 
+# these start several workers or afl-fuzz instances: they share one xdist worker (make test runs
+# --dist loadgroup) with the tests whose races need a free core, so the two never overlap
+pytestmark = pytest.mark.xdist_group("cores")
+
 PROGRAM = "kernels:trisolve"
 # one planted bug (1 instance, MISMATCH), a correct built-in (3 instances) and one that does not apply
 XFORMS = "harnessgen.zoo.planted:UnrollDropsIterations,TaskletFusion,MapTiling"

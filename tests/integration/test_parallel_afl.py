@@ -3,7 +3,13 @@ sync directory, one of them with CMPLOG; the same command after an interruption 
 session (-i -) for the time left instead of starting over."""
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import run_cli, summary_of
+
+# these start several workers or afl-fuzz instances: they share one xdist worker (make test runs
+# --dist loadgroup) with the tests whose races need a free core, so the two never overlap
+pytestmark = pytest.mark.xdist_group("cores")
 
 INSTANCE = "MapFusion-79bac3e5"
 ARGS = ["fuzz", "--program", "kernels:elementwise_chain", "--transformation", "MapFusion", "--instance", INSTANCE,
