@@ -97,7 +97,7 @@ def local_cluster(workers: int):
     """A LocalCluster of single-threaded worker processes (one instance per core at a time)."""
     distributed = _distributed()
     return distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                    dashboard_address=None, silence_logs=40)
+                                    dashboard_address=":0", silence_logs=40)   # any free port
 
 
 @contextlib.contextmanager

@@ -170,7 +170,7 @@ def test_same_campaign_on_dask(reference, tmp_path, how):
     if how == "dask-local":
         run_campaign_cli(tmp_path, "dask", "--dask-local", "2")
     else:
-        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
             run_campaign_cli(tmp_path, "dask", "--scheduler", cluster.scheduler_address)
     directory = tmp_path / "dask"
     assert verdicts_by_transformation(directory) == verdicts_by_transformation(reference)
