@@ -101,14 +101,14 @@ def _redo_list(text: str) -> tuple:
 
 def cmd_fuzz(args) -> int:
     from .campaign.progress import VERDICT_COLOURS
-    from .fuzz import fuzz
+    from .fuzz import fuzz, split_ids
 
     options = _fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
                             out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress)
     console = _console()
     # live afl-fuzz statistics come from this process only: with --jobs over several instances, a
     # line per instance (on one instance, --jobs means afl-fuzz instances, still run from here)
-    one_instance = len([i for item in args.instance or [] for i in item.split(",") if i.strip()]) == 1
+    one_instance = len(split_ids(args.instance)) == 1
     progress, finish = _progress_display(console, args.time,
                                          enabled=not args.no_progress and (args.jobs <= 1 or one_instance))
     planned, done = [0], [0]      # instances in the run, and finished ones (set by the callbacks)
@@ -262,8 +262,7 @@ def cmd_campaign(args) -> int:
 
     budget = Budget.parse(args.budget)
     config = CampaignConfig(program=args.program, transformations=args.transformation, directory=args.out,
-                            budget=budget, options=_fuzz_options(args), fresh=args.fresh, redo=args.redo,
-                            command_line=" ".join(["harnessgen"] + sys.argv[1:]))
+                            budget=budget, options=_fuzz_options(args), fresh=args.fresh, redo=args.redo)
     console = _console()
     executor = executor_spec(args)
     progress = None if args.no_progress else LiveProgress(console)

@@ -346,6 +346,18 @@ def transformation_specs(target: Target, xform_spec: Optional[str]) -> List[str]
     return [s.strip() for s in xform_spec.split(",") if s.strip()]
 
 
+def split_ids(values: Optional[List[str]]) -> List[str]:
+    """``--instance`` values, each repeatable and comma-separated, as one list."""
+    return [i.strip() for item in values or [] for i in item.split(",") if i.strip()]
+
+
+def with_target_constraints(options: FuzzOptions, target: Target) -> FuzzOptions:
+    """The target's own constraints file (afl_configs/<target>.constraints.json) unless one is given."""
+    if options.constraints is None and target.constraints_file is not None:
+        return dataclasses.replace(options, constraints=target.constraints_file)
+    return options
+
+
 def plan_instances(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[List[str]],
                    settings: Optional[List[str]] = None):
     """(target, program SDFGs, {spec: class}, [(spec, instance)]) in a deterministic order."""
@@ -361,7 +373,7 @@ def plan_instances(program_spec: str, xform_spec: Optional[str], instance_ids: O
         found = enumerate_instances(target, programs, classes[spec], spec, sdfgs,
                                     parse_settings(settings, classes[spec]) if settings else None)
         planned += [(spec, inst) for inst in found]
-    instance_ids = [i.strip() for item in instance_ids or [] for i in item.split(",") if i.strip()]
+    instance_ids = split_ids(instance_ids)
     if instance_ids:
         by_id = {inst.id: (spec, inst) for spec, inst in planned}
         missing = [i for i in instance_ids if i not in by_id]
@@ -428,8 +440,7 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
     started = time.monotonic()
     clear_stale_omp_registrations()
     target, sdfgs, classes, planned = plan_instances(program_spec, xform_spec, instance_ids, settings)
-    if options.constraints is None and target.constraints_file is not None:
-        options = dataclasses.replace(options, constraints=target.constraints_file)
+    options = with_target_constraints(options, target)
     label = ",".join(classes)
     if len(planned) == 1 and jobs > 1:   # one instance: the cores go to afl-fuzz instances on it
         options = dataclasses.replace(options, afl_jobs=jobs)

@@ -28,7 +28,7 @@ from ..errors import ConfigError, HarnessgenError, Unsupported
 from ..files import clear_stale_omp_registrations
 from .executors import ExecutorSpec, open_executor
 from .state import CampaignState
-from .worker import Task, error_result, remember, result_path, run_task
+from .worker import RESULT_FILE, Task, error_result, remember, result_path, run_task
 
 DB_NAME = "campaign.db"
 ALL = "all"
@@ -77,7 +77,6 @@ class CampaignConfig:
     options: object                       # harnessgen.fuzz.FuzzOptions: oracle, seeds, work/corpus/crashes dirs
     fresh: bool = False
     redo: tuple = ()
-    command_line: str = ""
 
     @property
     def identity(self) -> Dict[str, str]:
@@ -149,8 +148,7 @@ def _instance_options(config: CampaignConfig, instance_id: str):
         max_execs=config.budget.execs, budget_s=None, resume=True, show_progress=False,
         work_dir=Path(opts.work_dir).resolve(), corpus_root=Path(opts.corpus_root).resolve(),
         crashes_root=Path(opts.crashes_root).resolve(),
-        constraints=Path(opts.constraints).resolve() if opts.constraints else None,
-        command_line=config.command_line)
+        constraints=Path(opts.constraints).resolve() if opts.constraints else None)
 
 
 def instance_dir(directory: Path, instance_id: str) -> Path:
@@ -177,17 +175,16 @@ def run_campaign(config: CampaignConfig, executor: ExecutorSpec, progress=None,
     state = CampaignState(directory / DB_NAME)
     try:
         state.check_same(config.identity)
-        if config.options.constraints is None:
-            config = _with_target_constraints(config)
+        config = _with_target_constraints(config)
         if not state.is_planned():
             target, sdfgs, classes, xform_rows, rows = plan(config)
             state.record_plan(config.identity, xform_rows, rows)
             remember(config.program, target, sdfgs, classes)
-        recovered = state.recover(lambda instance_id: instance_dir(directory, instance_id) / "result.json")
+        recovered = state.recover(lambda instance_id: instance_dir(directory, instance_id) / RESULT_FILE)
         recovered["redo"] = state.redo(config.redo)
         if on_planned:
             on_planned(state)
-        run = state.start_run(executor.kind, executor.workers, config.command_line)
+        run = state.start_run(executor.kind, executor.workers, config.options.command_line)
         ran = 0
         try:
             ran = _run_pending(config, executor, state, run, progress)
@@ -203,13 +200,11 @@ def run_campaign(config: CampaignConfig, executor: ExecutorSpec, progress=None,
 
 
 def _with_target_constraints(config: CampaignConfig) -> CampaignConfig:
+    from ..fuzz import with_target_constraints
     from ..targets import resolve
 
     target, _ = resolve(config.program)
-    if target.constraints_file is None:
-        return config
-    return dataclasses.replace(config, options=dataclasses.replace(config.options,
-                                                                   constraints=target.constraints_file))
+    return dataclasses.replace(config, options=with_target_constraints(config.options, target))
 
 
 def _warm(config: CampaignConfig, pending: List[Dict]) -> None:
@@ -267,7 +262,7 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, pendi
             if progress:
                 progress.finished(result)
         if progress:
-            progress.update([t for t in inflight.values()])
+            progress.update(list(inflight.values()))
     if broken:
         raise _BrokenExecutor()
     return ran
@@ -277,8 +272,8 @@ def _result_of(future: cf.Future, task: Task, state: CampaignState, pending: Lis
     """The task's result; None when its local worker died and it went back into the queue."""
     try:
         return future.result()
-    except HarnessgenError as exc:          # ConfigError and the like: the same for every instance
-        raise exc
+    except HarnessgenError:                 # ConfigError and the like: the same for every instance
+        raise
     except cf.process.BrokenProcessPool as exc:
         if task.attempt >= MAX_ATTEMPTS:
             return error_result(task, f"its worker process died {task.attempt} times ({exc})")

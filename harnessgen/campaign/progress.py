@@ -37,9 +37,7 @@ class LiveProgress:
     # -------------------------------------------------------------- called by run_campaign
     def start(self, state, executor) -> None:
         counts = state.counts()
-        for row in state.instances():
-            if row["state"] == "done" and row["verdict"]:
-                self.verdicts[row["verdict"]] += 1
+        self.verdicts.update(state.verdicts())
         total, done = sum(counts.values()), counts["done"]
         if not self.console.is_terminal:
             self.console.print(f"{total} instance(s), {done} done earlier, {total - done} to run")

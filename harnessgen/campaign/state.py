@@ -163,6 +163,11 @@ class CampaignState:
             out[row["state"]] = row["n"]
         return out
 
+    def verdicts(self) -> Dict[str, int]:
+        """Finished instances per verdict."""
+        return {row["verdict"]: row["n"] for row in self.db.execute(
+            "SELECT verdict, COUNT(*) AS n FROM instances WHERE state = 'done' GROUP BY verdict")}
+
     def instances(self) -> Iterator[Dict]:
         """Every instance in plan order: its row, with the result decoded (None until done)."""
         for row in self.db.execute("SELECT * FROM instances ORDER BY position"):
