@@ -258,7 +258,8 @@ def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[s
     pch = folder / "headers.h.pch"
     if not pch.is_file():
         header = folder / "headers.h"
-        write_atomic(header, includes.encode())
+        if not header.is_file():   # rewriting it would give other builders' PCHs a newer input file
+            write_atomic(header, includes.encode())
         tmp = folder / f".headers.h.pch.tmp-{os.getpid()}"
         proc = subprocess.run([compiler, *CXXFLAGS, "-I", str(dace_include()), "-c", "-x", "c++-header", str(header),
                                "-o", str(tmp)], capture_output=True, text=True,
@@ -287,10 +288,16 @@ def _priority(item) -> tuple:
     return (len(job.after) > 0, not name.startswith("harness"), name)
 
 
+def _pch_refused(stderr: str) -> bool:
+    """clang did not load the precompiled header: corrupt ("AST file", "PCH"), or its header was
+    written again by a concurrent builder ("has been modified since the precompiled header")."""
+    return any(sign in stderr for sign in ("AST file", "PCH", "precompiled header"))
+
+
 def _run_job(name: str, job: "Job"):
     env = {**os.environ, "AFL_QUIET": "1", **job.env}
     proc = subprocess.run(job.cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0 and "-include-pch" in job.cmd and ("AST file" in proc.stderr or "PCH" in proc.stderr):
+    if proc.returncode != 0 and "-include-pch" in job.cmd and _pch_refused(proc.stderr):
         # a precompiled header that no longer loads only costs time: never blame the code for it
         at = job.cmd.index("-include-pch")
         proc = subprocess.run(job.cmd[:at] + job.cmd[at + 2:], capture_output=True, text=True, env=env)

@@ -50,3 +50,22 @@ def test_a_precompiled_header_that_no_longer_loads_never_fails_a_build(tmp_path)
     shutil.rmtree(tmp_path / "builds")
     again = build(pair, layout, tmp_path, afl=False)
     assert again.libpost.is_file() and again.harness_replay.is_file()
+
+
+def test_a_header_written_again_by_a_concurrent_builder_never_fails_a_build(tmp_path):
+    # two builders starting on an empty cache both write headers.h: the PCH of the first then
+    # sees a newer input file ("has been modified since the precompiled header was built")
+    import os
+    import shutil
+
+    pair = make_pair("elementwise_chain", "MapTiling")
+    layout = layout_of(pair)
+    build(pair, layout, tmp_path, afl=False)
+    headers = list((tmp_path / "pch").rglob("headers.h"))
+    assert headers
+    for header in headers:
+        later = header.stat().st_mtime + 60
+        os.utime(header, (later, later))
+    shutil.rmtree(tmp_path / "builds")
+    again = build(pair, layout, tmp_path, afl=False)
+    assert again.libpost.is_file() and again.harness_replay.is_file()
