@@ -107,7 +107,7 @@ instances: setup
 	$(BIN)/harnessgen instances --program $(TARGET) $(if $(XFORM),--transformation $(XFORM))
 
 test: setup
-	$(BIN)/pytest -n 2 --dist loadgroup --durations=10 $(TEST_ARGS)
+	$(BIN)/pytest -n 2 --durations=10 $(TEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/perf.py $(BENCH_ARGS)
@@ -119,7 +119,7 @@ bench-zoo: setup
 	$(BIN)/python bench/zoo.py
 
 test-unit: setup
-	$(BIN)/pytest -n 2 --dist loadgroup tests/unit $(TEST_ARGS)
+	$(BIN)/pytest -n 2 tests/unit $(TEST_ARGS)
 
 clean:
 	rm -rf $(WORK)/builds $(WORK)/runs

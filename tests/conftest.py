@@ -2,6 +2,8 @@
 xdist worker (``.harnessgen/test-builds``), so each cutout is compiled once per machine."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import json
 import os
@@ -24,6 +26,26 @@ def subnormals_survive():
     yield
     tiny = float.fromhex("0x0.0000000000001p-1022")
     assert tiny > 0.0 and tiny * 2.0 > tiny, "this test loaded code that sets flush-to-zero"
+
+
+@contextlib.contextmanager
+def cores_to_myself():
+    """Tests that take both cores (campaigns, parallel afl-fuzz) and tests whose races need a
+    free core take turns: they hold one lock file, whichever xdist worker runs them."""
+    lock = REPO / ".harnessgen" / "cores.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def exclusive_cores():
+    with cores_to_myself():
+        yield
 
 
 @pytest.fixture(scope="session")

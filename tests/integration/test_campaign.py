@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BUILD_CACHE, REPO
+from tests.conftest import BUILD_CACHE, REPO, cores_to_myself
 
-# these start several workers or afl-fuzz instances: they share one xdist worker (make test runs
-# --dist loadgroup) with the tests whose races need a free core, so the two never overlap
-pytestmark = pytest.mark.xdist_group("cores")
+# these start several workers or afl-fuzz instances: never beside a test whose race needs a free core
+pytestmark = pytest.mark.usefixtures("exclusive_cores")
 
 PROGRAM = "kernels:trisolve"
 # one planted bug (1 instance, MISMATCH), a correct built-in (3 instances) and one that does not apply
@@ -64,7 +63,8 @@ def findings(directory: Path):
 def reference(tmp_path_factory, build_cache):
     """The campaign run once, uninterrupted, on two local workers."""
     tmp = tmp_path_factory.mktemp("campaign")
-    run_campaign_cli(tmp, "reference", "--jobs", "2")
+    with cores_to_myself():
+        run_campaign_cli(tmp, "reference", "--jobs", "2")
     return tmp / "reference"
 
 

@@ -7,9 +7,8 @@ import pytest
 
 from tests.conftest import run_cli, summary_of
 
-# these start several workers or afl-fuzz instances: they share one xdist worker (make test runs
-# --dist loadgroup) with the tests whose races need a free core, so the two never overlap
-pytestmark = pytest.mark.xdist_group("cores")
+# these start several workers or afl-fuzz instances: never beside a test whose race needs a free core
+pytestmark = pytest.mark.usefixtures("exclusive_cores")
 
 INSTANCE = "MapFusion-79bac3e5"
 ARGS = ["fuzz", "--program", "kernels:elementwise_chain", "--transformation", "MapFusion", "--instance", INSTANCE,

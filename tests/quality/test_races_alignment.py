@@ -21,7 +21,7 @@ def alone(folder: Path, tmp: Path, post_from_pre: bool = False) -> subprocess.Co
 
 
 @pytest.mark.fuzz
-@pytest.mark.xdist_group("cores")     # never beside the tests that take both cores (see test_campaign)
+@pytest.mark.usefixtures("exclusive_cores")     # never beside the tests that take both cores
 def test_planted_race_is_found_in_race_mode_and_replays(tmp_path):
     proc = run_cli(["fuzz", "--program", "kernels:prefix_sum", "--transformation",
                     "harnessgen.zoo.planted:ParallelizeCarriedLoop", "--time", "60", "--race", "--until-crash"],
