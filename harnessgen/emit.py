@@ -142,14 +142,14 @@ def _container_context(layout: InputLayout) -> List[Dict[str, object]]:
     return out
 
 
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), trim_blocks=True,
                               lstrip_blocks=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
 def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post: SideSource,
                    oracle: OracleOptions) -> str:
-    env = _environment()
+    env = template_environment()
     pre_ctx, post_ctx = _render_side(pre, layout), _render_side(post, layout)
     return env.get_template("harness.cpp.j2").render(
         version=__version__, instance_id=instance_id, sides=[pre_ctx, post_ctx], pre=pre_ctx, post=post_ctx,

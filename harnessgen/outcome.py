@@ -19,6 +19,10 @@ class Outcome(enum.IntEnum):
     OOB_WRITE = 12
     POST_HANG = 13
     POST_CRASH = 14
+    # Python-level compilers (pyfuzz): the compiler itself fails
+    COMPILER_ERROR = 15     # raised on a valid program
+    UNCLEAR_ERROR = 16      # an invalid program made it fail with an internal error, not a clear rejection
+    ACCEPTED_INVALID = 17   # it ran a program the reference rejects, without a word
     BUILD_FAILURE = 20
     INVALID_SDFG = 21
     FAILED_TO_APPLY = 22

@@ -1,0 +1,233 @@
+"""The Python-level compilers under test, behind one small registry.
+
+A ``Compiler`` loads a generated program's source, runs it as written (the
+reference: NumPy for DaCe, eager torch) and runs it compiled in each of its
+modes. Adding one touches ``COMPILERS`` and its class. The modules it imports
+lazily, so that ``pyfuzz --compiler dace`` never imports torch.
+
+=========  ======================  ================================================
+compiler   reference               modes
+=========  ======================  ================================================
+dace       the Python function     ``simplify`` (frontend + simplify), ``auto_optimize``
+           under NumPy             (+ the ``--dace-pass`` transformations after it)
+torch      eager                   ``aot_eager``, ``inductor``, ``inductor-dynamic``
+                                   (dynamic shapes), ``inductor-cuda`` with a GPU
+=========  ======================  ================================================
+"""
+from __future__ import annotations
+
+import importlib
+import itertools
+import linecache
+import os
+import shutil
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import ConfigError
+from .program import FUNCTION, Program
+
+_serial = itertools.count()
+
+
+def load_module(source: str, tag: str) -> Dict[str, object]:
+    """Execute ``source`` as a module whose text ``inspect`` can find (DaCe's frontend
+    reads a program's source)."""
+    filename = f"<pyfuzz-{os.getpid()}-{tag}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: Dict[str, object] = {"__name__": f"pyfuzz_{tag}"}
+    # dont_inherit: this module's `from __future__ import annotations` would turn the
+    # program's type annotations into strings, which DaCe reads as string arguments
+    exec(compile(source, filename, "exec", dont_inherit=True), namespace)
+    return namespace
+
+
+def as_outputs(result) -> List[np.ndarray]:
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    out = []
+    for item in items:
+        if hasattr(item, "detach"):              # torch tensor
+            item = item.detach().cpu().numpy()
+        out.append(np.array(item, copy=True))
+    return out
+
+
+class Compiler:
+    name = "compiler"
+    # exception types that are a compiler's clear rejection of an invalid program
+    clear_errors: Tuple[type, ...] = (SyntaxError, TypeError, ValueError, NotImplementedError)
+
+    def __init__(self, work_dir: Path, extra_passes: Sequence[str] = ()):
+        self.work_dir = Path(work_dir)
+        self.extra_passes = list(extra_passes)
+
+    def modes(self) -> List[str]:
+        raise NotImplementedError
+
+    def reference(self, program: Program, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        raise NotImplementedError
+
+    def run(self, program: Program, mode: str, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        raise NotImplementedError
+
+    def is_clear_error(self, error: BaseException) -> bool:
+        return isinstance(error, self.clear_errors)
+
+    def versions(self) -> Dict[str, str]:
+        return {}
+
+    def instrument_prefixes(self) -> List[str]:
+        """Modules whose functions Atheris instruments by default: the compiler's own
+        passes, not the whole package (instrumenting torch whole takes minutes)."""
+        return []
+
+    def warm_up(self) -> None:
+        """Import what a first compile imports lazily, so that instrumentation sees it."""
+
+
+class DaceCompiler(Compiler):
+    name = "dace"
+
+    def __init__(self, work_dir: Path, extra_passes: Sequence[str] = ()):
+        super().__init__(work_dir, extra_passes)
+        import dace
+
+        self.dace = dace
+        self.build_root = self.work_dir / "dacecache"
+        self.build_root.mkdir(parents=True, exist_ok=True)
+        dace.config.Config.set("default_build_folder", value=str(self.build_root.resolve()))
+        self.passes = [_load_class(spec) for spec in self.extra_passes]
+        from dace.frontend.python.common import DaceSyntaxError
+
+        self.clear_errors = Compiler.clear_errors + (DaceSyntaxError,)
+
+    def modes(self) -> List[str]:
+        return ["simplify", "auto_optimize"]
+
+    def versions(self) -> Dict[str, str]:
+        return {"dace": self.dace.__version__, "numpy": np.__version__}
+
+    def instrument_prefixes(self) -> List[str]:
+        return ["dace.frontend.python", "dace.transformation.auto", "dace.transformation.passes",
+                "dace.transformation.dataflow", "dace.transformation.interstate"]
+
+    def _program(self, program: Program, tag: str):
+        return load_module(program.source(), tag)[FUNCTION]
+
+    def reference(self, program: Program, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        function = self._program(program, f"ref{next(_serial)}")
+        return as_outputs(function.f(**{k: v.copy() for k, v in inputs.items()}))
+
+    def sdfg(self, program: Program, mode: str):
+        from dace.transformation.auto.auto_optimize import auto_optimize
+
+        tag = f"{mode}{next(_serial)}"
+        sdfg = self._program(program, tag).to_sdfg(simplify=True)
+        sdfg.name = f"hgpy_{os.getpid()}_{tag}"
+        if mode == "auto_optimize":
+            auto_optimize(sdfg, self.dace.DeviceType.CPU)
+            for xform in self.passes:
+                sdfg.apply_transformations_once_everywhere(xform)
+        elif mode != "simplify":
+            raise ConfigError(f"DaCe has no mode {mode!r}; choose one of {', '.join(self.modes())}")
+        return sdfg
+
+    def run(self, program: Program, mode: str, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        sdfg = self.sdfg(program, mode)
+        folder = Path(sdfg.build_folder)
+        try:
+            compiled = sdfg.compile()
+            return as_outputs(compiled(**{k: v.copy() for k, v in inputs.items()}))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+class TorchCompiler(Compiler):
+    name = "torch"
+
+    def __init__(self, work_dir: Path, extra_passes: Sequence[str] = ()):
+        super().__init__(work_dir, extra_passes)
+        try:
+            import torch
+        except ImportError as error:
+            raise ConfigError("pyfuzz --compiler torch needs PyTorch: run `make setup-torch`") from error
+        self.torch = torch
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str((self.work_dir / "inductor").resolve()))
+        import torch._dynamo.exc as exc
+
+        # Dynamo reports an invalid program as a TorchRuntimeError wrapping torch's own error;
+        # a backend's crash or an internal error is not a clear rejection
+        self.unclear = (exc.BackendCompilerFailed, exc.InternalTorchDynamoError)
+        self.clear_errors = Compiler.clear_errors + (RuntimeError, IndexError)
+
+    def modes(self) -> List[str]:
+        modes = ["aot_eager", "inductor", "inductor-dynamic"]
+        if self.torch.cuda.is_available():
+            modes.append("inductor-cuda")
+        return modes
+
+    def versions(self) -> Dict[str, str]:
+        return {"torch": self.torch.__version__, "numpy": np.__version__}
+
+    def instrument_prefixes(self) -> List[str]:
+        return ["torch._inductor.fx_passes", "torch._inductor.lowering", "torch._inductor.decomposition",
+                "torch._dynamo.variables.torch", "torch._dynamo.variables.tensor"]
+
+    def warm_up(self) -> None:
+        compiled = self.torch.compile(lambda x: self.torch.relu(x) + 1, backend="inductor")
+        compiled(self.torch.ones(2))
+        self.torch._dynamo.reset()
+
+    def is_clear_error(self, error: BaseException) -> bool:
+        return not isinstance(error, self.unclear) and isinstance(error, self.clear_errors)
+
+    def _tensors(self, inputs: Dict[str, np.ndarray], device: str = "cpu"):
+        return {k: self.torch.from_numpy(v.copy()).to(device) for k, v in inputs.items()}
+
+    def reference(self, program: Program, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        function = load_module(program.source(), f"ref{next(_serial)}")[FUNCTION]
+        with self.torch.no_grad():
+            return as_outputs(function(**self._tensors(inputs)))
+
+    def run(self, program: Program, mode: str, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        if mode not in self.modes():
+            raise ConfigError(f"torch has no mode {mode!r} here; choose one of {', '.join(self.modes())}")
+        function = load_module(program.source(), f"{mode}{next(_serial)}")[FUNCTION]
+        backend = "aot_eager" if mode == "aot_eager" else "inductor"
+        device = "cuda" if mode.endswith("cuda") else "cpu"
+        self.torch._dynamo.reset()
+        compiled = self.torch.compile(function, backend=backend, dynamic=True if mode == "inductor-dynamic" else False)
+        with self.torch.no_grad():
+            return as_outputs(compiled(**self._tensors(inputs, device)))
+
+
+COMPILERS = {"dace": DaceCompiler, "torch": TorchCompiler}
+
+
+def get_compiler(name: str, work_dir: Path, extra_passes: Sequence[str] = ()) -> Compiler:
+    if name not in COMPILERS:
+        raise ConfigError(f"--compiler {name!r} is unknown; choose one of {', '.join(sorted(COMPILERS))}")
+    if extra_passes and name != "dace":
+        raise ConfigError("--dace-pass applies to --compiler dace only")
+    return COMPILERS[name](work_dir, extra_passes)
+
+
+def torch_available() -> Optional[str]:
+    """None when torch imports, else why not."""
+    try:
+        importlib.import_module("torch")
+    except ImportError as error:
+        return f"torch is not installed ({error}); `make setup-torch` installs it"
+    return None
+
+
+def _load_class(spec: str):
+    module_name, _, cls_name = spec.partition(":")
+    if not cls_name:
+        raise ConfigError(f"--dace-pass {spec!r}: write it as module:Class")
+    try:
+        return getattr(importlib.import_module(module_name), cls_name)
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(f"--dace-pass {spec!r}: {error}") from error

@@ -1,0 +1,127 @@
+"""Operator pools: what a generated program may call, with the rules that keep it valid.
+
+One ``Op`` per operator, the same record for every compiler: its kind (which
+shape rule applies), the dtypes it takes, a bound rule (strict mode keeps every
+value finite by tracking an upper bound of ``|value|``) and how it is spelled
+in each compiler's source. A pool is the list of ops one compiler supports;
+``POOLS`` finds it by compiler name.
+
+Shape rules by kind::
+
+    unary      x -> x.shape
+    binary     x, y -> x.shape, y the same shape or x's last dimension (row broadcast)
+    scalar     x, constant -> x.shape
+    reduce     x (rank 2) -> x.shape without one axis
+    matmul     (m, k) @ (k, n) -> (m, n); (m, k) @ (k,) -> (m,)
+    transpose  (m, n) -> (n, m)
+    where      x, y -> x.shape; picks x where x > y
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Dict, List, Optional, Tuple
+
+FLOATS = ("float64", "float32")
+INTS = ("int64",)
+ALL = FLOATS + INTS
+# Strict mode keeps every value below this magnitude (float32 overflows at 3.4e38;
+# int64 products must not overflow: signed overflow is undefined behaviour in C)
+FLOAT_LIMIT = 1e12
+INT_LIMIT = 2.0 ** 40
+
+Bound = Callable[..., Optional[float]]
+
+
+def _cap(limit: float) -> Callable[[float], Optional[float]]:
+    return lambda b: b if b <= limit else None
+
+
+def _exp_bound(b: float) -> Optional[float]:
+    return math.exp(b) if b <= 25.0 else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    name: str
+    kind: str                           # the shape rule (module docstring)
+    dtypes: Tuple[str, ...]
+    spelling: Dict[str, str]            # compiler -> format string over {x}, {y}, {c}, {axis}
+    bound: Bound                        # bounds of the operands (and constant) -> bound of the result, None: unsafe
+    view: bool = False                  # the result may alias an operand (never returned as is)
+
+    def render(self, compiler: str, **operands) -> str:
+        return self.spelling[compiler].format(**operands)
+
+
+def _both(np_form: str, torch_form: str) -> Dict[str, str]:
+    return {"dace": np_form, "numpy": np_form, "torch": torch_form}
+
+
+def _unary(name, np_form, torch_form, dtypes=FLOATS, bound=lambda b: b):
+    return Op(name, "unary", dtypes, _both(np_form, torch_form), bound)
+
+
+def _binary(name, np_form, torch_form, bound, dtypes=ALL):
+    return Op(name, "binary", dtypes, _both(np_form, torch_form), bound)
+
+
+COMMON: List[Op] = [
+    _unary("exp", "np.exp({x})", "torch.exp({x})", bound=_exp_bound),
+    _unary("sin", "np.sin({x})", "torch.sin({x})", bound=lambda b: min(b, 1.0)),
+    _unary("cos", "np.cos({x})", "torch.cos({x})", bound=lambda b: 1.0),
+    _unary("tanh", "np.tanh({x})", "torch.tanh({x})", bound=lambda b: min(b, 1.0)),
+    _unary("sqrt_abs", "np.sqrt(np.abs({x}))", "torch.sqrt(torch.abs({x}))", bound=lambda b: math.sqrt(b)),
+    _unary("log1p_abs", "np.log(np.abs({x}) + 1.0)", "torch.log(torch.abs({x}) + 1.0)",
+           bound=lambda b: math.log(b + 1.0)),
+    _unary("abs", "np.abs({x})", "torch.abs({x})", dtypes=ALL),
+    _unary("neg", "-{x}", "-{x}", dtypes=ALL),
+    _binary("add", "{x} + {y}", "{x} + {y}", lambda a, b: a + b),
+    _binary("sub", "{x} - {y}", "{x} - {y}", lambda a, b: a + b),
+    _binary("mul", "{x} * {y}", "{x} * {y}", lambda a, b: a * b),
+    _binary("div", "{x} / (np.abs({y}) + 1.0)", "{x} / (torch.abs({y}) + 1.0)", lambda a, b: a, dtypes=FLOATS),
+    _binary("maximum", "np.maximum({x}, {y})", "torch.maximum({x}, {y})", max),
+    _binary("minimum", "np.minimum({x}, {y})", "torch.minimum({x}, {y})", max),
+    Op("scale", "scalar", FLOATS, _both("{x} * {c}", "{x} * {c}"), lambda a, c: a * abs(c)),
+    Op("shift", "scalar", FLOATS, _both("{x} + {c}", "{x} + {c}"), lambda a, c: a + abs(c)),
+    Op("sum", "reduce", ALL, _both("np.sum({x}, axis={axis})", "torch.sum({x}, dim={axis})"),
+       lambda b, n: b * n),
+    Op("max", "reduce", ALL, _both("np.max({x}, axis={axis})", "torch.amax({x}, dim={axis})"),
+       lambda b, n: b),
+    Op("mean", "reduce", FLOATS, _both("np.mean({x}, axis={axis})", "torch.mean({x}, dim={axis})"),
+       lambda b, n: b),
+    Op("matmul", "matmul", FLOATS, _both("{x} @ {y}", "{x} @ {y}"), lambda a, b, k: a * b * k),
+    Op("transpose", "transpose", ALL, _both("np.transpose({x})", "torch.transpose({x}, 0, 1)"),
+       lambda b: b, view=True),
+    Op("where", "where", ALL, _both("np.where({x} > {y}, {x}, {y})", "torch.where({x} > {y}, {x}, {y})"), max),
+]
+
+TORCH_ONLY: List[Op] = [
+    Op("relu", "unary", FLOATS, {"torch": "torch.relu({x})"}, lambda b: b),
+    Op("sigmoid", "unary", FLOATS, {"torch": "torch.sigmoid({x})"}, lambda b: 1.0),
+    Op("softmax", "reduce_keep", FLOATS, {"torch": "torch.softmax({x}, dim={axis})"}, lambda b, n: 1.0),
+]
+
+POOLS: Dict[str, List[Op]] = {
+    "dace": COMMON,
+    "torch": COMMON + TORCH_ONLY,
+}
+
+OPS_BY_NAME: Dict[str, Op] = {op.name: op for op in COMMON + TORCH_ONLY}
+
+
+def limit(dtype: str) -> float:
+    return INT_LIMIT if dtype in INTS else FLOAT_LIMIT
+
+
+def result_shape(op: Op, x: Tuple[int, ...], y: Optional[Tuple[int, ...]] = None,
+                 axis: int = 0) -> Tuple[int, ...]:
+    if op.kind in ("unary", "scalar", "where", "binary", "reduce_keep"):
+        return x
+    if op.kind == "reduce":
+        return x[:axis] + x[axis + 1:]
+    if op.kind == "transpose":
+        return (x[1], x[0])
+    if op.kind == "matmul":
+        return (x[0],) if len(y) == 1 else (x[0], y[1])
+    raise ValueError(f"unknown op kind {op.kind}")
