@@ -449,6 +449,61 @@ def cmd_targets(args) -> int:
 
 
 # ------------------------------------------------------------------ main
+def _add_pyfuzz(sub) -> None:
+    p = sub.add_parser("pyfuzz", help="fuzz a Python-level compiler (DaCe's frontend, torch.compile) with Atheris",
+                       description="Generated programs, run as written and compiled; findings are triaged into "
+                                   "crashes/pyfuzz/<compiler>/. Arguments after -- go to libFuzzer "
+                                   "(-fork=2, -dict=FILE, -max_len=N).")
+    p.add_argument("--compiler", required=True, choices=["dace", "torch"])
+    p.add_argument("--time", type=float, default=120.0, help="seconds of fuzzing (default 120)")
+    p.add_argument("--out", type=Path, default=None, help="run directory (default .harnessgen/pyfuzz/<compiler>)")
+    p.add_argument("--crashes", type=Path, default=Path("crashes"), help="where findings go (default crashes/)")
+    p.add_argument("--mode", choices=["strict", "disruptive"], default="strict",
+                   help="strict: valid programs only; disruptive: one rule broken on purpose")
+    p.add_argument("--unguided", action="store_true", help="choose operators without the coverage criteria")
+    p.add_argument("--dims", default="1-8", help="range of every array dimension (default 1-8)")
+    p.add_argument("--max-stmts", type=int, default=8)
+    p.add_argument("--mutations", default="loops,closure,guard,recover",
+                   help="mutation families to apply (empty: none)")
+    p.add_argument("--dace-pass", action="append", default=[], metavar="MODULE:CLASS",
+                   help="a transformation applied after auto_optimize (test your own in the pipeline)")
+    p.add_argument("--instrument", default=None, metavar="PREFIX,...",
+                   help="modules Atheris instruments (default: the compiler's passes)")
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--atol", type=float, default=1e-8)
+    p.add_argument("--no-shrink", action="store_true", help="write findings without delta debugging")
+    p.add_argument("--shrink-time", type=float, default=300.0, help="seconds of delta debugging per finding")
+    p.add_argument("--fresh", action="store_true", help="start over instead of continuing the corpus")
+    p.add_argument("--seed", type=int, default=0, help="libFuzzer's seed (0: its own choice)")
+    p.add_argument("libfuzzer", nargs="*", help="libFuzzer flags, after --")
+    p.set_defaults(func=cmd_pyfuzz)
+
+
+def cmd_pyfuzz(args) -> int:
+    from .pyfuzz.run import PyFuzzConfig, run_pyfuzz
+    from .runtime import Tolerance
+
+    target_args = ["--mode", args.mode, "--dims", args.dims, "--max-stmts", str(args.max_stmts),
+                   "--mutations", args.mutations] + (["--unguided"] if args.unguided else [])
+    if args.instrument is not None:
+        target_args += ["--instrument", args.instrument]
+    config = PyFuzzConfig(compiler=args.compiler, out_dir=args.out or Path(".harnessgen/pyfuzz") / args.compiler,
+                          crashes_dir=args.crashes, time_s=args.time, target_args=target_args, passes=args.dace_pass,
+                          libfuzzer=args.libfuzzer, tolerance=Tolerance(rtol=args.rtol, atol=args.atol),
+                          shrink=not args.no_shrink, shrink_budget_s=args.shrink_time, fresh=args.fresh,
+                          seed=args.seed)
+    console = _console()
+    console.print(f"pyfuzz {args.compiler}: {args.time:.0f} s of fuzzing into {config.out_dir}")
+    summary = run_pyfuzz(config)
+    console.print(f"{summary['execs']} programs in {summary['seconds']} s ({summary['execs_per_sec']:.2f}/s); "
+                  f"outcomes {summary['outcomes']}; coverage {summary['coverage']}")
+    for finding in summary["findings"]:
+        console.print(f"  [bold red]{finding['outcome']}[/] {finding['detail']}\n    {finding['directory']}/repro.py")
+    if not summary["findings"]:
+        console.print("no findings")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harnessgen", description="Fuzz compiler optimizations in isolation.")
     parser.add_argument("--version", action="version", version=f"harnessgen {__version__}")
@@ -460,6 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay(sub)
     _add_triage(sub)
     _add_targets(sub)
+    _add_pyfuzz(sub)
     return parser
 
 

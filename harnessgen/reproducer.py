@@ -49,7 +49,7 @@ def _npz_bytes(decoded: DecodedInput) -> bytes:
     return buffer.getvalue()
 
 
-def _runtime_source() -> str:
+def runtime_source() -> str:
     """runtime.py without its module docstring (it sits in the middle of repro.py)."""
     text = RUNTIME_SOURCE.read_text()
     if text.startswith('"""'):
@@ -98,7 +98,7 @@ def sdfg_diff(pre, post) -> List[str]:
     return lines
 
 
-def _environment() -> jinja2.Environment:
+def repro_environment() -> jinja2.Environment:
     """The reproducers' templates (rendered as written: Python, whitespace matters)."""
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
                               undefined=jinja2.StrictUndefined)
@@ -106,7 +106,7 @@ def _environment() -> jinja2.Environment:
 
 def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInput, dtypes: Dict[str, str],
                  cxx: str, cxxflags: List[str], summary: str) -> str:
-    return _environment().get_template("repro.py.j2").render(
+    return repro_environment().get_template("repro.py.j2").render(
         outcome=meta["outcome"], container=meta.get("container"), transformation=meta["transformation"],
         instance=meta["instance"], target=meta["target"], program=meta["program"],
         summary=summary, dace_version=meta["versions"]["dace"], harnessgen_version=meta["versions"]["harnessgen"],
@@ -115,7 +115,7 @@ def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInpu
         tolerance=repr(meta["tolerance"]), cxx=repr(cxx), cxxflags=repr(cxxflags),
         expected=repr({k: meta.get(k) for k in ("outcome", "container", "index")}), timeout_s=60,
         threads=int(meta.get("threads") or 1), repeat=int(meta.get("repro_runs") or meta.get("runs") or 1),
-        runtime_source=_runtime_source())
+        runtime_source=runtime_source())
 
 
 def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: str, cxxflags: List[str]) -> Path:
@@ -141,18 +141,18 @@ def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: st
     inst = pair.instance
     first_line = message.strip().splitlines()[0] if message.strip() else outcome
     repro = tmp / "repro.py"
-    repro.write_text(_environment().get_template("static_repro.py.j2").render(
+    repro.write_text(repro_environment().get_template("static_repro.py.j2").render(
         outcome=outcome, outcome_literal=repr(outcome), transformation=inst.transformation, instance=inst.id,
         target=inst.target, program=inst.program, summary=first_line[:300], spec=inst.transformation_spec,
         spec_literal=repr(inst.transformation_spec), dace_version=dace.__version__, harnessgen_version=__version__,
         pre_sdfg=_pack((tmp / "pre.sdfg").read_text()),
         match=repr(json.dumps(pair.translated_match, default=str)), cxx=repr(cxx), cxxflags=repr(cxxflags)))
     repro.chmod(0o755)
-    _publish(tmp, folder)
+    publish(tmp, folder)
     return folder
 
 
-def _publish(tmp: Path, folder: Path) -> None:
+def publish(tmp: Path, folder: Path) -> None:
     """Move a finished finding directory into place, replacing an older one."""
     if folder.exists():
         old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
@@ -184,5 +184,5 @@ def write_finding(folder: Path, meta: Dict, build_dir: Path, data: bytes, decode
     repro.write_text(render_repro(meta, pre_text, post_text, decoded, dtypes, cxx, cxxflags, summary))
     repro.chmod(0o755)
     (tmp / "README.md").write_text(readme)
-    _publish(tmp, folder)
+    publish(tmp, folder)
     return folder

@@ -17,6 +17,7 @@ from ..errors import ConfigError
 
 ENGINES: Dict[str, tuple] = {
     "afl": (".afl", "AflEngine"),
+    "atheris": (".atheris", "AtherisEngine"),
 }
 
 

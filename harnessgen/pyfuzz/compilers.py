@@ -129,7 +129,7 @@ class DaceCompiler(Compiler):
         if mode == "auto_optimize":
             auto_optimize(sdfg, self.dace.DeviceType.CPU)
             for xform in self.passes:
-                sdfg.apply_transformations_once_everywhere(xform)
+                apply_at_every_match(sdfg, xform)
         elif mode != "simplify":
             raise ConfigError(f"DaCe has no mode {mode!r}; choose one of {', '.join(self.modes())}")
         return sdfg
@@ -221,6 +221,19 @@ def torch_available() -> Optional[str]:
     except ImportError as error:
         return f"torch is not installed ({error}); `make setup-torch` installs it"
     return None
+
+
+def apply_at_every_match(sdfg, xform) -> int:
+    """Apply ``xform`` once at each place it matched before the first application (applying
+    until nothing matches never ends for a transformation that matches its own result, as
+    tiling does)."""
+    from dace.transformation.passes.pattern_matching import match_patterns
+
+    applied = 0
+    for match in list(match_patterns(sdfg, [xform])):
+        match.apply_pattern(append=False)
+        applied += 1
+    return applied
 
 
 def _load_class(spec: str):

@@ -90,9 +90,16 @@ class _Builder:
         self.producer[value.name] = "input"
         return value
 
-    def new_shape(self, rank: Optional[int] = None) -> Tuple[int, ...]:
-        rank = rank or self.choices.integer(1, 2)
-        return tuple(self.choices.integer(self.options.min_dim, self.options.max_dim) for _ in range(rank))
+    def new_shape(self, rank: Optional[int] = None, op: Optional[Op] = None) -> Tuple[int, ...]:
+        """A shape for a new input; guided, the least covered shape class for ``op`` of three drawn."""
+        def draw():
+            r = rank or self.choices.integer(1, 2)
+            return tuple(self.choices.integer(self.options.min_dim, self.options.max_dim) for _ in range(r))
+
+        if self.coverage is None or op is None:
+            return draw()
+        candidates = [draw() for _ in range(3)]
+        return min(candidates, key=lambda shape: self.coverage.op_shape[(op.name, shape_class(shape))])
 
     def pick(self, candidates: List[Value], op: Op) -> Value:
         """One of ``candidates``: by edge and shape novelty when guided, else uniformly."""
@@ -105,7 +112,7 @@ class _Builder:
     def operand(self, op: Op, dtype: str, rank: Optional[int] = None) -> Value:
         candidates = [v for v in self.values() if v.dtype == dtype and (rank is None or len(v.shape) == rank)]
         if not candidates or self.choices.boolean(0.15):
-            return self.new_input(self.new_shape(rank), dtype)
+            return self.new_input(self.new_shape(rank, op), dtype)
         # values nothing reads yet first: programs without dead code
         unread = [v for v in candidates if v.name not in self.used and v.name not in self.input_names()]
         return self.pick(unread if unread and self.choices.boolean(0.7) else candidates, op)

@@ -132,19 +132,22 @@ def _loops(compiler: str, index: int, stmt: Stmt, values: Dict[str, Value]) -> L
     target = stmt.target
     rank = len(target.shape) if compiler == "dace" else 1     # torch: one operator per row
     loop_vars = [f"i{index}_{d}" for d in range(rank)]
+    # DaCe: the innermost index is a one-element slice, so that NumPy keeps the dtype (a
+    # float32 scalar plus a Python float is a float64 in NumPy 1.x; a float32 array is not)
+    element = loop_vars[:-1] + [f"{loop_vars[-1]}:{loop_vars[-1]} + 1"] if compiler == "dace" else loop_vars
     names = {}
     for arg in stmt.args:
         shape = values[arg].shape
         if len(shape) == len(target.shape):
-            names[arg] = f"{arg}[{', '.join(loop_vars)}]"
+            names[arg] = f"{arg}[{', '.join(element)}]"
         elif compiler == "dace":     # row broadcast: the operand follows the last dimension
-            names[arg] = f"{arg}[{loop_vars[-1]}]"
+            names[arg] = f"{arg}[{element[-1]}]"
         else:
             names[arg] = arg
     lines = [f"{target.name} = {_zeros(compiler, target, 'empty')}"]
     for depth, (var, n) in enumerate(zip(loop_vars, target.shape)):
         lines.append("    " * depth + f"for {var} in range({n}):")
-    lines.append("    " * rank + f"{target.name}[{', '.join(loop_vars)}] = {stmt.expression(compiler, names)}")
+    lines.append("    " * rank + f"{target.name}[{', '.join(element)}] = {stmt.expression(compiler, names)}")
     return lines
 
 

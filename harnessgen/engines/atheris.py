@@ -1,0 +1,88 @@
+"""Atheris (libFuzzer for Python) engine: fuzzes a Python-level compiler for a time budget.
+
+The fuzzing process is ``python -m harnessgen.pyfuzz.target``. libFuzzer stops
+at the first input that kills it (a compiled program's SIGSEGV, a hang); the
+engine then starts it again on the same corpus for the time left, so one
+crash never ends a session. Findings the session judges itself (mismatches,
+compiler errors) do not stop it. libFuzzer flags (``-fork``, ``-dict``,
+``-max_len``...) pass through ``job.options``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List
+
+from ..procs import die_with_parent
+from . import Engine, EngineResult, FuzzJob, RawCrash
+
+# a fuzzing process that ends this soon after it started is not restarted
+MIN_SESSION_S = 5.0
+STATUS_LINE = re.compile(r"^#(\d+)\s+\w+.*?exec/s: (\d+)")
+DEFAULT_FLAGS = ["-rss_limit_mb=16384", "-timeout=600", "-print_final_stats=1"]
+
+
+@dataclasses.dataclass
+class PyFuzzTarget:
+    """What the engine fuzzes: the target process's own arguments (compiler, mode, passes)."""
+
+    arguments: List[str]
+
+
+class AtherisEngine(Engine):
+    name = "atheris"
+
+    def command(self, job: FuzzJob, seconds: int) -> List[str]:
+        flags = list(DEFAULT_FLAGS) + [f"-max_total_time={seconds}", f"-seed={job.seed}" if job.seed else "",
+                                       f"-artifact_prefix={job.out_dir / 'artifacts'}/"]
+        if job.dict_file:
+            flags.append(f"-dict={job.dict_file}")
+        if job.max_execs:
+            flags.append(f"-runs={job.max_execs}")
+        flags += job.options
+        corpus = [str(job.out_dir / "corpus")] + ([str(job.seeds_dir)] if job.seeds_dir else [])
+        return ([sys.executable, "-m", "harnessgen.pyfuzz.target", *job.build.arguments, "--out", str(job.out_dir),
+                 "--"] + corpus + [f for f in flags if f])
+
+    def run(self, job: FuzzJob) -> EngineResult:
+        for sub in ("corpus", "artifacts"):
+            (job.out_dir / sub).mkdir(parents=True, exist_ok=True)
+        started = time.time()
+        deadline = started + job.time_s
+        execs, crashes, command = 0, [], []
+        log_path = job.out_dir / "fuzz.log"
+        while True:
+            left = int(deadline - time.time())
+            if left < MIN_SESSION_S:
+                break
+            command = self.command(job, left)
+            before = set((job.out_dir / "artifacts").iterdir())
+            with open(log_path, "a") as log:
+                process = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+            execs += _last_exec_count(log_path)
+            for artifact in sorted(set((job.out_dir / "artifacts").iterdir()) - before):
+                kind = "hang" if artifact.name.startswith(("timeout-", "slow-unit-")) else "crash"
+                crashes.append(RawCrash(artifact, round(time.time() - started, 1), kind))
+            if process.returncode == 0 or job.until_crash and crashes:
+                break
+            if process.returncode != 0 and not (set((job.out_dir / "artifacts").iterdir()) - before):
+                break                      # it failed without saving an input: no point in restarting
+        wall = time.time() - started
+        return EngineResult(execs=execs, execs_per_sec=execs / wall if wall else 0.0, wall_s=wall, crashes=crashes,
+                            stats={}, command=command)
+
+
+def _last_exec_count(log_path: Path) -> int:
+    """Executions of the latest fuzzing process, from libFuzzer's last status line."""
+    count = 0
+    for line in log_path.read_text(errors="replace").splitlines():
+        if line.startswith("INFO: Running with entropic") or line.startswith("INFO: Seed:"):
+            count = 0
+        match = STATUS_LINE.match(line)
+        if match:
+            count = int(match.group(1))
+    return count

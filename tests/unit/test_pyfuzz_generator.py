@@ -1,0 +1,149 @@
+"""pyfuzz's generator and mutations, checked on the reference alone (no compile)."""
+import random
+
+import numpy as np
+import pytest
+
+from harnessgen.pyfuzz.choices import ByteChoices
+from harnessgen.pyfuzz.compilers import Compiler, DaceCompiler, TorchCompiler, torch_available
+from harnessgen.pyfuzz.generator import Coverage, GenOptions, generate
+from harnessgen.pyfuzz.mutations import FAMILIES, mutate
+from harnessgen.pyfuzz.oracle import all_finite, profile
+from harnessgen.pyfuzz.program import Program
+
+PROGRAMS = 1000
+
+
+def byte_strings(n, seed=7, length=160):
+    rng = random.Random(seed)
+    return [bytes(rng.randrange(256) for _ in range(length)) for _ in range(n)]
+
+
+def test_choices_are_a_pure_function_of_the_bytes_and_run_out_into_zeros():
+    data = bytes([200, 7, 255, 1, 3])
+    first = ByteChoices(data)
+    a = [first.integer(0, 9), first.integer(-5, 300), first.boolean(), first.choice("abc"), first.integer(0, 9)]
+    second = ByteChoices(data)
+    assert a == [second.integer(0, 9), second.integer(-5, 300), second.boolean(), second.choice("abc"),
+                 second.integer(0, 9)]
+    empty = ByteChoices(b"")
+    assert (empty.integer(3, 9), empty.choice("xyz"), empty.boolean()) == (3, "x", True) or empty.integer(3, 9) == 3
+
+
+def test_unguided_generation_is_deterministic_and_round_trips_through_json():
+    for data in byte_strings(50):
+        one = generate(ByteChoices(data), GenOptions(guided=False))
+        two = generate(ByteChoices(data), GenOptions(guided=False))
+        if one is None:
+            assert two is None
+            continue
+        assert one.source() == two.source()
+        assert Program.from_json(one.to_json()).source() == one.source()
+        assert all(np.array_equal(one.make_inputs()[k], v) for k, v in two.make_inputs().items())
+
+
+def _reference(compiler: Compiler, program, inputs):
+    with np.errstate(all="ignore"):
+        return compiler.reference(program, inputs)
+
+
+@pytest.fixture(scope="module")
+def dace_reference(tmp_path_factory):
+    return DaceCompiler(tmp_path_factory.mktemp("dace"))
+
+
+def test_strict_programs_are_valid_at_least_99_percent(dace_reference):
+    coverage = Coverage()
+    valid = made = 0
+    for data in byte_strings(PROGRAMS, seed=11):
+        program = generate(ByteChoices(data), GenOptions(compiler="dace"), coverage)
+        if program is None:
+            continue
+        made += 1
+        try:
+            valid += all_finite(_reference(dace_reference, program, program.make_inputs()))
+        except Exception:
+            pass
+    assert made >= 0.95 * PROGRAMS
+    assert valid >= 0.99 * made, f"{valid} of {made} strict programs run finite under NumPy"
+
+
+def test_disruptive_programs_break_a_rule_the_reference_rejects(dace_reference):
+    rejected = broken = 0
+    for data in byte_strings(300, seed=5):
+        program = generate(ByteChoices(data), GenOptions(compiler="dace", mode="disruptive", guided=False))
+        if program is None or program.valid:
+            continue
+        broken += 1
+        try:
+            _reference(dace_reference, program, program.make_inputs())
+        except Exception:
+            rejected += 1
+    assert broken >= 100
+    assert rejected >= 0.9 * broken
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_mutation_keeps_the_reference_outputs_on_1000_programs(dace_reference, family):
+    applied = 0
+    for data in byte_strings(PROGRAMS * 2, seed=3):
+        choices = ByteChoices(data)
+        program = generate(choices, GenOptions(compiler="dace", guided=False))
+        if program is None:
+            continue
+        inputs = program.make_inputs()
+        values = profile(program, inputs)
+        if not all_finite(values.values()):
+            continue
+        mutated = mutate(program, choices, values, families=(family,), max_mutations=3)
+        if not mutated.mutations:
+            continue
+        applied += 1
+        before, after = _reference(dace_reference, program, inputs), _reference(dace_reference, mutated, inputs)
+        for want, have in zip(before, after):
+            assert want.dtype == have.dtype and want.shape == have.shape
+            assert np.array_equal(want, have), f"{family} changed the outputs of\n{mutated.source()}"
+        if applied == PROGRAMS:
+            break
+    assert applied == PROGRAMS, f"{family} applied to only {applied} programs"
+
+
+def test_guidance_covers_more_than_unguided_generation_in_as_many_programs():
+    guided, unguided = Coverage(), Coverage()
+    for count, data in enumerate(byte_strings(300, seed=13), 1):
+        generate(ByteChoices(data), GenOptions(compiler="dace", guided=True), guided)
+        program = generate(ByteChoices(data), GenOptions(compiler="dace", guided=False))
+        if program is not None:
+            unguided.record(program)
+        if count == 25:        # operator x dtype saturates early: compare it before it does
+            assert guided.summary()["op_dtype"] > unguided.summary()["op_dtype"], (guided.summary(), unguided.summary())
+    g, u = guided.summary(), unguided.summary()
+    assert g["op_shape"] > u["op_shape"] and g["edges"] > u["edges"], (g, u)
+
+
+TORCH_MISSING = torch_available()
+
+
+@pytest.mark.skipif(TORCH_MISSING is not None, reason=TORCH_MISSING or "")
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_mutation_keeps_eager_torch_outputs(tmp_path, family):
+    torch_ref = TorchCompiler(tmp_path)
+    applied = 0
+    for data in byte_strings(PROGRAMS * 2, seed=17):
+        choices = ByteChoices(data)
+        program = generate(choices, GenOptions(compiler="torch", guided=False))
+        if program is None:
+            continue
+        inputs = program.make_inputs()
+        values = profile(program, inputs)
+        if not all_finite(values.values()):
+            continue
+        mutated = mutate(program, choices, values, families=(family,), max_mutations=3)
+        if not mutated.mutations:
+            continue
+        applied += 1
+        for want, have in zip(_reference(torch_ref, program, inputs), _reference(torch_ref, mutated, inputs)):
+            assert np.array_equal(want, have), f"{family} changed the outputs of\n{mutated.source()}"
+        if applied == PROGRAMS:
+            break
+    assert applied == PROGRAMS
