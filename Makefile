@@ -1,6 +1,7 @@
 # harnessgen — every target installs what it needs (idempotently).
 #   make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n] [REDO=VERDICT|Class,...]
 #   make campaign [TARGET=kernels] [XFORMS=all|A,B] [BUDGET=60s|200000x per instance] [JOBS=n] [CAMPAIGN=dir]
+#   make pyfuzz [COMPILER=dace|torch] [PYFUZZ_TIME=s] [PYFUZZ_ARGS=...]
 #   make test
 #   make instances TARGET=kernels XFORM=MapTiling
 
@@ -27,7 +28,11 @@ CAMPAIGN     ?= $(WORK)/campaigns/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFO
 # make campaign: BUDGET is per instance there (60s, 5m, 200000x); for make fuzz it bounds the whole run
 CAMPAIGN_BUDGET = $(if $(filter command line environment,$(origin BUDGET)),$(BUDGET),60s)
 
-.PHONY: setup deps venv fuzz campaign report whatsup plot triage replay instances test test-unit bench bench-quick bench-zoo clean distclean help
+COMPILER     ?= dace
+PYFUZZ_TIME  ?= 120
+PYFUZZ_ARGS  ?=
+
+.PHONY: setup setup-torch pyfuzz deps venv fuzz campaign report whatsup plot triage replay instances test test-unit bench bench-quick bench-zoo clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -43,6 +48,9 @@ help:
 	@echo "make triage TARGET=kernels:gemm XFORM=MapTiling         re-triage that run's raw crashes"
 	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
 	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
+	@echo "make pyfuzz COMPILER=dace|torch PYFUZZ_TIME=120          Atheris on DaCe's Python frontend or torch.compile;"
+	@echo "                                                         findings in crashes/pyfuzz/<compiler>/"
+	@echo "make setup-torch                                         install torch 2.13.0 (CPU) for COMPILER=torch"
 	@echo "make test                                               the whole test suite"
 	@echo "make bench                                              performance figures: table, bench/results/perf.json,"
 	@echo "                                                         README section Performance (about 30 min)"
@@ -106,7 +114,17 @@ replay: setup
 instances: setup
 	$(BIN)/harnessgen instances --program $(TARGET) $(if $(XFORM),--transformation $(XFORM))
 
-test: setup
+# torch for pyfuzz --compiler torch, into the same venv (2.13.0 is a CPU build here and runs
+# beside DaCe's numpy<2)
+setup-torch: $(VENV)/.torch-stamp
+$(VENV)/.torch-stamp: $(VENV)/.stamp
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask,torch]'
+	touch $@
+
+pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch)
+	$(BIN)/harnessgen pyfuzz --compiler $(COMPILER) --time $(PYFUZZ_TIME) $(PYFUZZ_ARGS)
+
+test: setup setup-torch
 	$(BIN)/pytest -n 2 --durations=10 $(TEST_ARGS)
 
 bench: setup

@@ -10,6 +10,7 @@ compiler errors) do not stop it. libFuzzer flags (``-fork``, ``-dict``,
 from __future__ import annotations
 
 import dataclasses
+import random
 import re
 import subprocess
 import sys
@@ -17,13 +18,18 @@ import time
 from pathlib import Path
 from typing import List
 
+from ..files import write_atomic
 from ..procs import die_with_parent
 from . import Engine, EngineResult, FuzzJob, RawCrash
 
 # a fuzzing process that ends this soon after it started is not restarted
 MIN_SESSION_S = 5.0
 STATUS_LINE = re.compile(r"^#(\d+)\s+\w+.*?exec/s: (\d+)")
-DEFAULT_FLAGS = ["-rss_limit_mb=16384", "-timeout=600", "-print_final_stats=1"]
+# -len_control=0: every input may use the whole -max_len at once; the generator reads its
+# choices from the bytes, and libFuzzer's slow growth from 4 bytes would spend the first
+# minutes on one-statement programs with one-element arrays
+DEFAULT_FLAGS = ["-rss_limit_mb=16384", "-timeout=600", "-print_final_stats=1", "-len_control=0", "-max_len=512"]
+SEED_INPUTS = 8
 
 
 @dataclasses.dataclass
@@ -48,9 +54,19 @@ class AtherisEngine(Engine):
         return ([sys.executable, "-m", "harnessgen.pyfuzz.target", *job.build.arguments, "--out", str(job.out_dir),
                  "--"] + corpus + [f for f in flags if f])
 
+    def seed_corpus(self, corpus: Path, seed: int) -> None:
+        """A new corpus starts from a few seeded random inputs (programs of every size)."""
+        if any(corpus.iterdir()):
+            return
+        rng = random.Random(seed)
+        for index in range(SEED_INPUTS):
+            data = bytes(rng.randrange(256) for _ in range(32 + 48 * index))
+            write_atomic(corpus / f"seed-{index}", data)
+
     def run(self, job: FuzzJob) -> EngineResult:
         for sub in ("corpus", "artifacts"):
             (job.out_dir / sub).mkdir(parents=True, exist_ok=True)
+        self.seed_corpus(job.out_dir / "corpus", job.seed)
         started = time.time()
         deadline = started + job.time_s
         execs, crashes, command = 0, [], []
