@@ -166,7 +166,7 @@ def write_finding(folder: Path, spec: CompilerSpec, program: Program, inputs, ve
     repro.write_text(repro_environment().get_template("pyrepro.py.j2").render(
         outcome=verdict.outcome.name, compiler=spec.name, summary=summary, stmts=len(program.stmts),
         mutations=", ".join(m.kind for m in program.mutations), modes=modes, passes=list(spec.passes),
-        input_names=list(inputs), rtol=repr(tolerance.rtol), atol=repr(tolerance.atol), exact=tolerance.exact,
+        input_names=list(inputs), rtol=float(tolerance.rtol), atol=float(tolerance.atol), exact=tolerance.exact,
         versions=", ".join(f"{k} {v}" for k, v in compiler.versions().items() if k != "numpy"),
         harnessgen_version=__version__, runtime_source=runtime_source()))
     repro.chmod(0o755)
