@@ -134,7 +134,8 @@ def _loops(compiler: str, index: int, stmt: Stmt, values: Dict[str, Value]) -> L
     loop_vars = [f"i{index}_{d}" for d in range(rank)]
     # DaCe: the innermost index is a one-element slice, so that NumPy keeps the dtype (a
     # float32 scalar plus a Python float is a float64 in NumPy 1.x; a float32 array is not)
-    element = loop_vars[:-1] + [f"{loop_vars[-1]}:{loop_vars[-1]} + 1"] if compiler == "dace" else loop_vars
+    # torch: rows as one-row slices, so that every row runs the same (vectorized) kernel as the whole
+    element = loop_vars[:-1] + [f"{loop_vars[-1]}:{loop_vars[-1]} + 1"]
     names = {}
     for arg in stmt.args:
         shape = values[arg].shape
