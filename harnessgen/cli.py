@@ -461,10 +461,10 @@ def _add_pyfuzz(sub) -> None:
     p.add_argument("--mode", choices=["strict", "disruptive"], default="strict",
                    help="strict: valid programs only; disruptive: one rule broken on purpose")
     p.add_argument("--unguided", action="store_true", help="choose operators without the coverage criteria")
-    p.add_argument("--dims", default="1-8", help="range of every array dimension (default 1-8)")
-    p.add_argument("--max-stmts", type=int, default=8)
-    p.add_argument("--mutations", default="loops,closure,guard,recover",
-                   help="mutation families to apply (empty: none)")
+    # defaults of the generator's options live in pyfuzz.target, which the engine runs
+    p.add_argument("--dims", help="range of every array dimension (default 1-8)")
+    p.add_argument("--max-stmts", help="most statements per program (default 8)")
+    p.add_argument("--mutations", help="mutation families to apply (default loops,closure,guard,recover; empty: none)")
     p.add_argument("--dace-pass", action="append", default=[], metavar="MODULE:CLASS",
                    help="a transformation applied after auto_optimize (test your own in the pipeline)")
     p.add_argument("--instrument", default=None, metavar="PREFIX,...",
@@ -483,10 +483,11 @@ def cmd_pyfuzz(args) -> int:
     from .pyfuzz.run import PyFuzzConfig, run_pyfuzz
     from .runtime import Tolerance
 
-    target_args = ["--mode", args.mode, "--dims", args.dims, "--max-stmts", str(args.max_stmts),
-                   "--mutations", args.mutations] + (["--unguided"] if args.unguided else [])
-    if args.instrument is not None:
-        target_args += ["--instrument", args.instrument]
+    target_args = ["--mode", args.mode] + (["--unguided"] if args.unguided else [])
+    for flag, value in (("--dims", args.dims), ("--max-stmts", args.max_stmts), ("--mutations", args.mutations),
+                        ("--instrument", args.instrument)):
+        if value is not None:
+            target_args += [flag, value]
     config = PyFuzzConfig(compiler=args.compiler, out_dir=args.out or Path(".harnessgen/pyfuzz") / args.compiler,
                           crashes_dir=args.crashes, time_s=args.time, target_args=target_args, passes=args.dace_pass,
                           libfuzzer=args.libfuzzer, tolerance=Tolerance(rtol=args.rtol, atol=args.atol),

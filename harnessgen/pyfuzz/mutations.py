@@ -19,7 +19,7 @@ rewrite computes the same values on the program's own input, which
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 

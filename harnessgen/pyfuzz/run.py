@@ -11,7 +11,7 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from ..engines import FuzzJob, get_engine
 from ..engines.atheris import PyFuzzTarget

@@ -16,7 +16,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Optional
 
 from ..files import write_json
 from ..runtime import Tolerance
@@ -69,6 +69,7 @@ class Session:
             d.mkdir(parents=True, exist_ok=True)
         self.coverage = Coverage()
         self.outcomes: collections.Counter = collections.Counter()
+        self.findings = 0              # programs with a finding, duplicates included
         # signatures an earlier process of the same run already recorded
         self.seen = {tuple(json.loads(path.read_text())["signature"]) for path in self.raw.glob("*.json")}
         self.started = time.time()
@@ -92,7 +93,7 @@ class Session:
 
     def record(self, program, verdict: Verdict, data: bytes) -> None:
         signature = verdict.signature(self.compiler.name)
-        self.outcomes["findings"] += 1
+        self.findings += 1
         if signature in self.seen:
             return
         self.seen.add(signature)
@@ -102,7 +103,7 @@ class Session:
 
     def write_stats(self) -> None:
         self.last_stats = time.time()
-        stats = {"programs": sum(v for k, v in self.outcomes.items() if k not in ("findings",)),
-                 "outcomes": dict(self.outcomes), "coverage": self.coverage.summary(),
+        stats = {"programs": sum(self.outcomes.values()), "outcomes": dict(self.outcomes),
+                 "findings": self.findings, "coverage": self.coverage.summary(),
                  "seconds": round(self.last_stats - self.started, 1), "distinct_findings": len(self.seen)}
         write_json(self.out_dir / "stats" / f"{os.getpid()}.json", stats)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -141,12 +141,13 @@ class Shrinker:
 
     def _bypass(self, best: Candidate, _first) -> Optional[Candidate]:
         program, inputs = best
+        views = {s.target.name for s in program.stmts if s.operator.view}
         for index in reversed(range(len(program.stmts))):
             stmt = program.stmts[index]
             earlier = [v.name for v in program.inputs] + [s.target.name for s in program.stmts[:index]]
             replacements = [a for a in stmt.args if _same_type(program, a, stmt.target.name)]
-            replacements += [e for e in earlier if e not in replacements and _same_type(program, e, stmt.target.name)
-                             and not program.values()[e] in (s.target for s in program.stmts if s.operator.view)]
+            replacements += [e for e in earlier if e not in replacements and e not in views
+                             and _same_type(program, e, stmt.target.name)]
             if stmt.target.name in program.outputs:     # a program returns computed values, not its inputs
                 replacements = [r for r in replacements if r not in inputs]
             for replacement in replacements:

@@ -32,7 +32,7 @@ from .. import __version__
 from ..outcome import Outcome
 from ..reproducer import publish, repro_environment, runtime_source
 from ..runtime import Tolerance
-from .oracle import Verdict
+from .oracle import FLOAT32_TOLERANCE, Verdict
 from .program import Program
 from .replay import CompilerSpec, judge_isolated
 from .shrink import Shrinker
@@ -167,6 +167,7 @@ def write_finding(folder: Path, spec: CompilerSpec, program: Program, inputs, ve
         outcome=verdict.outcome.name, compiler=spec.name, summary=summary, stmts=len(program.stmts),
         mutations=", ".join(m.kind for m in program.mutations), modes=modes, passes=list(spec.passes),
         input_names=list(inputs), rtol=float(tolerance.rtol), atol=float(tolerance.atol), exact=tolerance.exact,
+        rtol32=FLOAT32_TOLERANCE.rtol, atol32=FLOAT32_TOLERANCE.atol,
         versions=", ".join(f"{k} {v}" for k, v in compiler.versions().items() if k != "numpy"),
         harnessgen_version=__version__, runtime_source=runtime_source()))
     repro.chmod(0o755)
