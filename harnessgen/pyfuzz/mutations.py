@@ -6,7 +6,9 @@ rewrite computes the same values on the program's own input, which
 ``tests/unit/test_pyfuzz_mutations.py`` checks on generated programs:
 
 ``loops``    the operator resolved into explicit loops over the elements
-             (torch: over the first dimension, an operator per row)
+             (torch: over the first dimension, an operator per row; only
+             correctly rounded operators, whose bits do not depend on the
+             vector width, see ``Op.exact``)
 ``closure``  the statement moved into a function: a module-level helper for
              DaCe (its frontend takes no nested functions), a closure that
              captures its other operands for torch
@@ -40,7 +42,8 @@ def applicable(program: Program, kind: str, index: int) -> bool:
     if kind in taken or (kind in REPLACING and taken & set(REPLACING)):
         return False
     if kind == "loops":
-        return stmt.operator.kind in ELEMENTWISE and len(stmt.target.shape) >= 1
+        return (stmt.operator.kind in ELEMENTWISE and len(stmt.target.shape) >= 1
+                and (program.compiler == "dace" or stmt.operator.exact))
     if kind == "recover":
         return not stmt.operator.view and len(stmt.target.shape) >= 1
     return True

@@ -49,6 +49,10 @@ class Op:
     spelling: Dict[str, str]            # compiler -> format string over {x}, {y}, {c}, {axis}
     bound: Bound                        # bounds of the operands (and constant) -> bound of the result, None: unsafe
     view: bool = False                  # the result may alias an operand (never returned as is)
+    # IEEE 754 rounds the result correctly (+ - * / sqrt, min/max, abs, selection): any
+    # evaluation order or vector width gives the same bits. Transcendental functions are not:
+    # torch's CPU kernels run SLEEF on full vectors and libm on the tail, 1 ulp apart
+    exact: bool = False
 
     def render(self, compiler: str, **operands) -> str:
         return self.spelling[compiler].format(**operands)
@@ -58,12 +62,12 @@ def _both(np_form: str, torch_form: str) -> Dict[str, str]:
     return {"dace": np_form, "numpy": np_form, "torch": torch_form}
 
 
-def _unary(name, np_form, torch_form, dtypes=FLOATS, bound=lambda b: b):
-    return Op(name, "unary", dtypes, _both(np_form, torch_form), bound)
+def _unary(name, np_form, torch_form, dtypes=FLOATS, bound=lambda b: b, exact=False):
+    return Op(name, "unary", dtypes, _both(np_form, torch_form), bound, exact=exact)
 
 
 def _binary(name, np_form, torch_form, bound, dtypes=ALL):
-    return Op(name, "binary", dtypes, _both(np_form, torch_form), bound)
+    return Op(name, "binary", dtypes, _both(np_form, torch_form), bound, exact=True)
 
 
 COMMON: List[Op] = [
@@ -71,19 +75,20 @@ COMMON: List[Op] = [
     _unary("sin", "np.sin({x})", "torch.sin({x})", bound=lambda b: min(b, 1.0)),
     _unary("cos", "np.cos({x})", "torch.cos({x})", bound=lambda b: 1.0),
     _unary("tanh", "np.tanh({x})", "torch.tanh({x})", bound=lambda b: min(b, 1.0)),
-    _unary("sqrt_abs", "np.sqrt(np.abs({x}))", "torch.sqrt(torch.abs({x}))", bound=lambda b: math.sqrt(b)),
+    _unary("sqrt_abs", "np.sqrt(np.abs({x}))", "torch.sqrt(torch.abs({x}))", bound=lambda b: math.sqrt(b),
+           exact=True),
     _unary("log1p_abs", "np.log(np.abs({x}) + 1.0)", "torch.log(torch.abs({x}) + 1.0)",
            bound=lambda b: math.log(b + 1.0)),
-    _unary("abs", "np.abs({x})", "torch.abs({x})", dtypes=ALL),
-    _unary("neg", "-{x}", "-{x}", dtypes=ALL),
+    _unary("abs", "np.abs({x})", "torch.abs({x})", dtypes=ALL, exact=True),
+    _unary("neg", "-{x}", "-{x}", dtypes=ALL, exact=True),
     _binary("add", "{x} + {y}", "{x} + {y}", lambda a, b: a + b),
     _binary("sub", "{x} - {y}", "{x} - {y}", lambda a, b: a + b),
     _binary("mul", "{x} * {y}", "{x} * {y}", lambda a, b: a * b),
     _binary("div", "{x} / (np.abs({y}) + 1.0)", "{x} / (torch.abs({y}) + 1.0)", lambda a, b: a, dtypes=FLOATS),
     _binary("maximum", "np.maximum({x}, {y})", "torch.maximum({x}, {y})", max),
     _binary("minimum", "np.minimum({x}, {y})", "torch.minimum({x}, {y})", max),
-    Op("scale", "scalar", FLOATS, _both("{x} * {c}", "{x} * {c}"), lambda a, c: a * abs(c)),
-    Op("shift", "scalar", FLOATS, _both("{x} + {c}", "{x} + {c}"), lambda a, c: a + abs(c)),
+    Op("scale", "scalar", FLOATS, _both("{x} * {c}", "{x} * {c}"), lambda a, c: a * abs(c), exact=True),
+    Op("shift", "scalar", FLOATS, _both("{x} + {c}", "{x} + {c}"), lambda a, c: a + abs(c), exact=True),
     Op("sum", "reduce", ALL, _both("np.sum({x}, axis={axis})", "torch.sum({x}, dim={axis})"),
        lambda b, n: b * n),
     Op("max", "reduce", ALL, _both("np.max({x}, axis={axis})", "torch.amax({x}, dim={axis})"),
@@ -93,11 +98,12 @@ COMMON: List[Op] = [
     Op("matmul", "matmul", FLOATS, _both("{x} @ {y}", "{x} @ {y}"), lambda a, b, k: a * b * k),
     Op("transpose", "transpose", ALL, _both("np.transpose({x})", "torch.transpose({x}, 0, 1)"),
        lambda b: b, view=True),
-    Op("where", "where", ALL, _both("np.where({x} > {y}, {x}, {y})", "torch.where({x} > {y}, {x}, {y})"), max),
+    Op("where", "where", ALL, _both("np.where({x} > {y}, {x}, {y})", "torch.where({x} > {y}, {x}, {y})"), max,
+       exact=True),
 ]
 
 TORCH_ONLY: List[Op] = [
-    Op("relu", "unary", FLOATS, {"torch": "torch.relu({x})"}, lambda b: b),
+    Op("relu", "unary", FLOATS, {"torch": "torch.relu({x})"}, lambda b: b, exact=True),
     Op("sigmoid", "unary", FLOATS, {"torch": "torch.sigmoid({x})"}, lambda b: 1.0),
     Op("softmax", "reduce_keep", FLOATS, {"torch": "torch.softmax({x}, dim={axis})"}, lambda b, n: 1.0),
 ]

@@ -50,7 +50,8 @@ def instrument(prefixes: Sequence[str]) -> int:
     prefixes = tuple(prefixes)
     if not prefixes:
         return 0
-    functions = [o for o in gc.get_objects() if isinstance(o, types.FunctionType)
+    # type(), not isinstance(): gc also holds weak proxies, and isinstance() on a dead one raises
+    functions = [o for o in gc.get_objects() if type(o) is types.FunctionType
                  and (getattr(o, "__module__", None) or "").startswith(prefixes)]
     count = 0
     for function in functions:

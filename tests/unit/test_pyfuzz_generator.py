@@ -133,7 +133,6 @@ TORCH_MISSING = torch_available()
 
 
 @pytest.mark.skipif(TORCH_MISSING is not None, reason=TORCH_MISSING or "")
-# loops on torch are not bit-identical yet (vectorized kernels vs rows): left out until fixed
-@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "loops"])
+@pytest.mark.parametrize("family", FAMILIES)
 def test_each_mutation_keeps_eager_torch_outputs(tmp_path, family):
     assert_outputs_kept(TorchCompiler(tmp_path), family, seed=17)
