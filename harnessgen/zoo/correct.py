@@ -3,6 +3,7 @@
 ``ReciprocalDivision`` is correct only up to rounding: ``x / y`` becomes
 ``x * (1.0 / y)``, which differs from the division in the last bits for many
 inputs. It passes with the default rtol/atol and must be caught by ``--exact``.
+``TilingWithRemainder`` is the correct counterpart of the planted tiling bug.
 """
 import ast
 
@@ -11,6 +12,9 @@ from dace import nodes, properties
 from dace.sdfg import SDFG, SDFGState
 from dace.sdfg import utils as sdutil
 from dace.transformation import transformation as xf
+from dace.transformation.dataflow import StripMining
+
+from .planted import TILE, _FirstDimensionTiling
 
 
 class _DivToReciprocal(ast.NodeTransformer):
@@ -54,3 +58,12 @@ class ReciprocalDivision(xf.SingleStateTransformation):
     def apply(self, graph: SDFGState, sdfg: SDFG):
         code, _ = _rewrite(self.tasklet.code.as_string)
         self.tasklet.code = properties.CodeBlock(code, dace.Language.Python)
+
+
+@properties.make_properties
+class TilingWithRemainder(_FirstDimensionTiling):
+    """Strip-mines the first map dimension by 4, the last partial tile included: the correct
+    version of the zoo's ``TilingWithoutRemainder`` (the two share their match)."""
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        StripMining.apply_to(sdfg, map_entry=self.map_entry, options={"tile_size": TILE, "dim_idx": 0}, save=False)
