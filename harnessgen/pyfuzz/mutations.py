@@ -126,9 +126,12 @@ def _dtype(compiler: str, dtype: str) -> str:
     return f"{'np' if compiler == 'dace' else 'torch'}.{dtype}"
 
 
-def _zeros(compiler: str, value: Value, kind: str = "zeros") -> str:
-    module = "np" if compiler == "dace" else "torch"
-    return f"{module}.{kind}({tuple(value.shape)!r}, dtype={_dtype(compiler, value.dtype)})"
+def _zeros(compiler: str, value: Value, like: str, kind: str = "zeros") -> str:
+    """A new array of ``value``'s shape and dtype; for torch on the device of ``like`` (an
+    operand), or compiled on a GPU the rewrite would mix devices."""
+    if compiler == "dace":
+        return f"np.{kind}({tuple(value.shape)!r}, dtype={_dtype(compiler, value.dtype)})"
+    return f"torch.{kind}({tuple(value.shape)!r}, dtype={_dtype(compiler, value.dtype)}, device={like}.device)"
 
 
 def _loops(compiler: str, index: int, stmt: Stmt, values: Dict[str, Value]) -> List[str]:
@@ -148,7 +151,7 @@ def _loops(compiler: str, index: int, stmt: Stmt, values: Dict[str, Value]) -> L
             names[arg] = f"{arg}[{element[-1]}]"
         else:
             names[arg] = arg
-    lines = [f"{target.name} = {_zeros(compiler, target, 'empty')}"]
+    lines = [f"{target.name} = {_zeros(compiler, target, stmt.args[0], 'empty')}"]
     for depth, (var, n) in enumerate(zip(loop_vars, target.shape)):
         lines.append("    " * depth + f"for {var} in range({n}):")
     lines.append("    " * rank + f"{target.name}[{', '.join(element)}] = {stmt.expression(compiler, names)}")
@@ -172,7 +175,7 @@ def _guarded(compiler: str, stmt: Stmt, params: Dict, lines: List[str]) -> List[
     entry = f"{params['probe']}[{', '.join(str(i) for i in params['index'])}]"
     condition = f"{entry} {'<=' if params['below'] else '>='} {params['threshold']!r}"
     return ([f"if {condition}:"] + ["    " + line for line in lines]
-            + ["else:", f"    {stmt.target.name} = {_zeros(compiler, stmt.target)}"])
+            + ["else:", f"    {stmt.target.name} = {_zeros(compiler, stmt.target, stmt.args[0])}"])
 
 
 def _recovered(compiler: str, index: int, stmt: Stmt, params: Dict) -> List[str]:

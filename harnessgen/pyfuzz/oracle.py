@@ -24,6 +24,8 @@ and triage run it in a child process.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import os
 import traceback
 from typing import Dict, List, Optional, Tuple
 
@@ -101,12 +103,16 @@ def all_finite(values) -> bool:
 
 
 def _compiler_frame(error: BaseException, package: str) -> str:
-    """``module:function`` of the innermost traceback frame inside the compiler's package."""
+    """``path/in/package.py:function`` of the innermost traceback frame inside the compiler's
+    installed package (not any folder that happens to carry its name)."""
+    try:
+        root = os.path.dirname(importlib.import_module(package).__file__) + os.sep
+    except (ImportError, TypeError):
+        return ""
     where = ""
     for frame in traceback.extract_tb(error.__traceback__):
-        path = frame.filename.replace("\\", "/")
-        if f"/{package}/" in path:
-            where = f"{path.split(f'/{package}/', 1)[1]}:{frame.name}"
+        if frame.filename.startswith(root):
+            where = f"{frame.filename[len(root):].replace(os.sep, '/')}:{frame.name}"
     return where
 
 
