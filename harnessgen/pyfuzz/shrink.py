@@ -6,7 +6,8 @@ and compares signatures. Passes, each repeated until nothing changes, in the
 manner of Hypothesis' shrinker:
 
 ``mutations``  drop the rewrites one at a time (then halves, ddmin-style)
-``outputs``    keep a single output (the differing one first)
+``outputs``    keep a single output (the differing one first), else drop one
+               (a finding may need two: an invalid statement and the one it breaks)
 ``bypass``     replace a statement's uses by one of its operands or an earlier
                value of the same shape and dtype, so the statement dies
 ``dead code``  after every change: statements no output needs, inputs nothing
@@ -131,9 +132,11 @@ class Shrinker:
         if first_output is not None and first_output < len(order):
             order.remove(first_output)
             order.insert(0, first_output)
-        for index in order:
+        keep_one = [[program.outputs[i]] for i in order]
+        drop_one = [[o for o in program.outputs if o != program.outputs[i]] for i in reversed(order)]
+        for outputs in keep_one + (drop_one if len(program.outputs) > 2 else []):
             candidate = program.copy()
-            candidate.outputs = [program.outputs[index]]
+            candidate.outputs = outputs
             found = self._try((candidate, inputs), best)
             if found is not None:
                 return found
