@@ -3,17 +3,25 @@
 The engine (``engines/atheris.py``) starts it; users start ``harnessgen pyfuzz``.
 Only the compiler's own passes are instrumented (``--instrument``), after a
 warm-up compile has imported what the compiler imports lazily.
+
+libFuzzer's ``-fork`` and ``-jobs`` start its own argv[0] again with its flags;
+argv[0] is therefore ``<out>/target.sh``, which runs this module with the same
+options (each such process warms up and instruments on its own).
 """
 from __future__ import annotations
 
 import argparse
 import gc
+import os
+import shlex
+import stat
 import sys
 import time
 import types
 from pathlib import Path
 from typing import List, Sequence
 
+from ..files import write_atomic
 from ..runtime import Tolerance
 from .compilers import get_compiler
 from .generator import GenOptions, MODES
@@ -73,6 +81,16 @@ def session_options(args) -> SessionOptions:
         tolerance=Tolerance(rtol=args.rtol, atol=args.atol))
 
 
+def relaunch_script(out: Path, ours: List[str]) -> Path:
+    """An executable that runs this target again with ``ours`` and the flags it is given."""
+    command = [sys.executable, "-m", "harnessgen.pyfuzz.target", *ours]
+    script = out / "target.sh"
+    write_atomic(script, (f"#!/bin/sh\ncd {shlex.quote(os.getcwd())} && exec "
+                          f"{' '.join(shlex.quote(c) for c in command)} -- \"$@\"\n").encode())
+    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return script
+
+
 def main(argv: List[str]) -> None:
     ours, libfuzzer = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     args = parser().parse_args(ours)
@@ -86,7 +104,7 @@ def main(argv: List[str]) -> None:
     print(f"harnessgen: instrumented {count} functions of {', '.join(prefixes) or 'nothing'} "
           f"in {time.time() - started:.1f} s", file=sys.stderr, flush=True)
     session = Session(compiler, args.out, session_options(args))
-    atheris.Setup([sys.argv[0]] + libfuzzer, session.test_one_input)
+    atheris.Setup([str(relaunch_script(args.out, ours))] + libfuzzer, session.test_one_input)
     atheris.Fuzz()
 
 
