@@ -455,7 +455,8 @@ def _add_pyfuzz(sub) -> None:
                                    "crashes/pyfuzz/<compiler>/. Arguments after -- go to libFuzzer "
                                    "(-fork=2, -dict=FILE, -max_len=N).")
     p.add_argument("--compiler", required=True, choices=["dace", "torch"])
-    p.add_argument("--time", type=float, default=120.0, help="seconds of fuzzing (default 120)")
+    p.add_argument("--time", type=float, default=120.0,
+                   help="seconds of fuzzing (default 120; 0: only triage the raw findings already in --out)")
     p.add_argument("--out", type=Path, default=None, help="run directory (default .harnessgen/pyfuzz/<compiler>)")
     p.add_argument("--crashes", type=Path, default=Path("crashes"), help="where findings go (default crashes/)")
     p.add_argument("--mode", choices=["strict", "disruptive"], default="strict",
