@@ -1,9 +1,12 @@
 """Judge one program in a child process: a compiled program that dies or hangs
 takes only the child with it.
 
-The child is forked from a process that has already imported the compiler, so
-a replay costs the compile, not the import. A child killed by a signal is
-``POST_CRASH``, one that outlives the timeout ``POST_HANG``.
+Children come from a fork server (``multiprocessing``'s ``forkserver``) that
+imported the compiler's package once, so a replay costs the compile, not the
+import. Not a plain fork of the caller: a caller that has run threads (torch's
+and OpenMP's pools; a test process that ran eager torch) can leave a lock held
+in the child, which then hangs in its first parallel region. A child killed by
+a signal is ``POST_CRASH``, one that outlives the timeout ``POST_HANG``.
 """
 from __future__ import annotations
 
@@ -45,10 +48,21 @@ def _child(conn, spec: CompilerSpec, program_json: Dict, inputs: Dict[str, np.nd
     conn.close()
 
 
+# top-level packages the fork server imports before it forks any child
+PRELOAD = {"dace": ["dace", "harnessgen.pyfuzz.compilers"], "torch": ["torch", "harnessgen.pyfuzz.compilers"]}
+
+
+def _context(compiler: str):
+    context = multiprocessing.get_context("forkserver")
+    # takes effect when the server starts, i.e. at the first replay of this process
+    context.set_forkserver_preload(PRELOAD.get(compiler, ["harnessgen.pyfuzz.compilers"]))
+    return context
+
+
 def judge_isolated(spec: CompilerSpec, program: Program, inputs: Dict[str, np.ndarray],
                    tolerance: Tolerance = Tolerance(), modes: Optional[Sequence[str]] = None,
                    timeout_s: float = DEFAULT_TIMEOUT_S) -> Verdict:
-    context = multiprocessing.get_context("fork")
+    context = _context(spec.name)
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(sender, spec, program.to_json(), inputs, tolerance, modes))
     child.start()
