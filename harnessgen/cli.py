@@ -50,12 +50,19 @@ def _add_fuzz(sub) -> None:
     p.set_defaults(func=cmd_fuzz)
 
 
+def _add_tolerance_flags(p) -> None:
+    """--rtol / --atol with the oracle's own defaults (runtime.Tolerance)."""
+    from .runtime import Tolerance
+
+    p.add_argument("--rtol", type=float, default=Tolerance.rtol, help=f"relative tolerance (default {Tolerance.rtol:g})")
+    p.add_argument("--atol", type=float, default=Tolerance.atol, help=f"absolute tolerance (default {Tolerance.atol:g})")
+
+
 def _add_instance_options(p) -> None:
     """What every instance is fuzzed with: oracle, decoder ranges, seeds, where files go."""
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
-    p.add_argument("--rtol", type=float, default=1e-5)
-    p.add_argument("--atol", type=float, default=1e-8)
+    _add_tolerance_flags(p)
     p.add_argument("--exact", action="store_true", help="compare floats bit for bit")
     p.add_argument("--max-size", type=int, default=16, help="largest value of a size symbol (default 16)")
     p.add_argument("--float-bound", type=float, default=1e6, help="floats are decoded into [-B, B] (default 1e6)")
@@ -404,8 +411,7 @@ def _add_triage(sub) -> None:
     p.add_argument("directory", type=Path, help="a `harnessgen fuzz --out` directory or an AFL++ output directory")
     p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))
     p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"))
-    p.add_argument("--rtol", type=float, default=1e-5)
-    p.add_argument("--atol", type=float, default=1e-8)
+    _add_tolerance_flags(p)
     p.add_argument("--exact", action="store_true")
     p.add_argument("--max-replays", type=int, default=500, help="raw crashes triaged per instance")
     p.set_defaults(func=cmd_triage)
@@ -470,8 +476,7 @@ def _add_pyfuzz(sub) -> None:
                    help="a transformation applied after auto_optimize (test your own in the pipeline)")
     p.add_argument("--instrument", default=None, metavar="PREFIX,...",
                    help="modules Atheris instruments (default: the compiler's passes)")
-    p.add_argument("--rtol", type=float, default=1e-5)
-    p.add_argument("--atol", type=float, default=1e-8)
+    _add_tolerance_flags(p)
     p.add_argument("--no-shrink", action="store_true", help="write findings without delta debugging")
     p.add_argument("--shrink-time", type=float, default=300.0, help="seconds of delta debugging per finding")
     p.add_argument("--fresh", action="store_true", help="start over instead of continuing the corpus")

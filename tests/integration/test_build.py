@@ -1,6 +1,9 @@
 """Builds are cached by content: same cutout, same directory; any change, a new key."""
 import json
+import os
+import shutil
 import subprocess
+from pathlib import Path
 
 from harnessgen.build import build
 from harnessgen.emit import OracleOptions
@@ -36,36 +39,32 @@ def test_afl_harness_and_replay_binary_come_from_one_source(build_cache):
     assert "omp_set_num_threads(1)" in source
 
 
-def test_a_precompiled_header_that_no_longer_loads_never_fails_a_build(tmp_path):
-    # e.g. its header was reached through a link that is gone: it costs time, never a false BUILD_FAILURE
-    import shutil
-
+def _rebuild_after_spoiling(cache: Path, pattern: str, spoil) -> None:
+    """Build once, ``spoil`` every cached precompiled-header file matching ``pattern``, build
+    again from that cache: the second build must succeed."""
     pair = make_pair("elementwise_chain", "MapTiling")
     layout = layout_of(pair)
-    build(pair, layout, tmp_path, afl=False)
-    pchs = list((tmp_path / "pch").rglob("*.pch"))
-    assert pchs
-    for pch in pchs:
-        pch.write_bytes(b"not a precompiled header")
-    shutil.rmtree(tmp_path / "builds")
-    again = build(pair, layout, tmp_path, afl=False)
+    build(pair, layout, cache, afl=False)
+    spoiled = list((cache / "pch").rglob(pattern))
+    assert spoiled
+    for path in spoiled:
+        spoil(path)
+    shutil.rmtree(cache / "builds")
+    again = build(pair, layout, cache, afl=False)
     assert again.libpost.is_file() and again.harness_replay.is_file()
+
+
+def test_a_precompiled_header_that_no_longer_loads_never_fails_a_build(tmp_path):
+    # e.g. its header was reached through a link that is gone: it costs time, never a false BUILD_FAILURE
+    _rebuild_after_spoiling(tmp_path, "*.pch", lambda pch: pch.write_bytes(b"not a precompiled header"))
+
+
+def _touch_later(path: Path) -> None:
+    later = path.stat().st_mtime + 60
+    os.utime(path, (later, later))
 
 
 def test_a_header_written_again_by_a_concurrent_builder_never_fails_a_build(tmp_path):
     # two builders starting on an empty cache both write headers.h: the PCH of the first then
     # sees a newer input file ("has been modified since the precompiled header was built")
-    import os
-    import shutil
-
-    pair = make_pair("elementwise_chain", "MapTiling")
-    layout = layout_of(pair)
-    build(pair, layout, tmp_path, afl=False)
-    headers = list((tmp_path / "pch").rglob("headers.h"))
-    assert headers
-    for header in headers:
-        later = header.stat().st_mtime + 60
-        os.utime(header, (later, later))
-    shutil.rmtree(tmp_path / "builds")
-    again = build(pair, layout, tmp_path, afl=False)
-    assert again.libpost.is_file() and again.harness_replay.is_file()
+    _rebuild_after_spoiling(tmp_path, "headers.h", _touch_later)

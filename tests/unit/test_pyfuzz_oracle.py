@@ -133,7 +133,10 @@ def test_real_dace_judges_disruptive_programs_only_by_the_disruptive_rules(tmp_p
     assert len(clear) >= 3 and all(v.detail == "rejected with a clear error" for v in clear), outcomes
 
 
-@pytest.mark.skipif(torch_available() is not None, reason=torch_available() or "")
+TORCH_MISSING = torch_available()
+
+
+@pytest.mark.skipif(TORCH_MISSING is not None, reason=TORCH_MISSING or "")
 def test_replay_works_in_a_process_whose_torch_threads_have_run(tmp_path, valid_program):
     """A plain fork of a process whose OpenMP pool has run leaves the child hanging in its
     first parallel region (every replay was POST_HANG); replays come from a fork server."""
