@@ -2,6 +2,7 @@
 #   make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n] [REDO=VERDICT|Class,...]
 #   make campaign [TARGET=kernels] [XFORMS=all|A,B] [BUDGET=60s|200000x per instance] [JOBS=n] [CAMPAIGN=dir]
 #   make pyfuzz [COMPILER=dace|torch] [PYFUZZ_TIME=s] [PYFUZZ_ARGS=...]
+#   make setup-cuda / setup-gpu
 #   make test
 #   make instances TARGET=kernels XFORM=MapTiling
 
@@ -32,7 +33,7 @@ COMPILER     ?= dace
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup setup-torch pyfuzz deps venv fuzz campaign report whatsup plot triage replay instances test test-unit bench bench-quick bench-zoo clean distclean help
+.PHONY: setup setup-torch setup-cuda setup-gpu pyfuzz deps venv fuzz campaign report whatsup plot triage replay instances test test-unit bench bench-quick bench-zoo clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -51,6 +52,9 @@ help:
 	@echo "make pyfuzz COMPILER=dace|torch PYFUZZ_TIME=120          Atheris on DaCe's Python frontend or torch.compile;"
 	@echo "                                                         findings in crashes/pyfuzz/<compiler>/"
 	@echo "make setup-torch                                         install torch 2.13.0 (CPU) for COMPILER=torch"
+	@echo "make setup-cuda                                          CUDA 13 compiler, runtime and CCCL from PyPI into the venv"
+	@echo "                                                         (builds GPU cutouts and kernels; no GPU needed)"
+	@echo "make setup-gpu                                           on a GPU machine: pycuda (kernel replays) as well"
 	@echo "make test                                               the whole test suite"
 	@echo "make bench                                              performance figures: table, bench/results/perf.json,"
 	@echo "                                                         README section Performance (about 30 min)"
@@ -121,10 +125,22 @@ $(VENV)/.torch-stamp: $(VENV)/.stamp
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask,torch]'
 	touch $@
 
+# CUDA 13 from PyPI wheels (nvcc, cicc, ptxas, cudart, CCCL): compiles GPU code anywhere; the
+# self-check compiles a CUB kernel with the flags GPU builds use
+setup-cuda: $(VENV)/.cuda-stamp
+$(VENV)/.cuda-stamp: $(VENV)/.stamp
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask,cuda]'
+	$(BIN)/python -m harnessgen.cuda.toolkit
+	touch $@
+
+# pycuda builds from source against the driver's libcuda: only where a GPU and its driver are
+setup-gpu: setup-cuda
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask,cuda,gpu]'
+
 pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch)
 	$(BIN)/harnessgen pyfuzz --compiler $(COMPILER) --time $(PYFUZZ_TIME) $(PYFUZZ_ARGS)
 
-test: setup setup-torch
+test: setup setup-torch setup-cuda
 	$(BIN)/pytest -n 2 --durations=10 $(TEST_ARGS)
 
 bench: setup

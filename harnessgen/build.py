@@ -35,6 +35,7 @@ from .emit import OracleOptions, SideSource, generate_side, render_harness, temp
 from .errors import BuildError, ToolMissing
 from .files import write_atomic
 from .layout import InputLayout
+from .cuda import toolkit as cuda_toolkit
 
 CXX = envs.get("HARNESSGEN_CXX")
 AFL_CXX = envs.get("HARNESSGEN_AFL_CXX")
@@ -112,8 +113,18 @@ def cache_key(pair: CutoutPair, layout: InputLayout, oracle: OracleOptions, afl:
         "post": pair.post.hash_sdfg(), "layout": layout.to_json(), "oracle": dataclasses.asdict(oracle),
         "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "flags": CXXFLAGS,
         "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV,
+        "cuda": _cuda_key(pair),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _cuda_key(pair: CutoutPair) -> Optional[List[str]]:
+    if not (cuda_toolkit.uses_gpu(pair.pre) or cuda_toolkit.uses_gpu(pair.post)):
+        return None
+    return [cuda_toolkit.find().version, *cuda_toolkit.dace_nvcc_flags(), COMPAT_DIGEST]
+
+
+COMPAT_DIGEST = hashlib.sha256(cuda_toolkit.COMPAT_HEADER.read_bytes()).hexdigest()[:12]
 
 
 def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, oracle: Optional[OracleOptions] = None,
@@ -156,11 +167,12 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
     pre = generate_side(pair.pre, out)
     with cf.ThreadPoolExecutor(max_workers=1) as early:
         pre_library = _library_job(out, pre, "libpre.so")
-        running = {"libpre.so": early.submit(_run_job, "libpre.so", pre_library)}
+        pre_cuda = _cuda_jobs(out, pre)
+        running = {} if pre_cuda else {"libpre.so": early.submit(_run_job, "libpre.so", pre_library)}
         post = generate_side(pair.post, out)
         codegen_s = time.perf_counter() - started
         (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, oracle))
-        run_jobs({"libpre.so": pre_library, **_jobs_after_pre(out, post, afl, cmplog)}, running)
+        run_jobs({"libpre.so": pre_library, **pre_cuda, **_jobs_after_pre(out, post, afl, cmplog)}, running)
     for obj in out.glob("*.o"):
         obj.unlink()
 
@@ -171,8 +183,10 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
         "compilers": compiler_versions(afl), "flags": CXXFLAGS, "oracle": dataclasses.asdict(oracle),
         "afl": afl, "cmplog": cmplog, "codegen_seconds": round(codegen_s, 3),
         "build_seconds": round(time.perf_counter() - started, 3),
-        "pre": {"name": pre.name, "init_args": pre.init_args, "program_args": pre.program_args},
-        "post": {"name": post.name, "init_args": post.init_args, "program_args": post.program_args},
+        "pre": {"name": pre.name, "init_args": pre.init_args, "program_args": pre.program_args, "gpu": pre.on_gpu},
+        "post": {"name": post.name, "init_args": post.init_args, "program_args": post.program_args,
+                 "gpu": post.on_gpu},
+        "cuda": _cuda_manifest(pre, post),
         "input_config": pair.input_config, "output_config": pair.output_config,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -180,6 +194,15 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
 
 
 RPATH = "-Wl,-rpath,$ORIGIN"
+
+
+def _cuda_manifest(*sides: SideSource) -> Optional[Dict]:
+    """What a GPU build was made with; None for a CPU-only build."""
+    if not any(side.on_gpu for side in sides):
+        return None
+    toolkit = cuda_toolkit.find()
+    return {"nvcc": toolkit.version, "flags": cuda_toolkit.dace_nvcc_flags()[:-1] + ["cccl3_compat.h"],
+            "runtime": toolkit.cudart.name}
 
 
 def _flags(out: Path) -> List[str]:
@@ -193,16 +216,44 @@ def _work_dir(out: Path) -> Path:
 
 
 def _library_job(out: Path, side: SideSource, soname: str) -> "Job":
-    """A side's plain shared library, exporting only DaCe's entry points."""
-    return Job([CXX, *_flags(out), *header_pch(_work_dir(out), CXX, side.cpp), str(side.cpp), "-shared",
-                f"-Wl,--version-script={out / f'exports_{side.name}.map'}", f"-Wl,-soname,{soname}", "-o",
-                str(out / soname)], side.name)
+    """A side's plain shared library, exporting only DaCe's entry points (a GPU side: its
+    frame code, its CUDA objects and the CUDA runtime, found beside the library)."""
+    host = (cuda_toolkit.dace_host_flags() if side.on_gpu
+            else header_pch(_work_dir(out), CXX, side.cpp))
+    return Job([CXX, *_flags(out), *host, str(side.cpp), *_cuda_link(out, side), "-shared",
+                f"-Wl,--version-script={out / f'exports_{side.name}.map'}", f"-Wl,-soname,{soname}", RPATH, "-o",
+                str(out / soname)], side.name, after=tuple(o.name for o in _cuda_objects(out, side)))
+
+
+def _cuda_objects(out: Path, side: SideSource) -> List[Path]:
+    return [out / f"{side.name}_cuda{i}.o" for i in range(len(side.cuda))]
+
+
+def _cuda_link(out: Path, side: SideSource) -> List[str]:
+    """What a binary holding this side links besides its frame code."""
+    if not side.on_gpu:
+        return []
+    return [*map(str, _cuda_objects(out, side)), str(out / cuda_toolkit.find().cudart.name)]
+
+
+def _cuda_jobs(out: Path, side: SideSource) -> Dict[str, "Job"]:
+    """nvcc calls for a GPU side's CUDA files; the runtime library is copied into the build so
+    the build (and a reproducer made from it) runs wherever a driver is."""
+    if not side.on_gpu:
+        return {}
+    toolkit = cuda_toolkit.find()
+    if not (out / toolkit.cudart.name).exists():
+        shutil.copy2(toolkit.cudart, out / toolkit.cudart.name)
+    return {obj.name: Job([str(toolkit.nvcc), *cuda_toolkit.dace_nvcc_flags(), "-I", str(dace_include()), "-I",
+                           str(out / "include"), "-c", str(cu), "-o", str(obj)], side.name)
+            for cu, obj in zip(side.cuda, _cuda_objects(out, side))}
 
 
 def _jobs_after_pre(out: Path, post: SideSource, afl: bool, cmplog: bool) -> Dict[str, "Job"]:
     """Everything after pre's library: post's, the harness object (``harness.cpp`` written)
     and the binaries."""
     flags, work_dir, harness_cpp = _flags(out), _work_dir(out), out / "harness.cpp"
+    gpu = post.on_gpu
     # the harness's own code is never instrumented: its coverage is the decoder's and the
     # comparison's, the same for every input; instrumenting it tripled its compile time
     (out / "afl_denylist.txt").write_text("src: harness.cpp\n")
@@ -210,25 +261,29 @@ def _jobs_after_pre(out: Path, post: SideSource, afl: bool, cmplog: bool) -> Dic
     # persistent loop) and links it (its runtime), the replay binary included
     harness_cxx, harness_env = (AFL_CXX, {**AFL_ENV, "AFL_LLVM_DENYLIST": str(out / "afl_denylist.txt")}) \
         if afl else (CXX, {})
-    harness_pch = header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None)
+    harness_pch = [] if gpu else header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None)
+    harness_flags = ["-DHG_CUDA", "-isystem", str(cuda_toolkit.find().include)] if gpu else []
     jobs = {
+        **_cuda_jobs(out, post),
         "libpost.so": _library_job(out, post, "libpost.so"),
-        "harness.o": Job([harness_cxx, *flags, *harness_pch, "-c", str(harness_cpp), "-o", str(out / "harness.o")],
-                         "harness", harness_env),
+        "harness.o": Job([harness_cxx, *flags, *harness_flags, *harness_pch, "-c", str(harness_cpp), "-o",
+                          str(out / "harness.o")], "harness", harness_env),
         "harness_replay": Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
-                               str(out / "libpost.so"), RPATH, "-o", str(out / "harness_replay")], "harness",
+                               str(out / "libpost.so"), *_cuda_link(out, post)[-1:], RPATH, "-o", str(out / "harness_replay")], "harness",
                               AFL_ENV if afl else {}, after=("harness.o", "libpre.so", "libpost.so")),
     }
     cmplog_env = {**AFL_ENV, "AFL_LLVM_CMPLOG": "1"}
     for variant, env in (("afl", AFL_ENV), ("cmplog", cmplog_env)):
         if not (afl if variant == "afl" else cmplog):
             continue
-        post_pch = header_pch(work_dir, AFL_CXX, post.cpp, env)
-        jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_pch, "-c", str(post.cpp), "-o",
+        post_host = cuda_toolkit.dace_host_flags() if gpu else header_pch(work_dir, AFL_CXX, post.cpp, env)
+        jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_host, "-c", str(post.cpp), "-o",
                                          str(out / f"post_{variant}.o")], "hg_post", env)
+        cuda_objects = tuple(o.name for o in _cuda_objects(out, post))
         jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), str(out / f"post_{variant}.o"),
-                                          str(out / "libpre.so"), RPATH, "-o", str(out / f"harness_{variant}")],
-                                         "harness", env, after=("harness.o", f"post_{variant}.o", "libpre.so"))
+                                          *_cuda_link(out, post), str(out / "libpre.so"), RPATH, "-o",
+                                          str(out / f"harness_{variant}")], "harness", env,
+                                         after=("harness.o", f"post_{variant}.o", "libpre.so", *cuda_objects))
     return jobs
 
 

@@ -45,6 +45,9 @@ def _add_fuzz(sub) -> None:
     p.add_argument("--out", type=Path, default=Path(".harnessgen/runs/latest"), metavar="DIR",
                    help="where summary.json and AFL++'s output go")
     p.add_argument("--until-crash", action="store_true", help="stop an instance at its first crash")
+    p.add_argument("--build-only", action="store_true",
+                   help="build every instance's libraries and harness, fuzz none (verdict BUILT; a GPU "
+                        "instance on a machine without a GPU ends so anyway)")
     _add_instance_options(p)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_fuzz)
@@ -111,7 +114,8 @@ def cmd_fuzz(args) -> int:
     from .fuzz import fuzz, split_ids
 
     options = _fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
-                            out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress)
+                            out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress,
+                            build_only=args.build_only)
     console = _console()
     # live afl-fuzz statistics come from this process only: with --jobs over several instances, a
     # line per instance (on one instance, --jobs means afl-fuzz instances, still run from here)

@@ -34,6 +34,11 @@ class SideSource:
     cpp: Path
     init_args: List[str]                  # symbol names, in DaCe's order
     program_args: List[tuple]             # (name, is_pointer), in DaCe's order
+    cuda: List[Path] = dataclasses.field(default_factory=list)   # DaCe's CUDA files (a GPU side)
+
+    @property
+    def on_gpu(self) -> bool:
+        return bool(self.cuda)
 
 
 @dataclasses.dataclass
@@ -50,19 +55,23 @@ def generate_side(sdfg, build_dir: Path) -> SideSource:
         objects = sdfg.generate_code()
     except Exception as exc:  # DaCe refused to generate code for this SDFG: a build failure
         raise BuildError(f"DaCe code generation failed for {name}: {type(exc).__name__}: {exc}", side=name) from exc
-    src = build_dir / "src" / "cpu"
-    src.mkdir(parents=True, exist_ok=True)
     (build_dir / "include").mkdir(exist_ok=True)
     (build_dir / "include" / "hash.h").write_text("#pragma once\n")
     cpp_path: Optional[Path] = None
     header = ""
+    cuda: List[Path] = []
     for obj in objects:
-        if obj.language not in ("cpp", "h"):
-            raise BuildError(f"{name}: DaCe generated {obj.language} code ({obj.name}); only CPU code is built", side=name)
+        if obj.language not in ("cpp", "h", "cu"):
+            raise BuildError(f"{name}: DaCe generated {obj.language} code ({obj.name}); only CPU and CUDA code "
+                             f"is built", side=name)
         if obj.name.endswith("_main"):
             continue  # DaCe's sample main program
+        src = build_dir / "src" / ("cuda" if obj.language == "cu" else "cpu")
+        src.mkdir(parents=True, exist_ok=True)
         path = src / f"{obj.name}.{obj.language}"
         path.write_text(obj.clean_code)
+        if obj.language == "cu":
+            cuda.append(path)
         if obj.language == "cpp" and obj.name == name:
             cpp_path = path
         if obj.language == "h" and obj.name == name:
@@ -76,7 +85,7 @@ def generate_side(sdfg, build_dir: Path) -> SideSource:
     (build_dir / f"exports_{name}.map").write_text(
         "{\n  global:\n" + "".join(f"    {f}_{name};\n" for f in ("__dace_init", "__dace_exit", "__program"))
         + "  local: *;\n};\n")
-    return SideSource(name=name, cpp=cpp_path, init_args=init_args, program_args=program_args)
+    return SideSource(name=name, cpp=cpp_path, init_args=init_args, program_args=program_args, cuda=cuda)
 
 
 def _ident(name: str) -> str:
@@ -156,7 +165,8 @@ def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post:
         symbols=_symbol_context(layout), containers=_container_context(layout),
         max_input_bytes=MAX_INPUT_BYTES, float_tiny=repr(float(layout.float_tiny)), offsets=layout.offsets,
         allow_nonfinite=layout.allow_nonfinite, guard_bytes=GUARD_BYTES,
-        rtol=repr(float(oracle.rtol)), atol=repr(float(oracle.atol)), exact=oracle.exact)
+        rtol=repr(float(oracle.rtol)), atol=repr(float(oracle.atol)), exact=oracle.exact,
+        cuda=post.on_gpu)
 
 
 # the templates a build is made of (the reproducer and report templates are not)

@@ -19,6 +19,10 @@ KNOBS: Dict[str, str] = {
     "HARNESSGEN_STAGES": "read by a built harness at start-up: 1 reports on stderr when pre has finished (triage)",
     "HARNESSGEN_THREADS": "read by a built harness at start-up: OpenMP threads for post (race mode when above 1)",
     "HARNESSGEN_REPEAT": "read by a built harness at start-up: how many times race mode runs post per input",
+    "HARNESSGEN_CUDA_HOME": "a CUDA toolkit to build GPU code with (default: the one `make setup-cuda` puts in the venv)",
+    "HARNESSGEN_CUDA_ARCH": "compute capabilities GPU code is built for, e.g. 90 or 80,90 (default 90)",
+    "HARNESSGEN_COMPUTE_SANITIZER": "compute-sanitizer executable for GPU race and barrier checks (default: on PATH, "
+                                    "then beside nvcc)",
 }
 
 DEFAULTS = {
@@ -26,6 +30,7 @@ DEFAULTS = {
     "HARNESSGEN_AFL_CXX": "afl-clang-fast++",
     "HARNESSGEN_AFL_FUZZ": "afl-fuzz",
     "HARNESSGEN_PROGRAM_CACHE": ".harnessgen/programs",
+    "HARNESSGEN_CUDA_ARCH": "90",
 }
 
 

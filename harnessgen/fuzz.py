@@ -39,7 +39,7 @@ from .targets import Target, resolve
 
 
 # every verdict an instance can end with: the triage outcomes plus the harness's own two
-VERDICTS = tuple(o.name for o in Outcome) + ("UNSUPPORTED", "ERROR")
+VERDICTS = tuple(o.name for o in Outcome) + ("BUILT", "UNSUPPORTED", "ERROR")
 
 
 @dataclasses.dataclass
@@ -72,6 +72,7 @@ class FuzzOptions:
     num_seeds: int = 12
     seed_mode: str = "boundary"          # "random": no boundary knowledge; "none": the user's files only
     show_progress: bool = True
+    build_only: bool = False             # stop every instance once its harness is built (verdict BUILT)
 
     @property
     def tolerance(self) -> Tolerance:
@@ -84,7 +85,8 @@ class InstanceResult:
     transformation: str
     program: str
     target: str
-    verdict: str                         # PASS, an Outcome name, UNSUPPORTED, or ERROR (a harnessgen bug)
+    verdict: str                         # PASS, an Outcome name, BUILT (built, not fuzzed: --build-only, or
+                                         # a GPU build where no GPU is), UNSUPPORTED, or ERROR (a harnessgen bug)
     execs: int = 0
     execs_per_sec: float = 0.0           # of the single-thread instance
     race_execs_per_sec: Optional[float] = None
@@ -148,6 +150,18 @@ def _record_static_finding(options: FuzzOptions, pair: CutoutPair, verdict: Outc
     """FAILED_TO_APPLY / INVALID_SDFG / BUILD_FAILURE: keep what reproduces it."""
     folder = _keep_dir(options, pair.instance) / verdict.name.lower()
     return str(write_static_finding(folder, pair, verdict.name, message, CXX, CXXFLAGS))
+
+
+def gpu_missing(harness: HarnessBuild) -> Optional[str]:
+    """Why a GPU build cannot run here (its harness's own device check), None when it can or
+    when it is a CPU build."""
+    if not harness.manifest.get("cuda"):
+        return None
+    proc = subprocess.run([str(harness.harness_replay), "--device-check"], capture_output=True, text=True, timeout=120)
+    if proc.returncode == 0:
+        return None
+    lines = [l for l in proc.stderr.splitlines() if "NO_GPU" in l]
+    return lines[-1].split("reason=", 1)[-1] if lines else f"device check exited {proc.returncode}"
 
 
 def screen_seeds(build: HarnessBuild, paths: List[Path], timeout_s: float = 20.0, threads: int = 1,
@@ -224,6 +238,15 @@ class InstanceRunner:
         result.build_dir = str(harness.dir)
         write_json(harness.dir / "constraints.json", constraints.to_json())
         result.setup_seconds = round(time.monotonic() - started, 3)
+        if opts.build_only:
+            result.verdict, result.message = "BUILT", f"built in {harness.dir} (--build-only: not fuzzed)"
+            return
+        missing = gpu_missing(harness)
+        if missing:
+            result.verdict = "BUILT"
+            result.message = (f"post runs on a GPU and this machine cannot run it ({missing}); built in "
+                              f"{harness.dir}: fuzz it where a GPU is")
+            return
         self._fuzz(inst, harness, result)
 
     def _fuzz(self, inst: Instance, harness: HarnessBuild, result: InstanceResult) -> None:

@@ -10,7 +10,7 @@ from typing import Dict, List
 
 from ..engines.afl import read_stats
 
-VERDICT_COLOURS = {"PASS": "green", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
+VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
                    "ERROR": "magenta"}
 
 
@@ -73,7 +73,7 @@ class LiveProgress:
         line = f"[{colour}]{result['verdict']:<15}[/] {result['program']}/{result['id']}{rate}"
         for finding in result.get("findings", []):
             line += f"\n    -> {finding['outcome']}: {finding['path']}"
-        if result["verdict"] in ("ERROR", "UNSUPPORTED") and result.get("message"):
+        if result["verdict"] in ("ERROR", "UNSUPPORTED", "BUILT") and result.get("message"):
             line += f"\n    {result['message'].splitlines()[0]}"
         self.console.print(line)
         if self.bar is not None:
