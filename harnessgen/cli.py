@@ -453,6 +453,8 @@ def cmd_targets(args) -> int:
     for name in sorted(BUILTIN_TARGETS):
         target, _ = resolve(name)
         print(f"{name}: default transformations {', '.join(target.default_transformations)}")
+        if target.gpu_transformations:
+            print(f"{' ' * len(name)}  --transformation gpu: {', '.join(target.gpu_transformations)}")
         for prog in target.select(None):
             print(f"  {name}:{prog.name:<20} {prog.description}")
     return 0

@@ -361,12 +361,21 @@ _PLAN: Optional[_Plan] = None
 
 
 def transformation_specs(target: Target, xform_spec: Optional[str]) -> List[str]:
-    """``None``/empty: the target's default set; otherwise a comma-separated list."""
+    """``None``/empty: the target's default set; ``gpu``: its GPU set; otherwise a comma-separated
+    list (``gpu`` may be one of its items)."""
     if not xform_spec:
         if not target.default_transformations:
             raise ConfigError(f"target {target.name!r} has no default transformations: pass --transformation")
         return list(target.default_transformations)
-    return [s.strip() for s in xform_spec.split(",") if s.strip()]
+    specs: List[str] = []
+    for spec in (s.strip() for s in xform_spec.split(",") if s.strip()):
+        if spec == "gpu":
+            if not target.gpu_transformations:
+                raise ConfigError(f"target {target.name!r} has no GPU transformations: name them in --transformation")
+            specs += [s for s in target.gpu_transformations if s not in specs]
+        elif spec not in specs:
+            specs.append(spec)
+    return specs
 
 
 def split_ids(values: Optional[List[str]]) -> List[str]:

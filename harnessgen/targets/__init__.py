@@ -20,6 +20,9 @@ from ..errors import ConfigError
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AFL_CONFIGS = REPO_ROOT / "afl_configs"
 
+# what --transformation gpu means for the built-in targets
+GPU_TRANSFORMATIONS = ["GPUTransformMap", "GPUTransformSDFG", "harnessgen.targets.cloudsc_xforms:GPUOffloadMap"]
+
 # name -> module (relative to this package) defining ``make_target()``
 BUILTIN_TARGETS: Dict[str, str] = {
     "kernels": ".kernels",
@@ -43,6 +46,8 @@ class Target:
     name: str
     programs: Dict[str, Program]
     default_transformations: List[str] = dataclasses.field(default_factory=list)
+    # --transformation gpu: those that move code onto a GPU (their post is CUDA)
+    gpu_transformations: List[str] = dataclasses.field(default_factory=list)
     constraints_file: Optional[Path] = None
     options_file: Optional[Path] = None
     dict_file: Optional[Path] = None

@@ -15,7 +15,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from . import Program, Target
+from . import GPU_TRANSFORMATIONS, Program, Target
 
 # built-in DaCe transformations engineers apply to such code, then our engineer-style ones
 DEFAULT_TRANSFORMATIONS = [
@@ -161,4 +161,5 @@ def run_compiled(compiled, arrays: Dict[str, object], sizes: Dict[str, int]) -> 
 
 def make_target() -> Target:
     programs = {"cloudsc": Program("cloudsc", build_sdfg, "cloud microphysics scheme (our CLOUDSC port)")}
-    return Target(name="cloudsc", programs=programs, default_transformations=list(DEFAULT_TRANSFORMATIONS))
+    return Target(name="cloudsc", programs=programs, default_transformations=list(DEFAULT_TRANSFORMATIONS),
+                  gpu_transformations=list(GPU_TRANSFORMATIONS))

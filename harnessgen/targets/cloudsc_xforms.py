@@ -11,6 +11,11 @@ FuzzyFlow's case study found bugs in:
                  would live in global memory; here they are CPU buffers, so the harness
                  tests exactly the data movement an offload adds. Copies are maps over
                  the subsets, so an empty parallel region copies nothing.
+``GPUOffloadMap`` kernel extraction onto a GPU: the map becomes a CUDA kernel (``GPU_Device``)
+                 on twins in GPU global memory. Every twin is copied in whole, so the
+                 whole copy back is exact even where the kernel writes only a sub-range
+                 (the copy back that FuzzyFlow found overwriting host results copied a
+                 twin that held only what the kernel wrote).
 ``UnrollByTwo``  partial unrolling of a state-machine loop with a constant stride: each
                  trip runs the body for ``i`` and, if ``i + stride`` still satisfies the
                  loop condition, for ``i + stride``; otherwise it steps by one stride and
@@ -22,6 +27,7 @@ of the transformation (the closing notes of the cloudsc runs say which).
 from __future__ import annotations
 
 import copy
+from typing import Optional
 
 import dace
 from dace import data as dt
@@ -111,6 +117,56 @@ class OffloadMap(xf.SingleStateTransformation):
         graph.add_edge(edge.src, edge.src_conn, device, None, copy.deepcopy(edge.data))
         graph.remove_edge(edge)
         copy_subset(graph, device, host, subset, "copy_out")
+
+
+@properties.make_properties
+class GPUOffloadMap(OffloadMap):
+    """Moves a top-level map into a CUDA kernel on GPU twins of its containers."""
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        entry = self.map_entry
+        exit_ = graph.exit_node(entry)
+        reads = [e for e in graph.in_edges(entry) if e.data.data is not None]
+        writes = [e for e in graph.out_edges(exit_) if e.data.data is not None]
+        read_names = {e.data.data for e in reads}
+        twins = {}
+        for name in sorted({e.data.data for e in reads + writes}):
+            desc = sdfg.arrays[name]
+            twins[name], _ = sdfg.add_array(f"gpu_{name}", desc.shape, desc.dtype, transient=True, find_new_name=True,
+                                            storage=dace.StorageType.GPU_Global,
+                                            lifetime=dace.AllocationLifetime.State)
+        copied_in = {}
+        for name in sorted(twins):
+            # whole arrays: a plain copy edge becomes one cudaMemcpy, and a twin that holds all
+            # of the host data can be copied back whole
+            host = next((e.src for e in reads if e.data.data == name), None) or graph.add_access(name)
+            device = graph.add_access(twins[name])
+            memlet = self.copy_in_memlet(sdfg, name, [e for e in reads if e.data.data == name])
+            if memlet is None:
+                graph.add_nedge(host, device, Memlet())
+            else:
+                graph.add_edge(host, None, device, None, memlet)
+            copied_in[name] = device
+        for edge in reads:
+            name = edge.data.data
+            self._retarget(graph, edge, twins[name])
+            graph.add_edge(copied_in[name], None, entry, edge.dst_conn, copy.deepcopy(edge.data))
+            graph.remove_edge(edge)
+        for name, device in copied_in.items():
+            if name not in read_names:
+                graph.add_nedge(device, entry, Memlet())   # copied in before the kernel runs
+        for edge in writes:
+            host, name = edge.dst, edge.data.data
+            self._retarget(graph, edge, twins[name])
+            device = graph.add_access(twins[name])
+            graph.add_edge(edge.src, edge.src_conn, device, None, copy.deepcopy(edge.data))
+            graph.remove_edge(edge)
+            graph.add_edge(device, None, host, None, Memlet.from_array(twins[name], sdfg.arrays[twins[name]]))
+        entry.map.schedule = dace.ScheduleType.GPU_Device
+
+    def copy_in_memlet(self, sdfg: SDFG, name: str, reads) -> Optional[Memlet]:
+        """What of ``name`` is copied to its twin before the kernel (None: nothing)."""
+        return Memlet.from_array(name, sdfg.arrays[name])
 
 
 def copy_subset(graph: SDFGState, src: nodes.AccessNode, dst: nodes.AccessNode, subset, label: str) -> None:

@@ -13,7 +13,7 @@ written in one state and read in a later one.
 import dace
 import numpy as np
 
-from . import Program, Target
+from . import GPU_TRANSFORMATIONS, Program, Target
 
 NI, NJ, NK, NL, NM = (dace.symbol(s) for s in ("NI", "NJ", "NK", "NL", "NM"))
 N, M = dace.symbol("N"), dace.symbol("M")
@@ -257,4 +257,5 @@ DESCRIPTIONS = {
 def make_target() -> Target:
     programs = {name: Program(name, _builder(name), DESCRIPTIONS[name]) for name in PROGRAM_NAMES}
     return Target(name="kernels", programs=programs,
-                  default_transformations=["MapTiling", "MapInterchange", "MapFusion"])
+                  default_transformations=["MapTiling", "MapInterchange", "MapFusion"],
+                  gpu_transformations=list(GPU_TRANSFORMATIONS))

@@ -38,3 +38,8 @@ PLANTED = {
     # the stale value matters only when a trip runs two iterations
     "UnrollLosesEntryLoad": PlantedBug("clip_small", "MISMATCH", size_dependent=True, least_failing={"N": 2}),
 }
+
+# planted bugs that run on a GPU: they build anywhere (make setup-cuda), they are found where a GPU is
+PLANTED_GPU = {
+    "GPUOffloadCopiesWholeArray": PlantedBug("column_window", "MISMATCH", size_dependent=True),
+}

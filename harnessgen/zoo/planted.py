@@ -8,6 +8,8 @@ Each one reproduces a bug class reported by FuzzyFlow (SC'23):
 (d) ``RedundantCopyRemoval``    removes a write to a container read in a later state
 (e) ``OffloadCopiesWholeArray`` copies a whole device buffer back when only a
                                 sub-range was computed
+(e') ``GPUOffloadCopiesWholeArray`` the same on a GPU: the twin holds only what the kernel
+    reads, all of it is copied back (needs a GPU to run; it builds anywhere)
 (f) ``FastExpBand``             a fast ``exp`` that is wrong in a narrow band of inputs
 (g) ``AlignedVectorize``        SSE2 aligned loads/stores: crashes on views that start
                                 off a 16-byte boundary
@@ -33,7 +35,7 @@ from dace.transformation.interstate import LoopToMap
 from dace.transformation.interstate.loop_detection import DetectLoop
 
 from ..sdfg_edit import copy_loop_body
-from ..targets.cloudsc_xforms import UnrollByTwo
+from ..targets.cloudsc_xforms import GPUOffloadMap, UnrollByTwo
 
 TILE = 4
 
@@ -188,6 +190,19 @@ class OffloadCopiesWholeArray(xf.SingleStateTransformation):
         graph.remove_edge(write)
         # ... and the whole device buffer is copied back (the bug: only the computed window should be)
         graph.add_edge(dev, None, host, None, Memlet.from_array(dev_name, dev_desc))
+
+
+# ---------------------------------------------------------------- (e) on a GPU
+class GPUOffloadCopiesWholeArray(GPUOffloadMap):
+    """FuzzyFlow's CLOUDSC bug itself, on a GPU: the kernel's twins get only what the kernel
+    reads (nothing for an array it only writes), and the whole twin is copied back, so every
+    element outside the range the kernel wrote is overwritten with device memory that never
+    held the host's values."""
+
+    def copy_in_memlet(self, sdfg: SDFG, name: str, reads):
+        if not reads:
+            return None
+        return copy.deepcopy(reads[0].data)
 
 
 # ---------------------------------------------------------------- (f)
