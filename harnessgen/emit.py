@@ -170,7 +170,7 @@ def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post:
 
 
 # the templates a build is made of (the reproducer and report templates are not)
-BUILD_TEMPLATES = ("harness.cpp.j2", "decoder.inc.j2")
+BUILD_TEMPLATES = ("harness.cpp.j2", "decoder.inc.j2", "expr_helpers.inc.j2", "kernel_side.cu.j2")
 
 
 def template_sources() -> str:

@@ -22,6 +22,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from . import seeds as seedlib
 from .build import CXX, CXXFLAGS, HarnessBuild, build
+from .cuda import kernels as cuda_kernels
+from .cuda.kernel_build import build_kernel
 from .constraints import DEFAULT_FLOAT_BOUND, DEFAULT_MAX_SIZE, derive
 from .cutout import CutoutPair, extract, volume_at_probe
 from .emit import OracleOptions
@@ -35,7 +37,7 @@ from .oracle import Tolerance
 from .outcome import Outcome
 from .reproducer import write_static_finding
 from .triage import TriageOptions, triage_build
-from .targets import Target, resolve
+from .targets import Target, resolve, with_afl_configs
 
 
 # every verdict an instance can end with: the triage outcomes plus the harness's own two
@@ -164,6 +166,25 @@ def gpu_missing(harness: HarnessBuild) -> Optional[str]:
     return lines[-1].split("reason=", 1)[-1] if lines else f"device check exited {proc.returncode}"
 
 
+def sanitizer_sweep(harness: HarnessBuild, passing: List[Path], limit: int = 6) -> List[Path]:
+    """Passing inputs on which compute-sanitizer's racecheck or synccheck reports an error (the
+    ``limit`` largest: more threads per block, more room for a race). None when the sanitizer
+    is not installed."""
+    from .cuda import sanitizer
+
+    if sanitizer.find() is None:
+        return []
+    flagged = []
+    for path in sorted(passing, key=lambda p: (-p.stat().st_size, p.name))[:limit]:
+        try:
+            reports = sanitizer.check(harness.harness_replay, path)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if sanitizer.classify(reports):
+            flagged.append(path)
+    return flagged
+
+
 def screen_seeds(build: HarnessBuild, paths: List[Path], timeout_s: float = 20.0, threads: int = 1,
                  repeat: int = 1):
     """Run every seed with the replay binary: (passing seeds, [(crashing seed, its 1-based position)])."""
@@ -212,6 +233,8 @@ class InstanceRunner:
 
     def _run(self, inst: Instance, result: InstanceResult, started: float) -> None:
         opts = self.options
+        if inst.transformation == "kernel":     # self.sdfg is the kernel's manifest
+            return self._run_kernel(inst, result, started)
         pair = extract(self.sdfg, inst, self.cls)
         result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
         result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
@@ -237,6 +260,25 @@ class InstanceRunner:
             return
         result.build_dir = str(harness.dir)
         write_json(harness.dir / "constraints.json", constraints.to_json())
+        self._fuzz_built(inst, harness, result, started)
+
+    def _run_kernel(self, inst: Instance, result: InstanceResult, started: float) -> None:
+        opts = self.options
+        try:
+            harness = build_kernel(self.sdfg, inst.target, opts.work_dir, OracleOptions(opts.rtol, opts.atol, opts.exact),
+                                   afl=opts.engine == "afl")
+        except BuildError as exc:
+            if exc.side == "harness":
+                raise
+            # the user's kernel (post) or reference (pre) does not compile: nothing to fuzz
+            result.verdict = Outcome.BUILD_FAILURE.name
+            result.message = f"{exc} (the {'kernel' if exc.side == 'hg_post' else 'reference'}; log:\n{exc.log[-2000:]})"
+            return
+        result.build_dir = str(harness.dir)
+        self._fuzz_built(inst, harness, result, started)
+
+    def _fuzz_built(self, inst: Instance, harness: HarnessBuild, result: InstanceResult, started: float) -> None:
+        opts = self.options
         result.setup_seconds = round(time.monotonic() - started, 3)
         if opts.build_only:
             result.verdict, result.message = "BUILT", f"built in {harness.dir} (--build-only: not fuzzed)"
@@ -267,6 +309,9 @@ class InstanceRunner:
         passing, crashing = screen_seeds(harness, seed_paths + user_files)
         raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, "seed", execs=position)
                                for p, position in crashing]
+        if "kernel" in harness.manifest:     # what only compute-sanitizer sees, on a few passing seeds
+            raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
+                    for p in sanitizer_sweep(harness, passing)]
         if opts.race_threads > 1:   # the passing seeds once more, in race mode
             passing, racing = screen_seeds(harness, passing, threads=opts.race_threads, repeat=opts.race_repeat * 5)
             raw += [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=len(crashing) + position)
@@ -392,7 +437,11 @@ def with_target_constraints(options: FuzzOptions, target: Target) -> FuzzOptions
 
 def plan_instances(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[List[str]],
                    settings: Optional[List[str]] = None):
-    """(target, program SDFGs, {spec: class}, [(spec, instance)]) in a deterministic order."""
+    """(target, program SDFGs, {spec: class}, [(spec, instance)]) in a deterministic order; for
+    a CUDA kernel target, its kernel manifests in place of SDFGs and the one "transformation"
+    ``kernel``."""
+    if cuda_kernels.is_kernel_spec(program_spec):
+        return _plan_kernels(program_spec, xform_spec, instance_ids)
     target, program = resolve(program_spec)
     specs = transformation_specs(target, xform_spec)
     if settings and len(specs) != 1:
@@ -414,6 +463,25 @@ def plan_instances(program_spec: str, xform_spec: Optional[str], instance_ids: O
                               f"--program {program_spec} --transformation {specs[0]}` lists them")
         planned = [by_id[i] for i in instance_ids]
     return target, sdfgs, classes, planned
+
+
+def _plan_kernels(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[List[str]]):
+    if xform_spec:
+        raise ConfigError(f"--program {program_spec} is a CUDA kernel target: each kernel is tested against its "
+                          f"reference, so leave out --transformation")
+    name, specs = cuda_kernels.resolve(program_spec)
+    target = with_afl_configs(Target(name=name, programs={}))
+    planned = [("kernel", spec.instance(name)) for spec in specs]
+    wanted = split_ids(instance_ids)
+    if wanted:
+        by_id = {inst.id: (s, inst) for s, inst in planned}
+        by_name = {inst.program: (s, inst) for s, inst in planned}
+        missing = [i for i in wanted if i not in by_id and i not in by_name]
+        if missing:
+            raise ConfigError(f"--instance {', '.join(missing)}: no such kernel; choose from "
+                              f"{', '.join(inst.id for _, inst in planned)}")
+        planned = [by_id.get(i) or by_name[i] for i in wanted]
+    return target, {spec.name: spec for spec in specs}, {"kernel": None}, planned
 
 
 def _run_planned(spec: str, inst: Instance, progress: Optional[Callable] = None) -> InstanceResult:

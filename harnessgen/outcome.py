@@ -23,6 +23,8 @@ class Outcome(enum.IntEnum):
     COMPILER_ERROR = 15     # raised on a valid program
     UNCLEAR_ERROR = 16      # an invalid program made it fail with an internal error, not a clear rejection
     ACCEPTED_INVALID = 17   # it ran a program the reference rejects, without a word
+    # CUDA kernels: a barrier that not every thread of a block reaches (compute-sanitizer synccheck)
+    BARRIER_DIVERGENCE = 18
     BUILD_FAILURE = 20
     INVALID_SDFG = 21
     FAILED_TO_APPLY = 22

@@ -392,7 +392,10 @@ def _tsan_lines(meta: Dict) -> List[str]:
 
 
 def triage_build(build_dir: Path, raw: List[RawCrash], options: TriageOptions) -> TriageResult:
-    return Triage(build_dir, options).run(raw)
+    from .cuda.triage import KernelTriage, is_kernel_build
+
+    triage = KernelTriage if is_kernel_build(build_dir) else Triage
+    return triage(build_dir, options).run(raw)
 
 
 # ---------------------------------------------------------------- triage of a directory
