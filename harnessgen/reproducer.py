@@ -115,7 +115,19 @@ def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInpu
         tolerance=repr(meta["tolerance"]), cxx=repr(cxx), cxxflags=repr(cxxflags),
         expected=repr({k: meta.get(k) for k in ("outcome", "container", "index")}), timeout_s=60,
         threads=int(meta.get("threads") or 1), repeat=int(meta.get("repro_runs") or meta.get("runs") or 1),
-        runtime_source=runtime_source())
+        runtime_source=runtime_source(), **_cuda_context(meta))
+
+
+def _cuda_context(meta: Dict) -> Dict:
+    """What repro.py needs to build a GPU side itself (nothing for a CPU-only cutout)."""
+    cuda = meta.get("versions", {}).get("cuda")
+    if not cuda:
+        return {"cuda": None, "cuda_compat": ""}
+    from .cuda import toolkit
+
+    flags = [f for f in toolkit.nvcc_flags()]
+    return {"cuda": repr({"nvcc_flags": flags + ["-DWITH_CUDA"], "built_with": cuda.get("nvcc")}),
+            "cuda_compat": _pack(toolkit.COMPAT_HEADER.read_text())}
 
 
 def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: str, cxxflags: List[str]) -> Path:

@@ -343,7 +343,8 @@ class Triage:
             "raw_crashes": entry["raw"], "raw_bytes": entry["raw_bytes"],
             "minimized_bytes": len(entry["data"]), "shrink": dataclasses.asdict(stats),
             "versions": {"harnessgen": __version__, "dace": dace.__version__,
-                         "compilers": self.build.manifest.get("compilers", {})},
+                         "compilers": self.build.manifest.get("compilers", {}),
+                         "cuda": self.build.manifest.get("cuda")},
             "build_dir": str(self.build.dir), "command_line": self.options.command_line or " ".join(sys.argv),
         }
 

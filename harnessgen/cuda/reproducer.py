@@ -62,7 +62,9 @@ def render_repro(meta: Dict, build_dir: Path, decoded: DecodedInput, expected: D
     outputs = {a["name"]: expected[a["name"]] for a in manifest["args"] if a["role"] in ("out", "inout")}
     launch = meta["launch"]
     tol = meta["tolerance"]
-    return template_environment().get_template("kernel_repro.py.j2").render(
+    env = template_environment()
+    env.filters["pyrepr"] = repr        # Python literals (tojson would write null and true)
+    return env.get_template("kernel_repro.py.j2").render(
         summary=meta["summary"], version=__version__, instance=meta["instance"], kernel=manifest["kernel"],
         source=manifest["source"], files=files, grid=launch["grid"], block=launch["block"],
         shared=launch["shared_bytes"], args=args, outcome=meta["outcome"],

@@ -1,0 +1,139 @@
+"""Compile-only checks of the CUDA side (no GPU needed; `make test` installs the toolchain with
+`make setup-cuda`): every shipped kernel and GPU cutout builds into a harness that says so when
+no GPU is there, the kernel harness decodes as the NumPy decoder does, the CPU references
+compute what NumPy computes, and both reproducer kinds are generated and refuse to judge
+without a GPU (exit 3) instead of reporting a bug."""
+import json
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from harnessgen.cuda import kernels, toolkit
+from harnessgen.cuda.kernel_build import build_kernel
+from harnessgen.fuzz import gpu_missing
+from harnessgen.replay import execute
+from tests.conftest import REPO, run_cli, summary_of
+from tests.integration.test_decoder_agreement import check_agreement, random_inputs
+
+pytestmark = pytest.mark.skipif(not toolkit.available(), reason="no CUDA toolchain: run `make setup-cuda`")
+
+
+@pytest.fixture(scope="module")
+def kernel_builds(build_cache):
+    target, specs = kernels.resolve("gpukernels")
+    return {spec.name: build_kernel(spec, target, build_cache) for spec in specs}
+
+
+def test_every_shipped_kernel_builds_a_gpu_harness(kernel_builds):
+    assert len(kernel_builds) == 7
+    for name, build in kernel_builds.items():
+        for artifact in ("libpre.so", "libpost.so", "harness_afl", "harness_replay", "libcudart.so.13"):
+            assert (build.dir / artifact).is_file(), (name, artifact)
+        assert build.manifest["post"]["gpu"] and build.manifest["kernel"]["name"] == name
+        missing = gpu_missing(build)
+        check = subprocess.run([str(build.harness_replay), "--device-check"], capture_output=True, text=True)
+        if missing is None:
+            assert check.returncode == 0
+        else:     # no GPU: a named exit status, never a crash the fuzzer would count
+            assert check.returncode == 69 and "HARNESSGEN: NO_GPU reason=" in check.stderr
+
+
+def test_the_kernel_harness_decodes_as_numpy_does(kernel_builds):
+    build = kernel_builds["transpose_tiled"]
+    check_agreement(build.layout, build.harness_replay, random_inputs(300, seed=8))
+
+
+def _decoded(build, symbols, seed):
+    rng = np.random.default_rng(seed)
+    layout = build.layout
+    counts = layout.counts(symbols)
+    arrays = {c.name: rng.uniform(-100, 100, counts[c.name]).astype(c.dtype) for c in layout.containers}
+    return layout.decode(layout.encode(symbols, arrays))
+
+
+@pytest.mark.parametrize("symbols", [{"N": 1, "THREADS": 1}, {"N": 37, "THREADS": 8}, {"N": 300, "THREADS": 96}])
+def test_the_references_compute_what_numpy_computes(kernel_builds, symbols):
+    sums = kernel_builds["block_sum"]
+    decoded = _decoded(sums, symbols, 1)
+    n, t = symbols["N"], symbols["THREADS"]
+    got = execute(sums.dir, decoded, "pre")["partial"]
+    want = [decoded.arrays["x"][b:b + t].sum() for b in range(0, n, t)]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
+
+    rotate = kernel_builds["rotate_in_block"]
+    decoded = _decoded(rotate, symbols, 2)
+    got = execute(rotate.dir, decoded, "pre")["y"]
+    want = np.concatenate([np.roll(decoded.arrays["x"][b:b + t], -1) for b in range(0, n, t)])
+    np.testing.assert_array_equal(got, want)
+
+    transpose = kernel_builds["transpose_tiled"]
+    dims = {"ROWS": n % 50 + 1, "COLS": t % 40 + 1, "BLOCK_ROWS": 8}
+    decoded = _decoded(transpose, dims, 3)
+    got = execute(transpose.dir, decoded, "pre")["at"]
+    want = decoded.arrays["a"].reshape(dims["ROWS"], dims["COLS"]).T.ravel()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_gpu_transformations_build_on_a_kernel_and_end_built_without_a_gpu(tmp_path):
+    proc = run_cli(["fuzz", "--program", "kernels:column_window", "--transformation",
+                    "gpu,harnessgen.zoo.planted:GPUOffloadCopiesWholeArray", "--time", "5"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = summary_of(tmp_path)["instances"]
+    assert {r["transformation"] for r in results} == {"GPUTransformMap", "GPUTransformSDFG", "GPUOffloadMap",
+                                                      "GPUOffloadCopiesWholeArray"}
+    for r in results:
+        manifest = json.loads((REPO / r["build_dir"] / "manifest.json").read_text())
+        assert manifest["post"]["gpu"] and not manifest["pre"]["gpu"], r["id"]
+        assert manifest["cuda"]["nvcc"].startswith("Cuda compilation tools"), r["id"]
+        if r["verdict"] == "BUILT":
+            assert "this machine cannot run it" in r["message"]
+        else:   # a GPU is here: then it was fuzzed
+            assert r["verdict"] in ("PASS", "MISMATCH"), r
+
+
+def test_a_gpu_cutout_reproducer_builds_post_with_nvcc(tmp_path, build_cache):
+    from harnessgen.build import CXX, CXXFLAGS, build
+    from harnessgen.reproducer import write_finding
+    from tests.conftest import layout_of, make_pair
+
+    pair = make_pair("column_window", "harnessgen.targets.cloudsc_xforms:GPUOffloadMap")
+    layout = layout_of(pair)
+    built = build(pair, layout, build_cache, afl=False)
+    data = b"\x03\x00\x00\x00" * 8
+    decoded = layout.decode(data)
+    meta = {"outcome": "MISMATCH", "container": "TEND", "transformation": "GPUOffloadMap", "instance": pair.instance.id,
+            "target": "kernels", "program": "column_window", "tolerance": {"rtol": 1e-5, "atol": 1e-8, "exact": False},
+            "index": [0, 0], "threads": 1, "versions": {"harnessgen": "test", "dace": "1.0.2", "cuda": built.manifest["cuda"]}}
+    dtypes = {s.name: s.dtype for s in layout.symbols} | {c.name: c.dtype for c in layout.containers}
+    folder = write_finding(tmp_path / "finding", meta, built.dir, data, decoded, dtypes, CXX, CXXFLAGS, "summary", "# r\n")
+    proc = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, timeout=900,
+                          env={"PATH": "/usr/bin:/bin", "CUDA_HOME": str(toolkit.find().root)})
+    assert list((folder / ".repro-build").glob("post-*/src/cuda/*.o")), proc.stdout + proc.stderr
+    if gpu_missing(built):
+        assert proc.returncode == 3 and "none is usable here" in proc.stdout, proc.stdout + proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stdout
+
+
+def test_a_kernel_reproducer_is_generated_and_needs_a_gpu_to_judge(tmp_path, kernel_builds):
+    from harnessgen.cuda.reproducer import launch_geometry, write_kernel_finding
+
+    build = kernel_builds["transpose_racy"]
+    decoded = _decoded(build, {"ROWS": 40, "COLS": 33, "BLOCK_ROWS": 8}, 4)
+    meta = {"summary": "RACE: test", "instance": "transpose_racy-x", "outcome": "RACE",
+            "kernel": build.manifest["kernel"], "symbols": decoded.symbols,
+            "launch": launch_geometry(build.dir, decoded.symbols), "tolerance": {"rtol": 1e-5, "atol": 1e-8},
+            "synchronization": {"repeated_runs": {"runs": 20, "differing": 3}, "sanitizer": None,
+                                "sanitizer_missing": "not here"}}
+    assert meta["launch"] == {"grid": [2, 2, 1], "block": [32, 8, 1], "shared_bytes": 0}
+    expected = execute(build.dir, decoded, "pre")
+    folder = write_kernel_finding(tmp_path / "finding", meta, build.dir, b"\x00", decoded, expected)
+    assert {p.name for p in folder.iterdir()} >= {"repro.py", "input.bin", "inputs.npz", "expected.npz", "kernel",
+                                                  "meta.json", "README.md"}
+    compile(folder.joinpath("repro.py").read_text(), "repro.py", "exec")
+    proc = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, timeout=600)
+    if gpu_missing(build):
+        assert proc.returncode == 3 and "cannot run here" in proc.stdout, proc.stdout + proc.stderr
