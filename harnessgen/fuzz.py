@@ -162,8 +162,11 @@ def gpu_missing(harness: HarnessBuild) -> Optional[str]:
     proc = subprocess.run([str(harness.harness_replay), "--device-check"], capture_output=True, text=True, timeout=120)
     if proc.returncode == 0:
         return None
+    from .cuda.toolkit import gpu_unavailable
+
     lines = [l for l in proc.stderr.splitlines() if "NO_GPU" in l]
-    return lines[-1].split("reason=", 1)[-1] if lines else f"device check exited {proc.returncode}"
+    reason = lines[-1].split("reason=", 1)[-1] if lines else f"device check exited {proc.returncode}"
+    return gpu_unavailable() or reason    # "insufficient driver" from the runtime often means no driver at all
 
 
 def sanitizer_sweep(harness: HarnessBuild, passing: List[Path], limit: int = 6) -> List[Path]:

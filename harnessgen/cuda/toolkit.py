@@ -153,6 +153,26 @@ def self_check(folder: Path) -> str:
     return f"{toolkit.version} at {toolkit.root}; builds for {' '.join(arch_flags())}; runtime {toolkit.cudart.name}"
 
 
+def gpu_unavailable() -> Optional[str]:
+    """Why no CUDA device can run code here (None when one can): the runtime's own answer."""
+    import ctypes
+
+    try:
+        runtime = ctypes.CDLL(str(find().cudart))
+    except (OSError, ConfigError) as exc:
+        return f"no CUDA runtime ({exc})"
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no CUDA driver (libcuda.so.1 is not installed)"
+    count = ctypes.c_int(0)
+    status = runtime.cudaGetDeviceCount(ctypes.byref(count))
+    if status != 0:
+        runtime.cudaGetErrorString.restype = ctypes.c_char_p
+        return runtime.cudaGetErrorString(status).decode()
+    return None if count.value > 0 else "no CUDA device"
+
+
 if __name__ == "__main__":   # make setup-cuda: prove the toolchain compiles
     import sys
     import tempfile
