@@ -442,6 +442,37 @@ def cmd_triage(args) -> int:
 
 
 # ------------------------------------------------------------------ targets
+def _add_barriers(sub) -> None:
+    p = sub.add_parser("barriers", help="CUDA kernels: which __syncthreads() can go (REDUNDANT_BARRIER) and "
+                                        "which are needed (on a GPU; elsewhere the variants are only built)")
+    p.add_argument("--program", default="gpukernels", help="gpukernels[:NAME] or DIR[:NAME] of kernel manifests")
+    p.add_argument("--inputs", type=int, default=24, help="seed inputs each variant runs on (default 24)")
+    p.add_argument("--corpus-dir", type=Path, default=Path("corpus"), help="also the inputs kept for each kernel here")
+    p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"))
+    p.add_argument("--out", type=Path, help="write the verdicts as JSON to this file")
+    p.set_defaults(func=cmd_barriers)
+
+
+def cmd_barriers(args) -> int:
+    from .cuda import barriers, kernels
+    from .files import write_json
+
+    target, specs = kernels.resolve(args.program)
+    console = _console()
+    verdicts = []
+    for spec in specs:
+        corpus = args.corpus_dir / target / spec.instance(target).id
+        for v in barriers.analyse(spec, target, args.work_dir, corpus, args.inputs):
+            verdicts.append(v)
+            colour = {"REDUNDANT_BARRIER": "yellow", "NEEDED": "green", "BUILT": "cyan"}.get(v.verdict, "red")
+            console.print(f"[{colour}]{v.verdict:<17}[/] {spec.source.name}:{v.line} in {v.kernel}  {v.evidence}")
+    if args.out:
+        write_json(args.out, [v.to_json() for v in verdicts])
+    if not verdicts:
+        console.print(f"no __syncthreads() in the kernels of {args.program}")
+    return 0
+
+
 def _add_targets(sub) -> None:
     p = sub.add_parser("targets", help="list built-in targets and their programs")
     p.set_defaults(func=cmd_targets)
@@ -528,6 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay(sub)
     _add_triage(sub)
     _add_targets(sub)
+    _add_barriers(sub)
     _add_pyfuzz(sub)
     return parser
 

@@ -47,3 +47,13 @@ def test_gpu_offload_on_a_column_window(tmp_path, spec, verdict):
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = summary_of(tmp_path)["instances"]
     assert {r["verdict"] for r in results} == {verdict}, json.dumps(results, indent=1)[:3000]
+
+
+def test_the_trailing_barrier_of_the_transpose_is_redundant_and_the_other_needed(tmp_path):
+    from harnessgen.cli import main
+
+    out = tmp_path / "barriers.json"
+    assert main(["barriers", "--program", "gpukernels:transpose_extra_barrier", "--out", str(out),
+                 "--corpus-dir", str(tmp_path / "corpus")]) == 0
+    verdicts = json.loads(out.read_text())
+    assert [v["verdict"] for v in sorted(verdicts, key=lambda v: v["line"])] == ["NEEDED", "REDUNDANT_BARRIER"]

@@ -123,3 +123,22 @@ def test_launch_geometry_is_evaluated_like_the_decoder(tmp_path):
     (tmp_path / "transformation.json").write_text(json.dumps(BASE))
     assert launch_geometry(tmp_path, {"N": 10, "T": 4}) == {"grid": [3, 1, 1], "block": [4, 1, 1], "shared_bytes": 32}
     assert ex.evaluate(ex.parse("(N + T - 1) // T"), {"N": 10, "T": 4}) == 3
+
+
+def test_barrier_sites_are_the_kernels_own_and_a_variant_drops_exactly_one(tmp_path):
+    from harnessgen.cuda import barriers
+
+    _, specs = kernels.resolve("gpukernels:transpose_extra_barrier")
+    spec = specs[0]
+    text = spec.source.read_text()
+    sites = barriers.barrier_sites(text, spec.kernel)
+    lines = [text.count("\n", 0, s) + 1 for s in sites]
+    assert len(sites) == 2 and lines[1] > lines[0]
+    start, end = barriers.kernel_body(text, spec.kernel)
+    assert all(start < s < end for s in sites)      # not the barriers of transpose_tiled above it
+    changed = barriers.variant(spec, sites[1], tmp_path / "v")
+    assert changed.source.read_text().count("__syncthreads()") == text.count("__syncthreads()") - 1
+    assert changed.name == f"transpose_extra_barrier-without-barrier-L{lines[1]}"
+    assert changed.instance("gpukernels").id != spec.instance("gpukernels").id
+    with pytest.raises(ConfigError, match="no __global__ void nope"):
+        barriers.barrier_sites(text, "nope")
