@@ -328,6 +328,12 @@ def cmd_instances(args) -> int:
     rows = []
     for spec, inst in planned:
         row = {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description}
+        if classes[spec] is None:          # a CUDA kernel: no cutout, its arrays are its inputs
+            kernel = sdfgs[inst.program]
+            row.update(status="KERNEL", inputs=[a.name for a in kernel.arrays if a.role != "out"],
+                       outputs=[a.name for a in kernel.arrays if a.role != "in"], expect=kernel.expect)
+            rows.append(row)
+            continue
         try:
             pair = extract(sdfgs[inst.program], inst, classes[spec])
             row.update(before=pair.input_volume_before, after=pair.input_volume_after,

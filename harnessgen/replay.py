@@ -270,6 +270,7 @@ def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLi
         single, _ = _run_side(post_side, decoded, 1)
         if _first_difference(layout, symbols, ref, single, tolerance)[0] is None:
             outcome = Outcome.RACE        # right on one thread, wrong on several
+    if threads > 1 or repeat > 1:         # how often post was wrong (a GPU race: some runs only)
         detail.update(threads=threads, runs=max(1, repeat), differing_runs=differing)
     return ReplayResult(outcome, container=container, symbols=symbols, detail=detail)
 

@@ -87,6 +87,11 @@ def resolve(spec: str) -> tuple[Target, Optional[str]]:
         path, func = spec.rsplit(":", 1)
         return load_python_program(Path(path), func), None
     name, _, program = spec.partition(":")
+    from ..cuda.kernels import is_kernel_spec
+
+    if is_kernel_spec(spec):
+        raise ConfigError(f"--program {spec} is a CUDA kernel target, not a program: `harnessgen fuzz --program "
+                          f"{spec}` tests each kernel against its reference, `harnessgen barriers` its barriers")
     if name not in BUILTIN_TARGETS:
         raise ConfigError(
             f"unknown target {spec!r} in --program: use a built-in target "
