@@ -189,6 +189,21 @@ def volume_at_probe(expr: str) -> int:
         return -1
 
 
+def _written(sdfg, names: List[str]) -> List[str]:
+    """Those of ``names`` that some state of ``sdfg`` (nested ones included) writes."""
+    from dace import nodes
+
+    written = {node.data for node, state in sdfg.all_nodes_recursive()
+               if isinstance(node, nodes.AccessNode) and state.in_degree(node) > 0}
+    return [n for n in names if n in written]
+
+
+def uses_gpu(sdfg) -> bool:
+    from .cuda.toolkit import uses_gpu as gpu
+
+    return gpu(sdfg)
+
+
 def _scalars_to_arrays(sdfg, names: List[str]) -> None:
     """Output scalars are passed by value in DaCe's ABI; make them 1-element arrays to read them
     back. Interstate edges that read such a scalar by name (``__tmp = (x > 235.16)``) then read
@@ -342,7 +357,10 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
     pair.input_config = input_config = sorted(set(input_config) | set(value_inputs))
     writable = sorted(set(output_config) | set(input_config))
     _scalars_to_arrays(pre, writable)
-    _scalars_to_arrays(post, writable)
+    # a GPU post reads an input scalar inside its kernels, passed by value; made a host array it
+    # would be an illegal host access from the GPU (DaCe 1.0.2 then crashes in IllegalCopy):
+    # only the scalars it writes become arrays, the harness passes the others by value
+    _scalars_to_arrays(post, _written(post, writable) if uses_gpu(post) else writable)
     pair.post = post
     return pair
 

@@ -171,6 +171,7 @@ def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post:
 
 # the templates a build is made of (the reproducer and report templates are not)
 BUILD_TEMPLATES = ("harness.cpp.j2", "decoder.inc.j2", "expr_helpers.inc.j2", "kernel_side.cu.j2")
+# (cuda_build.py.inc.j2 belongs to the reproducers, not to builds)
 
 
 def template_sources() -> str:

@@ -115,19 +115,26 @@ def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInpu
         tolerance=repr(meta["tolerance"]), cxx=repr(cxx), cxxflags=repr(cxxflags),
         expected=repr({k: meta.get(k) for k in ("outcome", "container", "index")}), timeout_s=60,
         threads=int(meta.get("threads") or 1), repeat=int(meta.get("repro_runs") or meta.get("runs") or 1),
-        runtime_source=runtime_source(), **_cuda_context(meta))
+        runtime_source=runtime_source(), **_cuda_context(bool(meta.get("versions", {}).get("cuda"))))
 
 
-def _cuda_context(meta: Dict) -> Dict:
-    """What repro.py needs to build a GPU side itself (nothing for a CPU-only cutout)."""
-    cuda = meta.get("versions", {}).get("cuda")
-    if not cuda:
-        return {"cuda": None, "cuda_compat": ""}
+def _cuda_context(gpu: bool) -> Dict:
+    """What a reproducer needs to build a GPU side itself (nothing for a CPU-only cutout)."""
     from .cuda import toolkit
 
-    flags = [f for f in toolkit.nvcc_flags()]
-    return {"cuda": repr({"nvcc_flags": flags + ["-DWITH_CUDA"], "built_with": cuda.get("nvcc")}),
+    if not gpu or not toolkit.available():
+        return {"cuda": None, "cuda_compat": ""}
+    return {"cuda": repr({"nvcc_flags": toolkit.nvcc_flags() + ["-DWITH_CUDA"], "built_with": toolkit.find().version}),
             "cuda_compat": _pack(toolkit.COMPAT_HEADER.read_text())}
+
+
+def _uses_gpu(sdfg) -> bool:
+    from .cuda.toolkit import uses_gpu
+
+    try:
+        return uses_gpu(sdfg)
+    except Exception:   # noqa: BLE001 -- an invalid post may not even be walkable: then no CUDA to build
+        return False
 
 
 def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: str, cxxflags: List[str]) -> Path:
@@ -158,7 +165,8 @@ def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: st
         target=inst.target, program=inst.program, summary=first_line[:300], spec=inst.transformation_spec,
         spec_literal=repr(inst.transformation_spec), dace_version=dace.__version__, harnessgen_version=__version__,
         pre_sdfg=_pack((tmp / "pre.sdfg").read_text()),
-        match=repr(json.dumps(pair.translated_match, default=str)), cxx=repr(cxx), cxxflags=repr(cxxflags)))
+        match=repr(json.dumps(pair.translated_match, default=str)), cxx=repr(cxx), cxxflags=repr(cxxflags),
+        **_cuda_context(pair.post is not None and _uses_gpu(pair.post))))
     repro.chmod(0o755)
     publish(tmp, folder)
     return folder

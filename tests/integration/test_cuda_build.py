@@ -137,3 +137,18 @@ def test_a_kernel_reproducer_is_generated_and_needs_a_gpu_to_judge(tmp_path, ker
     proc = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, timeout=600)
     if gpu_missing(build):
         assert proc.returncode == 3 and "cannot run here" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_gpu_post_keeps_its_input_scalars_by_value():
+    """gemm's alpha and beta, read inside GPUTransformSDFG's kernels: made 1-element host arrays
+    for the harness (as on the CPU) they were host memory read from the GPU, and DaCe's code
+    generator crashed (a false BUILD_FAILURE). Only the scalars post writes become arrays."""
+    import dace
+
+    from tests.conftest import make_pair
+
+    pair = make_pair("gemm", "GPUTransformSDFG")
+    assert pair.ok
+    assert isinstance(pair.post.arrays["alpha"], dace.data.Scalar)
+    assert isinstance(pair.pre.arrays["alpha"], dace.data.Array)     # the CPU side is unchanged
+    assert any(obj.language == "cu" for obj in pair.post.generate_code())
