@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import jinja2
 
@@ -183,15 +183,23 @@ def publish(tmp: Path, folder: Path) -> None:
         os.rename(tmp, folder)
 
 
+def staging_dir(folder: Path, data: bytes) -> Optional[Path]:
+    """A new empty sibling of ``folder`` to fill and ``publish``; None when ``folder`` already
+    holds the same finding with a smaller input (it is kept)."""
+    existing = folder / "input.bin"
+    if existing.is_file() and len(existing.read_bytes()) < len(data):
+        return None
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+
+
 def write_finding(folder: Path, meta: Dict, build_dir: Path, data: bytes, decoded: DecodedInput,
                   dtypes: Dict[str, str], cxx: str, cxxflags: List[str], summary: str, readme: str) -> Path:
     """Write the finding directory atomically; an existing one with a smaller input is kept."""
     folder = Path(folder)
-    existing = folder / "input.bin"
-    if existing.is_file() and len(existing.read_bytes()) < len(data):
+    tmp = staging_dir(folder, data)
+    if tmp is None:
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
     pre_text = (Path(build_dir) / "pre.sdfg").read_text()
     post_text = (Path(build_dir) / "post.sdfg").read_text()
     (tmp / "input.bin").write_bytes(data)

@@ -14,7 +14,6 @@ import base64
 import io
 import json
 import shutil
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Dict
@@ -25,7 +24,7 @@ from .. import __version__
 from .. import expr as ex
 from ..emit import template_environment
 from ..layout import DecodedInput
-from ..reproducer import publish
+from ..reproducer import publish, staging_dir
 
 
 def _manifest(build_dir: Path) -> Dict:
@@ -95,11 +94,9 @@ def write_kernel_finding(folder: Path, meta: Dict, build_dir: Path, data: bytes,
                          expected: Dict[str, np.ndarray]) -> Path:
     """Written next to its place and renamed into it; an existing finding with a smaller input stays."""
     folder = Path(folder)
-    existing = folder / "input.bin"
-    if existing.is_file() and len(existing.read_bytes()) < len(data):
+    tmp = staging_dir(folder, data)
+    if tmp is None:
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
     (tmp / "input.bin").write_bytes(data)
     decoded.to_npz(tmp / "inputs.npz")
     (tmp / "expected.npz").write_bytes(_npz(expected))

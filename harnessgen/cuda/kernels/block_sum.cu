@@ -8,12 +8,19 @@ __device__ __forceinline__ unsigned hg_tree_top(unsigned n) {
     return s;
 }
 
-// Correct: every level of the tree waits for the level before it.
-extern "C" __global__ void block_sum(const double *x, double *partial, int n) {
-    extern __shared__ double cache[];
+// This block's elements of x into shared memory (zeros past the end), all of them stored
+// before the function returns.
+__device__ void hg_load_block(double *cache, const double *x, int n) {
     unsigned t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
     cache[t] = i < (unsigned)n ? x[i] : 0.0;
     __syncthreads();
+}
+
+// Correct: every level of the tree waits for the level before it.
+extern "C" __global__ void block_sum(const double *x, double *partial, int n) {
+    extern __shared__ double cache[];
+    unsigned t = threadIdx.x;
+    hg_load_block(cache, x, n);
     for (unsigned s = hg_tree_top(blockDim.x); s > 0; s >>= 1) {
         if (t < s && t + s < blockDim.x) cache[t] += cache[t + s];
         __syncthreads();
@@ -25,9 +32,8 @@ extern "C" __global__ void block_sum(const double *x, double *partial, int n) {
 // read cache[t + s] before the thread that owns it has added its own level's value.
 extern "C" __global__ void block_sum_no_barrier(const double *x, double *partial, int n) {
     extern __shared__ double cache[];
-    unsigned t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
-    cache[t] = i < (unsigned)n ? x[i] : 0.0;
-    __syncthreads();
+    unsigned t = threadIdx.x;
+    hg_load_block(cache, x, n);
     for (unsigned s = hg_tree_top(blockDim.x); s > 0; s >>= 1) {
         if (t < s && t + s < blockDim.x) cache[t] += cache[t + s];
     }
