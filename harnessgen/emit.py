@@ -157,7 +157,7 @@ def template_environment() -> jinja2.Environment:
 
 
 def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post: SideSource,
-                   oracle: OracleOptions) -> str:
+                   oracle: OracleOptions, repeat: int = 1) -> str:
     env = template_environment()
     pre_ctx, post_ctx = _render_side(pre, layout), _render_side(post, layout)
     return env.get_template("harness.cpp.j2").render(
@@ -166,7 +166,7 @@ def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post:
         max_input_bytes=MAX_INPUT_BYTES, float_tiny=repr(float(layout.float_tiny)), offsets=layout.offsets,
         allow_nonfinite=layout.allow_nonfinite, guard_bytes=GUARD_BYTES,
         rtol=repr(float(oracle.rtol)), atol=repr(float(oracle.atol)), exact=oracle.exact,
-        cuda=post.on_gpu)
+        cuda=post.on_gpu, repeat=repeat)
 
 
 # the templates a build is made of (the reproducer and report templates are not)

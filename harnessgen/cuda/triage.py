@@ -33,7 +33,7 @@ class KernelTriage(Triage):
     """Triage for builds made by ``kernel_build`` (their manifest has a ``kernel`` entry)."""
 
     def _classify(self, worker: ReplayWorker, data: bytes, kind: str) -> Optional[ReplayResult]:
-        result = super()._classify(worker, data, kind if kind != "sanitizer" else "crash")
+        result = self._replay(worker, data) if kind != "hang" else super()._classify(worker, data, kind)
         if kind != "sanitizer" or (result is not None and result.outcome.is_finding):
             return result
         reports = self._sanitize(data)
@@ -43,6 +43,17 @@ class KernelTriage(Triage):
         symbols = result.symbols if result else {}
         return ReplayResult(verdict, symbols=symbols, detail={"sanitizer": [r.to_json() for r in reports]},
                             message=f"outputs agree; compute-sanitizer reports {verdict.name}")
+
+    def _replay(self, worker: ReplayWorker, data: bytes) -> ReplayResult:
+        """Each replay launches the kernel SYNC_RUNS times: a race changes some launches only, so
+        one wrong launch in any replay is the finding (the synchronization evidence, gathered
+        when it is written, tells a RACE from a plain MISMATCH)."""
+        results = []
+        for _ in range(self.options.replays):
+            results.append(worker.run(data, self.options.tolerance, 1, SYNC_RUNS))
+            if results[-1].outcome.is_finding:
+                return results[-1]
+        return results[0]
 
     def _minimize_group(self, worker: ReplayWorker, key: Key, members, merged: Dict[Key, Dict]) -> None:
         crash, data, result = members[0]
