@@ -94,10 +94,7 @@ class KernelTriage(Triage):
         evidence["sanitizer"] = [r.to_json() for r in reports] if reports else None
         if not reports:
             evidence["sanitizer_missing"] = "compute-sanitizer not found or not runnable here"
-        verdict = sanitizer.classify(reports)
-        if verdict is None and 0 < differing < SYNC_RUNS:
-            verdict = Outcome.RACE         # post disagrees with itself on one input
-        evidence["verdict"] = (verdict or result.outcome).name
+        evidence["verdict"] = sync_verdict(result.outcome, reports, differing, SYNC_RUNS).name
         return evidence
 
     def _write(self, key: Key, entry: Dict) -> Finding:
@@ -129,6 +126,16 @@ class KernelTriage(Triage):
         expected = execute(self.build.dir, decoded, side="pre")
         write_kernel_finding(folder, meta, self.build.dir, data, decoded, expected)
         return Finding(key=key, outcome=outcome, container=container, folder=folder, raw=entry["raw"], meta=meta)
+
+
+def sync_verdict(outcome: Outcome, reports: List[sanitizer.SanitizerReport], differing: int, runs: int) -> Outcome:
+    """The synchronization oracle's verdict on a finding: the sanitizer's when it has one; else
+    RACE when post disagreed with itself (some of ``runs`` launches wrong, not all); else the
+    replay's own outcome (a kernel wrong every time is a plain MISMATCH)."""
+    verdict = sanitizer.classify(reports)
+    if verdict is None and 0 < differing < runs:
+        verdict = Outcome.RACE
+    return verdict or outcome
 
 
 def _summary(outcome: Outcome, result: ReplayResult, evidence: Dict) -> str:

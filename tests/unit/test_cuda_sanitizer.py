@@ -56,3 +56,15 @@ def test_a_report_survives_its_json_round_trip():
     report = sanitizer.parse("racecheck", RACECHECK)
     again = sanitizer.SanitizerReport(**{k: v for k, v in report.to_json().items() if k != "verdict"})
     assert again == report and report.to_json()["verdict"] == "RACE"
+
+
+def test_the_synchronization_verdict_weighs_sanitizer_then_self_disagreement():
+    from harnessgen.cuda.triage import sync_verdict
+
+    race = [sanitizer.parse("racecheck", RACECHECK)]
+    divergent = [sanitizer.parse("synccheck", SYNCCHECK)]
+    assert sync_verdict(Outcome.MISMATCH, divergent, 20, 20) == Outcome.BARRIER_DIVERGENCE
+    assert sync_verdict(Outcome.MISMATCH, race, 0, 20) == Outcome.RACE          # outputs agreed, hazards did not
+    assert sync_verdict(Outcome.MISMATCH, [], 3, 20) == Outcome.RACE            # wrong in some launches only
+    assert sync_verdict(Outcome.MISMATCH, [], 20, 20) == Outcome.MISMATCH       # wrong every time: plain bug
+    assert sync_verdict(Outcome.OOB_WRITE, [], 0, 20) == Outcome.OOB_WRITE
