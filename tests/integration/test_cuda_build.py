@@ -152,3 +152,75 @@ def test_a_gpu_post_keeps_its_input_scalars_by_value():
     assert isinstance(pair.post.arrays["alpha"], dace.data.Scalar)
     assert isinstance(pair.pre.arrays["alpha"], dace.data.Array)     # the CPU side is unchanged
     assert any(obj.language == "cu" for obj in pair.post.generate_code())
+
+
+FAKE_PYCUDA = {
+    "pycuda/__init__.py": "",
+    "pycuda/autoinit.py": "",
+    "pycuda/driver.py": '''
+import numpy as np
+
+class _Buffer:
+    def __init__(self, nbytes):
+        self.data = bytearray(nbytes)
+    def free(self):
+        pass
+
+def mem_alloc(nbytes):
+    return _Buffer(nbytes)
+
+def memcpy_htod(buffer, host):
+    buffer.data[:host.nbytes] = host.tobytes()
+
+def memcpy_dtoh(host, buffer):
+    host.view(np.uint8)[:] = np.frombuffer(bytes(buffer.data[:host.nbytes]), np.uint8)
+
+class Context:
+    @staticmethod
+    def synchronize():
+        pass
+''',
+    # the "kernel": a transpose in NumPy, wrong in every third launch (a race's pattern)
+    "pycuda/compiler.py": '''
+import numpy as np
+
+LAUNCHES = [0]
+
+class SourceModule:
+    def __init__(self, source, nvcc=None, no_extern_c=False, include_dirs=(), options=()):
+        assert '#include "transpose.cu"' in source and no_extern_c
+    def get_function(self, name):
+        def launch(a, at, rows, cols, grid, block, shared):
+            assert grid == (2, 2, 1) and block == (32, 8, 1) and shared == 0
+            m = np.frombuffer(bytes(a.data), np.float64).reshape(int(rows), int(cols))
+            out = np.ascontiguousarray(m.T).ravel()
+            LAUNCHES[0] += 1
+            if name == "transpose_racy" and LAUNCHES[0] % 3 == 0:
+                out[5] += 1.0
+            at.data[:] = out.tobytes()
+        return launch
+''',
+}
+
+
+@pytest.mark.parametrize("kernel, status", [("transpose_tiled", 0), ("transpose_racy", 1)])
+def test_the_kernel_reproducer_marshals_launches_and_judges_them(tmp_path, kernel_builds, kernel, status):
+    """repro.py against a stand-in pycuda (a NumPy transpose behind its driver API): the right
+    arguments and geometry reach the launch, outputs come back and are compared with the
+    reference, and a kernel wrong in some launches exits 1."""
+    from harnessgen.cuda.reproducer import launch_geometry, write_kernel_finding
+
+    for name, text in FAKE_PYCUDA.items():
+        (tmp_path / "fake" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "fake" / name).write_text(text)
+    build = kernel_builds[kernel]
+    decoded = _decoded(build, {"ROWS": 40, "COLS": 33, "BLOCK_ROWS": 8}, 5)
+    meta = {"summary": "test", "instance": kernel, "outcome": "RACE", "kernel": build.manifest["kernel"],
+            "symbols": decoded.symbols, "launch": launch_geometry(build.dir, decoded.symbols),
+            "tolerance": {"rtol": 1e-5, "atol": 1e-8}, "synchronization": {"repeated_runs": {"runs": 6, "differing": 2}}}
+    folder = write_kernel_finding(tmp_path / kernel, meta, build.dir, b"\x00", decoded,
+                                  execute(build.dir, decoded, "pre"))
+    proc = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(tmp_path / "fake"), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    assert ("BUG: 2 of 6 launches" if status else "PASS: 6 of 6 launches") in proc.stdout
