@@ -33,7 +33,7 @@ COMPILER     ?= dace
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup setup-torch setup-cuda setup-gpu pyfuzz deps venv fuzz campaign report whatsup plot triage replay instances test test-unit bench bench-quick bench-zoo clean distclean help
+.PHONY: setup setup-torch setup-cuda setup-gpu barriers pyfuzz deps venv fuzz campaign report whatsup plot triage replay instances test test-unit bench bench-quick bench-zoo clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -49,6 +49,9 @@ help:
 	@echo "make triage TARGET=kernels:gemm XFORM=MapTiling         re-triage that run's raw crashes"
 	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
 	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
+	@echo "make fuzz TARGET=kernels XFORM=gpu                       GPU transformations (GPU cutouts; built only where no GPU is)"
+	@echo "make fuzz TARGET=gpukernels                              our CUDA kernels against their references (AuCS bugs planted)"
+	@echo "make barriers [TARGET=gpukernels:NAME]                   which __syncthreads() are redundant (on a GPU)"
 	@echo "make pyfuzz COMPILER=dace|torch PYFUZZ_TIME=120          Atheris on DaCe's Python frontend or torch.compile;"
 	@echo "                                                         findings in crashes/pyfuzz/<compiler>/"
 	@echo "make setup-torch                                         install torch 2.13.0 (CPU) for COMPILER=torch"
@@ -83,7 +86,10 @@ $(VENV)/.stamp: pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask]'
 	touch $@
 
-fuzz: setup
+# GPU work needs the CUDA toolchain: a kernel target, or GPU transformations (XFORM=gpu, GPU...)
+NEEDS_CUDA = $(or $(findstring gpukernels,$(TARGET)),$(findstring gpu,$(XFORM)),$(findstring GPU,$(XFORM)))
+
+fuzz: setup $(if $(NEEDS_CUDA),setup-cuda)
 	$(BIN)/harnessgen fuzz --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) \
 	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --jobs $(JOBS) \
 	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(REDO),--redo $(REDO)) --out $(OUT) $(FUZZ_ARGS)
@@ -114,6 +120,9 @@ triage: setup
 replay: setup
 	@test -n "$(CRASH)" || { echo "usage: make replay CRASH=crashes/<target>/<instance>/<finding>"; exit 2; }
 	$(BIN)/harnessgen replay $(CRASH)
+
+barriers: setup setup-cuda
+	$(BIN)/harnessgen barriers --program $(if $(filter gpukernels%,$(TARGET)),$(TARGET),gpukernels)
 
 instances: setup
 	$(BIN)/harnessgen instances --program $(TARGET) $(if $(XFORM),--transformation $(XFORM))
