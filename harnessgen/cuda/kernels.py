@@ -47,7 +47,7 @@ from ..layout import ContainerSlot, InputLayout, SymbolSlot
 from ..outcome import Outcome
 from ..runtime import CTYPES
 
-BUILTIN_DIR = Path(__file__).resolve().parent / "kernels"
+BUILTIN_DIR = Path(__file__).resolve().parent / "gpukernels"   # the built-in target's kernels
 ROLES = ("in", "out", "inout", "value")
 SYMBOL_DTYPE = "int32"
 FLOAT_TINY = 1e-300
