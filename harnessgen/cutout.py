@@ -57,10 +57,21 @@ def _plain_copy(sdfg, name: str):
 
 
 def _make_cutout(sdfg, xform, reduce: bool):
+    """Alibi nodes keep the cutout's inputs to the subsets the match reads; where DaCe 1.0.2
+    cannot make one (it compares a symbolic subset size with 1, ``N > 1``, and sympy refuses),
+    the cutout takes the whole containers instead: larger inputs, the same program."""
     from dace.sdfg.analysis.cutout import SDFGCutout
 
-    return SDFGCutout.from_transformation(sdfg, xform, make_side_effects_global=True, use_alibi_nodes=True,
-                                          reduce_input_config=reduce)
+    def cut(alibi: bool):
+        return SDFGCutout.from_transformation(sdfg, xform, make_side_effects_global=True, use_alibi_nodes=alibi,
+                                              reduce_input_config=reduce)
+
+    try:
+        return cut(alibi=True)
+    except TypeError as exc:
+        if "truth value of Relational" not in str(exc):
+            raise
+        return cut(alibi=False)
 
 
 def _original_states(cutout) -> List[Tuple[Any, Any]]:

@@ -154,6 +154,19 @@ def test_a_gpu_post_keeps_its_input_scalars_by_value():
     assert any(obj.language == "cu" for obj in pair.post.generate_code())
 
 
+def test_a_symbolic_loop_nest_is_cut_out_whole_where_dace_cannot_make_alibi_nodes():
+    """clip_small's nested SDFG moves to the GPU: DaCe's alibi nodes there compare ``N > 1`` and
+    raise, which ended the instance UNSUPPORTED. The cutout now takes whole containers, and
+    GPUTransformSDFG itself is judged: it makes an invalid SDFG (a container written through
+    an input connector), the DaCe failure it also shows on CLOUDSC."""
+    from harnessgen.outcome import Outcome
+    from tests.conftest import make_pair
+
+    pair = make_pair("clip_small", "GPUTransformSDFG", pick=lambda inst: inst.match.get("cfg_id") == 1)
+    assert pair.pre is not None and set(pair.output_config) == {"QX", "FLUX"}
+    assert pair.verdict == Outcome.FAILED_TO_APPLY
+    assert "only given to nested SDFG as an input connector" in pair.error
+
 FAKE_PYCUDA = {
     "pycuda/__init__.py": "",
     "pycuda/autoinit.py": "",
