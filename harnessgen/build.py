@@ -122,7 +122,7 @@ def _cuda_key(pair: CutoutPair) -> Optional[List[str]]:
     if not (cuda_toolkit.uses_gpu(pair.pre) or cuda_toolkit.uses_gpu(pair.post)):
         return None
     # the compat header by content, not by path: a build cache is shared between checkouts
-    return [cuda_toolkit.find().version, *cuda_toolkit.nvcc_flags(), "-DWITH_CUDA", COMPAT_DIGEST]
+    return [cuda_toolkit.find().version, *cuda_toolkit.dace_nvcc_base_flags(), COMPAT_DIGEST]
 
 
 COMPAT_DIGEST = hashlib.sha256(cuda_toolkit.COMPAT_HEADER.read_bytes()).hexdigest()[:12]

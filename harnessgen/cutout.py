@@ -11,6 +11,7 @@ import dataclasses
 import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
+from .cuda.toolkit import uses_gpu
 from .errors import Unsupported
 from .instances import Instance, rebuild_transformation
 from .outcome import Outcome
@@ -207,12 +208,6 @@ def _written(sdfg, names: List[str]) -> List[str]:
     written = {node.data for node, state in sdfg.all_nodes_recursive()
                if isinstance(node, nodes.AccessNode) and state.in_degree(node) > 0}
     return [n for n in names if n in written]
-
-
-def uses_gpu(sdfg) -> bool:
-    from .cuda.toolkit import uses_gpu as gpu
-
-    return gpu(sdfg)
 
 
 def _scalars_to_arrays(sdfg, names: List[str]) -> None:

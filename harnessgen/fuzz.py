@@ -22,7 +22,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from . import seeds as seedlib
 from .build import CXX, CXXFLAGS, HarnessBuild, build
-from .cuda import kernels as cuda_kernels
+from .cuda import kernels as cuda_kernels, sanitizer
 from .cuda.kernel_build import build_kernel
 from .constraints import DEFAULT_FLOAT_BOUND, DEFAULT_MAX_SIZE, derive
 from .cutout import CutoutPair, extract, volume_at_probe
@@ -169,25 +169,6 @@ def gpu_missing(harness: HarnessBuild) -> Optional[str]:
     return gpu_unavailable() or reason    # "insufficient driver" from the runtime often means no driver at all
 
 
-def sanitizer_sweep(harness: HarnessBuild, passing: List[Path], limit: int = 6) -> List[Path]:
-    """Passing inputs on which compute-sanitizer's racecheck or synccheck reports an error (the
-    ``limit`` largest: more threads per block, more room for a race). None when the sanitizer
-    is not installed."""
-    from .cuda import sanitizer
-
-    if sanitizer.find() is None:
-        return []
-    flagged = []
-    for path in sorted(passing, key=lambda p: (-p.stat().st_size, p.name))[:limit]:
-        try:
-            reports = sanitizer.check(harness.harness_replay, path)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if sanitizer.classify(reports):
-            flagged.append(path)
-    return flagged
-
-
 def screen_seeds(build: HarnessBuild, paths: List[Path], timeout_s: float = 20.0, threads: int = 1,
                  repeat: int = 1):
     """Run every seed with the replay binary: (passing seeds, [(crashing seed, its 1-based position)])."""
@@ -314,7 +295,7 @@ class InstanceRunner:
                                for p, position in crashing]
         if "kernel" in harness.manifest:     # what only compute-sanitizer sees, on a few passing seeds
             raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
-                    for p in sanitizer_sweep(harness, passing)]
+                    for p in sanitizer.sweep(harness.harness_replay, passing)]
         if opts.race_threads > 1:   # the passing seeds once more, in race mode
             passing, racing = screen_seeds(harness, passing, threads=opts.race_threads, repeat=opts.race_repeat * 5)
             raw += [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=len(crashing) + position)
@@ -457,14 +438,9 @@ def plan_instances(program_spec: str, xform_spec: Optional[str], instance_ids: O
         found = enumerate_instances(target, programs, classes[spec], spec, sdfgs,
                                     parse_settings(settings, classes[spec]) if settings else None)
         planned += [(spec, inst) for inst in found]
-    instance_ids = split_ids(instance_ids)
-    if instance_ids:
-        by_id = {inst.id: (spec, inst) for spec, inst in planned}
-        missing = [i for i in instance_ids if i not in by_id]
-        if missing:
-            raise ConfigError(f"--instance {', '.join(missing)}: no such instance; `harnessgen instances "
-                              f"--program {program_spec} --transformation {specs[0]}` lists them")
-        planned = [by_id[i] for i in instance_ids]
+    planned = _select(planned, instance_ids, lambda missing: (
+        f"--instance {', '.join(missing)}: no such instance; `harnessgen instances --program {program_spec} "
+        f"--transformation {specs[0]}` lists them"))
     return target, sdfgs, classes, planned
 
 
@@ -474,17 +450,27 @@ def _plan_kernels(program_spec: str, xform_spec: Optional[str], instance_ids: Op
                           f"reference, so leave out --transformation")
     name, specs = cuda_kernels.resolve(program_spec)
     target = with_afl_configs(Target(name=name, programs={}))
-    planned = [("kernel", spec.instance(name)) for spec in specs]
-    wanted = split_ids(instance_ids)
-    if wanted:
-        by_id = {inst.id: (s, inst) for s, inst in planned}
-        by_name = {inst.program: (s, inst) for s, inst in planned}
-        missing = [i for i in wanted if i not in by_id and i not in by_name]
-        if missing:
-            raise ConfigError(f"--instance {', '.join(missing)}: no such kernel; choose from "
-                              f"{', '.join(inst.id for _, inst in planned)}")
-        planned = [by_id.get(i) or by_name[i] for i in wanted]
+    everything = [("kernel", spec.instance(name)) for spec in specs]
+    planned = _select(everything, instance_ids, lambda missing: (
+        f"--instance {', '.join(missing)}: no such kernel; choose from "
+        f"{', '.join(inst.id for _, inst in everything)}"), by_program=True)
     return target, {spec.name: spec for spec in specs}, {"kernel": None}, planned
+
+
+def _select(planned: List[tuple], instance_ids: Optional[List[str]], unknown: Callable[[List[str]], str],
+            by_program: bool = False) -> List[tuple]:
+    """The (spec, instance) pairs ``--instance`` names, in its order (all of them without it);
+    ``by_program``: a program's name (a kernel's) names its instance too, after the ids."""
+    wanted = split_ids(instance_ids)
+    if not wanted:
+        return planned
+    named = {inst.id: (spec, inst) for spec, inst in planned}
+    for spec, inst in planned if by_program else ():
+        named.setdefault(inst.program, (spec, inst))
+    missing = [i for i in wanted if i not in named]
+    if missing:
+        raise ConfigError(unknown(missing))
+    return [named[i] for i in wanted]
 
 
 def _run_planned(spec: str, inst: Instance, progress: Optional[Callable] = None) -> InstanceResult:

@@ -34,18 +34,24 @@ from .layout import DecodedInput
 RUNTIME_SOURCE = Path(__file__).resolve().with_name("runtime.py")
 
 
-def _pack(text: str) -> str:
+def pack_text(text: str) -> str:
+    """zlib and base64: how a reproducer embeds a text file."""
     return base64.b64encode(zlib.compress(text.encode(), 9)).decode()
 
 
 def _npz_bytes(decoded: DecodedInput) -> bytes:
-    buffer = io.BytesIO()
     payload = {f"sym:{k}": v for k, v in decoded.symbols.items()}
     payload.update({f"arr:{k}": v for k, v in decoded.arrays.items()})
     payload.update({f"off:{k}": v for k, v in decoded.offsets.items()})
+    return npz_bytes(payload)
+
+
+def npz_bytes(arrays: Dict) -> bytes:
+    """An .npz file's bytes (to embed in a reproducer)."""
     import numpy as np
 
-    np.savez(buffer, **{k: np.asarray(v) for k, v in payload.items()})
+    buffer = io.BytesIO()
+    np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
     return buffer.getvalue()
 
 
@@ -110,7 +116,7 @@ def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInpu
         outcome=meta["outcome"], container=meta.get("container"), transformation=meta["transformation"],
         instance=meta["instance"], target=meta["target"], program=meta["program"],
         summary=summary, dace_version=meta["versions"]["dace"], harnessgen_version=meta["versions"]["harnessgen"],
-        pre_sdfg=_pack(pre_text), post_sdfg=_pack(post_text),
+        pre_sdfg=pack_text(pre_text), post_sdfg=pack_text(post_text),
         inputs_npz=base64.b64encode(_npz_bytes(decoded)).decode(), dtypes=repr(dtypes),
         tolerance=repr(meta["tolerance"]), cxx=repr(cxx), cxxflags=repr(cxxflags),
         expected=repr({k: meta.get(k) for k in ("outcome", "container", "index")}), timeout_s=60,
@@ -124,8 +130,8 @@ def _cuda_context(gpu: bool) -> Dict:
 
     if not gpu or not toolkit.available():
         return {"cuda": None, "cuda_compat": ""}
-    return {"cuda": repr({"nvcc_flags": toolkit.nvcc_flags() + ["-DWITH_CUDA"], "built_with": toolkit.find().version}),
-            "cuda_compat": _pack(toolkit.COMPAT_HEADER.read_text())}
+    return {"cuda": repr({"nvcc_flags": toolkit.dace_nvcc_base_flags(), "built_with": toolkit.find().version}),
+            "cuda_compat": pack_text(toolkit.COMPAT_HEADER.read_text())}
 
 
 def _uses_gpu(sdfg) -> bool:
@@ -164,7 +170,7 @@ def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: st
         outcome=outcome, outcome_literal=repr(outcome), transformation=inst.transformation, instance=inst.id,
         target=inst.target, program=inst.program, summary=first_line[:300], spec=inst.transformation_spec,
         spec_literal=repr(inst.transformation_spec), dace_version=dace.__version__, harnessgen_version=__version__,
-        pre_sdfg=_pack((tmp / "pre.sdfg").read_text()),
+        pre_sdfg=pack_text((tmp / "pre.sdfg").read_text()),
         match=repr(json.dumps(pair.translated_match, default=str)), cxx=repr(cxx), cxxflags=repr(cxxflags),
         **_cuda_context(pair.post is not None and _uses_gpu(pair.post))))
     repro.chmod(0o755)

@@ -75,8 +75,8 @@ def variant(spec: KernelSpec, offset: int, folder: Path) -> KernelSpec:
                                manifest=manifest if manifest.is_file() else spec.manifest)
 
 
-def _inputs(spec: KernelSpec, corpus: Optional[Path], count: int) -> List[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="barrier-inputs-"))
+def _inputs(spec: KernelSpec, corpus: Optional[Path], count: int, folder: Path) -> List[Path]:
+    """The seeds (written into ``folder``) and the kernel's corpus: every variant runs on these."""
     paths = seedlib.write(seedlib.sample(layout(spec), count, 0), folder)
     if corpus and corpus.is_dir():
         paths += sorted(p for p in corpus.iterdir() if p.is_file() and not p.name.startswith("."))
@@ -106,18 +106,21 @@ def analyse(spec: KernelSpec, target: str, work_dir: Path, corpus: Optional[Path
 
     text = spec.source.read_text()
     results = []
-    for offset in barrier_sites(text, spec.kernel):
-        line = _line(text, offset)
-        with tempfile.TemporaryDirectory(prefix="barrier-variant-") as tmp:
-            try:
-                build = build_kernel(variant(spec, offset, Path(tmp)), target, work_dir)
-            except BuildError as exc:
-                results.append(BarrierVerdict(spec.kernel, line, "BUILD_FAILURE", str(exc)))
+    with tempfile.TemporaryDirectory(prefix="barrier-inputs-") as inputs_dir:
+        inputs: List[Path] = []
+        for offset in barrier_sites(text, spec.kernel):
+            line = _line(text, offset)
+            with tempfile.TemporaryDirectory(prefix="barrier-variant-") as tmp:
+                try:
+                    build = build_kernel(variant(spec, offset, Path(tmp)), target, work_dir)
+                except BuildError as exc:
+                    results.append(BarrierVerdict(spec.kernel, line, "BUILD_FAILURE", str(exc)))
+                    continue
+            missing = gpu_missing(build)
+            if missing:
+                results.append(BarrierVerdict(spec.kernel, line, "BUILT", f"not judged: {missing}; built in {build.dir}"))
                 continue
-        missing = gpu_missing(build)
-        if missing:
-            results.append(BarrierVerdict(spec.kernel, line, "BUILT", f"not judged: {missing}; built in {build.dir}"))
-            continue
-        verdict, why = judge(build, _inputs(spec, corpus, count))
-        results.append(BarrierVerdict(spec.kernel, line, verdict, why))
+            inputs = inputs or _inputs(spec, corpus, count, Path(inputs_dir))
+            verdict, why = judge(build, inputs)
+            results.append(BarrierVerdict(spec.kernel, line, verdict, why))
     return results

@@ -230,10 +230,10 @@ def resolve(spec: str) -> tuple:
     base, _, name = spec.partition(":")
     folder = BUILTIN_DIR if base == "gpukernels" else Path(base)
     if not folder.is_dir():
-        raise ConfigError(f"--kernels {spec}: use gpukernels[:NAME] or a directory of kernel manifests")
+        raise ConfigError(f"--program {spec}: use gpukernels[:NAME] or a directory of kernel manifests")
     kernels = load_dir(folder)
     if name and name not in kernels:
-        raise ConfigError(f"--kernels {spec}: no manifest {name}.json; choose one of {', '.join(sorted(kernels))}")
+        raise ConfigError(f"--program {spec}: no manifest {name}.json; choose one of {', '.join(sorted(kernels))}")
     target = "gpukernels" if base == "gpukernels" else folder.name
     return target, ([kernels[name]] if name else [kernels[k] for k in sorted(kernels)])
 
@@ -257,10 +257,6 @@ def layout(spec: KernelSpec, float_bound: float = DEFAULT_FLOAT_BOUND) -> InputL
 
 
 # ------------------------------------------------------------------ sides
-def side_names() -> tuple:
-    return "hg_pre", "hg_post"
-
-
 def render_side(spec: KernelSpec, role: str) -> str:
     """The C++/CUDA source of one side: ``pre`` (the reference) or ``post`` (the kernel)."""
     from ..emit import template_environment

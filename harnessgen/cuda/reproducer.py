@@ -11,10 +11,8 @@
 from __future__ import annotations
 
 import base64
-import io
 import json
 import shutil
-import zlib
 from pathlib import Path
 from typing import Dict
 
@@ -24,7 +22,7 @@ from .. import __version__
 from .. import expr as ex
 from ..emit import template_environment
 from ..layout import DecodedInput
-from ..reproducer import publish, staging_dir
+from ..reproducer import npz_bytes, pack_text, publish, staging_dir
 
 
 def _manifest(build_dir: Path) -> Dict:
@@ -44,20 +42,14 @@ def launch_geometry(build_dir: Path, symbols: Dict[str, int]) -> Dict:
             "shared_bytes": int(ex.evaluate(ex.parse(manifest.get("shared_bytes", 0)), env))}
 
 
-def _npz(arrays: Dict[str, np.ndarray]) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
-
-
 def render_repro(meta: Dict, build_dir: Path, decoded: DecodedInput, expected: Dict[str, np.ndarray]) -> str:
     manifest = _manifest(build_dir)
     kernel_dir = Path(build_dir) / "kernel"
-    files = {p.name: base64.b64encode(zlib.compress(p.read_bytes(), 9)).decode()
-             for p in sorted(kernel_dir.iterdir()) if p.suffix != ".json"}
-    env = {k: int(v) for k, v in decoded.symbols.items()}
+    files = {p.name: pack_text(p.read_text()) for p in sorted(kernel_dir.iterdir()) if p.suffix != ".json"}
+    symbols = {k: int(v) for k, v in decoded.symbols.items()}
     args = [[a["name"], a["role"], a["dtype"],
-             int(ex.evaluate(ex.parse(a["value"]), env)) if a["role"] == "value" else None] for a in manifest["args"]]
+             int(ex.evaluate(ex.parse(a["value"]), symbols)) if a["role"] == "value" else None]
+            for a in manifest["args"]]
     outputs = {a["name"]: expected[a["name"]] for a in manifest["args"] if a["role"] in ("out", "inout")}
     launch = meta["launch"]
     tol = meta["tolerance"]
@@ -67,8 +59,8 @@ def render_repro(meta: Dict, build_dir: Path, decoded: DecodedInput, expected: D
         summary=meta["summary"], version=__version__, instance=meta["instance"], kernel=manifest["kernel"],
         source=manifest["source"], files=files, grid=launch["grid"], block=launch["block"],
         shared=launch["shared_bytes"], args=args, outcome=meta["outcome"],
-        inputs_npz=base64.b64encode(_npz({f"arr:{k}": v for k, v in decoded.arrays.items()})).decode(),
-        expected_npz=base64.b64encode(_npz(outputs)).decode(), rtol=repr(float(tol["rtol"])),
+        inputs_npz=base64.b64encode(npz_bytes({f"arr:{k}": v for k, v in decoded.arrays.items()})).decode(),
+        expected_npz=base64.b64encode(npz_bytes(outputs)).decode(), rtol=repr(float(tol["rtol"])),
         atol=repr(float(tol["atol"])), exact=bool(tol.get("exact")),
         runs=meta["synchronization"]["repeated_runs"]["runs"])
 
@@ -99,7 +91,7 @@ def write_kernel_finding(folder: Path, meta: Dict, build_dir: Path, data: bytes,
         return folder
     (tmp / "input.bin").write_bytes(data)
     decoded.to_npz(tmp / "inputs.npz")
-    (tmp / "expected.npz").write_bytes(_npz(expected))
+    (tmp / "expected.npz").write_bytes(npz_bytes(expected))
     shutil.copytree(Path(build_dir) / "kernel", tmp / "kernel")
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
     repro = tmp / "repro.py"

@@ -134,3 +134,22 @@ def classify(reports: List[SanitizerReport]) -> Optional[Outcome]:
 
 def check(harness: Path, input_path: Path, tools=TOOLS) -> List[SanitizerReport]:
     return [run(harness, input_path, tool) for tool in tools]
+
+
+def check_if_installed(harness: Path, input_path: Path) -> List[SanitizerReport]:
+    """``check``, or no reports where compute-sanitizer is not installed or could not run."""
+    if find() is None:
+        return []
+    try:
+        return check(harness, input_path)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+
+
+def sweep(harness: Path, passing: List[Path], limit: int = 6) -> List[Path]:
+    """Passing inputs on which racecheck or synccheck reports an error (the ``limit`` largest:
+    more threads per block, more room for a race); none where the sanitizer is not installed."""
+    if find() is None:
+        return []
+    largest = sorted(passing, key=lambda p: (-p.stat().st_size, p.name))[:limit]
+    return [path for path in largest if classify(check_if_installed(harness, path))]

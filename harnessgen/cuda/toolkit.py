@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
-import os
 import subprocess
 from pathlib import Path
 from typing import List, Optional
@@ -109,7 +108,13 @@ def nvcc_flags() -> List[str]:
 
 def dace_nvcc_flags() -> List[str]:
     """For the CUDA files DaCe generates."""
-    return [*nvcc_flags(), "-DWITH_CUDA", "-include", str(COMPAT_HEADER)]
+    return [*dace_nvcc_base_flags(), "-include", str(COMPAT_HEADER)]
+
+
+def dace_nvcc_base_flags() -> List[str]:
+    """``dace_nvcc_flags`` less the compat header, whose path differs between checkouts: a
+    build's cache key names the header by content, a reproducer embeds it."""
+    return [*nvcc_flags(), "-DWITH_CUDA"]
 
 
 def dace_host_flags() -> List[str]:

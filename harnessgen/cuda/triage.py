@@ -13,9 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -70,15 +68,10 @@ class KernelTriage(Triage):
                      raw_bytes=len(data), seconds=0.0)
 
     def _sanitize(self, data: bytes) -> List[sanitizer.SanitizerReport]:
-        if sanitizer.find() is None:
-            return []
         with tempfile.NamedTemporaryFile(suffix=".bin") as tmp:
             tmp.write(data)
             tmp.flush()
-            try:
-                return sanitizer.check(self.build.harness_replay, Path(tmp.name))
-            except (OSError, subprocess.TimeoutExpired):
-                return []
+            return sanitizer.check_if_installed(self.build.harness_replay, Path(tmp.name))
 
     def _synchronization(self, data: bytes, result: ReplayResult) -> Dict:
         """Repeated runs and the sanitizer on the minimized input: the evidence and its verdict."""

@@ -4,7 +4,6 @@ no GPU is there, the kernel harness decodes as the NumPy decoder does, the CPU r
 compute what NumPy computes, and both reproducer kinds are generated and refuse to judge
 without a GPU (exit 3) instead of reporting a bug."""
 import json
-import struct
 import subprocess
 import sys
 
