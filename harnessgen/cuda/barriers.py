@@ -11,6 +11,7 @@ barrier needed. Without a GPU the variants are only built (verdict ``BUILT``).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import subprocess
@@ -85,9 +86,12 @@ def _inputs(spec: KernelSpec, corpus: Optional[Path], count: int, folder: Path) 
 
 def judge(build, inputs: List[Path]) -> tuple:
     """('NEEDED', why) when the variant differs from the reference or the sanitizer objects."""
+    # the caller's environment: the driver may be found through it (LD_LIBRARY_PATH in containers),
+    # and the device check that let this variant be judged ran with it
+    env = {**os.environ, "HARNESSGEN_REPEAT": str(REPEAT)}
     for path in inputs:
         proc = subprocess.run([str(build.harness_replay), str(path)], capture_output=True, text=True, timeout=300,
-                              env={"HARNESSGEN_REPEAT": str(REPEAT), "PATH": "/usr/bin:/bin"})
+                              env=env)
         if proc.returncode not in (0, 2, 3):
             return "NEEDED", f"without it the outputs differ from the reference on {path.name}"
     if sanitizer.find() is None:
