@@ -12,12 +12,14 @@ made once per harness build.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import envs
 from .build import CXX, CXXFLAGS, HarnessBuild, Job, dace_include, publish_dir, run_jobs
@@ -53,10 +55,45 @@ def archer_library() -> Path:
     return path
 
 
+_PROBE = "int main() { return 0; }\n"
+_MISSING_RUNTIME = re.compile(r"libclang_rt\.tsan[\w.-]*\.a")
+
+
+@functools.lru_cache(maxsize=None)
+def check_sanitizer_runtime(compiler: str = CXX, extra_flags: Tuple[str, ...] = ()) -> None:
+    """Link an empty program with ``-fsanitize=thread`` once per process: a compiler without
+    its ThreadSanitizer runtime is a named, actionable ToolMissing (Debian ships the runtime
+    apart from clang, in libclang-rt-<major>-dev), not a link failure deep in triage."""
+    path = shutil.which(compiler)
+    if not path:
+        raise ToolMissing(f"{compiler} is not installed: run `make setup` (or set HARNESSGEN_CXX)")
+    with tempfile.TemporaryDirectory(prefix="hg-tsan-probe-") as tmp:
+        source = Path(tmp) / "probe.cpp"
+        source.write_text(_PROBE)
+        proc = subprocess.run([path, "-fsanitize=thread", *extra_flags, str(source), "-o", str(Path(tmp) / "probe")],
+                              capture_output=True, text=True)
+    if proc.returncode == 0:
+        return
+    log = (proc.stderr or proc.stdout).strip()
+    if _MISSING_RUNTIME.search(log):
+        raise ToolMissing(f"the ThreadSanitizer runtime of {compiler} is not installed: install "
+                          f"{runtime_package(path)} (`make setup` does) or point HARNESSGEN_CXX at a clang that has it")
+    raise BuildError(f"{compiler} -fsanitize=thread cannot link an empty program: "
+                     f"{log.splitlines()[-1] if log else proc.returncode}", side="hg_post", log=log)
+
+
+def runtime_package(compiler_path: str) -> str:
+    """The Debian package holding clang's sanitizer runtimes for this compiler's major version."""
+    out = subprocess.run([compiler_path, "--version"], capture_output=True, text=True).stdout
+    major = re.search(r"clang version (\d+)", out)
+    return f"libclang-rt-{major[1]}-dev" if major else "libclang-rt-<version>-dev"
+
+
 def build_tsan(build: HarnessBuild) -> Path:
     """The TSan replay binary of this build (made once, published atomically)."""
     final = build.dir / "tsan"
     if not (final / "harness_tsan").exists():
+        check_sanitizer_runtime()
         publish_dir(final, lambda tmp: _compile_tsan(build, tmp))
     return final / "harness_tsan"
 
