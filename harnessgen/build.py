@@ -189,6 +189,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
                  "gpu": post.on_gpu},
         "cuda": _cuda_manifest(pre, post),
         "input_config": pair.input_config, "output_config": pair.output_config,
+        "aliases": pair.aliases,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest

@@ -11,6 +11,8 @@ import dataclasses
 import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import envs
+from .aliasing import alias_groups
 from .cuda.toolkit import uses_gpu
 from .errors import Unsupported
 from .instances import Instance, rebuild_transformation
@@ -37,6 +39,8 @@ class CutoutPair:
     error: str = ""
     input_volume_before: str = ""    # symbolic element count of the unreduced input configuration
     input_volume_after: str = ""
+    # why the cutout is larger than DaCe's: the alias groups it grew past (``aliasing.py``)
+    aliases: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -168,6 +172,69 @@ def _is_cutout(sdfg) -> bool:
     from dace.sdfg.analysis.cutout import SDFGCutout
 
     return isinstance(sdfg, SDFGCutout)
+
+
+def _matched_sdfg(program_sdfg, match: Dict[str, Any]):
+    """The (nested) SDFG that holds the match."""
+    cfg = program_sdfg.cfg_list[max(int(match.get("cfg_id", 0)), 0)]
+    return cfg if cfg is cfg.sdfg else cfg.sdfg
+
+
+def _path_below(node, inner) -> List[Tuple[int, int]]:
+    """(state id, node id) of every nested SDFG node from ``node.sdfg`` down to ``inner``."""
+    path = []
+    while inner is not node.sdfg:
+        state = inner.parent
+        if state.parent_graph is not state.sdfg:
+            raise Unsupported(f"the match lies in a nested SDFG inside a control-flow region ({state.parent_graph.label}):"
+                              " harnessgen cannot yet follow it into a grown cutout")
+        path.insert(0, (state.sdfg.node_id(state), state.node_id(inner.parent_nsdfg_node)))
+        inner = state.sdfg
+    return path
+
+
+def _sdfg_along(sdfg, path: List[Tuple[int, int]]):
+    for state_id, node_id in path:
+        sdfg = sdfg.node(state_id).node(node_id).sdfg
+    return sdfg
+
+
+def _cut_around(state, node):
+    """A single-state cutout of ``node`` with every scope that encloses it in ``state``."""
+    from dace.sdfg.analysis.cutout import SDFGCutout
+
+    scope = state.scope_dict()
+    top = node
+    while scope[top] is not None:
+        top = scope[top]
+    nodes = state.scope_subgraph(top).nodes() if top is not node else [node]
+    return SDFGCutout.singlestate_cutout(state, *nodes, make_side_effects_global=True, use_alibi_nodes=False)
+
+
+def _grown_past_aliases(program_sdfg, cutout, match: Dict[str, Any]):
+    """``cutout``, or a cutout of the enclosing state around every nested SDFG whose connectors
+    alias among the containers the cutout uses (repeated outwards while the enclosing SDFG is
+    itself nested and aliased). Returns (cutout, the path of nested SDFG nodes from the new
+    cutout's root to the matched SDFG or None when nothing grew, the alias groups)."""
+    if envs.get("HARNESSGEN_CUT_ALIASES_APART") == "1":     # tests only: the unfaithful cutout
+        return cutout, None, []
+    matched = level = _matched_sdfg(program_sdfg, match)
+    groups, around = [], None
+    while level.parent_nsdfg_node is not None:
+        node, state = level.parent_nsdfg_node, level.parent
+        used = {name for name, desc in cutout.arrays.items() if not desc.transient}
+        found = alias_groups(state, node, used)
+        if not found:
+            break
+        groups += found
+        cutout, around = _cut_around(state, node), node
+        level = state.sdfg
+    if around is None:
+        return cutout, None, []
+    copied = cutout._in_translation[around]
+    start = cutout.start_state
+    path = [(cutout.node_id(start), start.node_id(copied))] + _path_below(around, matched)
+    return cutout, path, [g.to_json() for g in groups]
 
 
 def _configs(cutout) -> Tuple[List[str], List[str]]:
@@ -331,16 +398,21 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
         # DaCe fell back to a copy of the (nested) SDFG holding the match and left the match
         # untranslated: in the copy, that SDFG is the root, and its states keep their ids
         translated["cfg_id"] = 0
+    reduced, nested_path, aliases = _grown_past_aliases(program_sdfg, reduced, instance.match)
     input_config, output_config = _configs(reduced)
     after = input_volume(reduced, input_config)
     # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce
-    before = after if grown is not None else _unreduced_volume(program_sdfg, instance, cls)
+    before = after if grown is not None or aliases else _unreduced_volume(program_sdfg, instance, cls)
 
     pre = _plain_copy(reduced, PRE_NAME)
     post = _plain_copy(reduced, POST_NAME)
+    if nested_path is not None:
+        # the matched nested SDFG is copied whole into the grown cutout: the match keeps its
+        # states and nodes, only its place in the cutout's list of SDFGs changes
+        translated = {**copy.deepcopy(instance.match), "cfg_id": _sdfg_along(pre, nested_path).cfg_id}
     pair = CutoutPair(instance=instance, pre=pre, post=None, input_config=input_config,
                       output_config=output_config, program_sdfg=program_sdfg, translated_match=translated,
-                      input_volume_before=before, input_volume_after=after)
+                      input_volume_before=before, input_volume_after=after, aliases=aliases)
 
     applied = rebuild_transformation(cls, copy.deepcopy(translated), post)
     if not _can_apply(applied, post):
@@ -410,17 +482,15 @@ def _unreduced_volume(program_sdfg, instance: Instance, cls: type) -> str:
 
 
 def _can_apply(xform, sdfg) -> bool:
-    from dace.transformation.transformation import SingleStateTransformation
-
     try:
         cfg = sdfg.cfg_list[xform.cfg_id]
         graph = cfg.node(xform.state_id) if xform.state_id >= 0 else cfg
     except IndexError:   # the match points at a region the cutout does not have
         return False
     try:
-        if isinstance(xform, SingleStateTransformation) or xform.state_id >= 0:
-            return bool(xform.can_be_applied(graph, xform.expr_index, cfg.sdfg if hasattr(cfg, "sdfg") else sdfg))
-        return bool(xform.can_be_applied(graph, xform.expr_index, sdfg))
+        # the SDFG that holds the match, as DaCe's own matcher passes it (the root's would send a
+        # match inside a nested SDFG looking for its containers in the wrong place)
+        return bool(xform.can_be_applied(graph, xform.expr_index, cfg.sdfg if hasattr(cfg, "sdfg") else sdfg))
     except Exception:  # a can_be_applied that raises cannot be trusted to say yes
         return False
 

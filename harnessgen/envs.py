@@ -13,6 +13,8 @@ KNOBS: Dict[str, str] = {
     "HARNESSGEN_AFL_FUZZ": "afl-fuzz executable (default afl-fuzz)",
     "HARNESSGEN_ARCHER": "LLVM's OpenMP ThreadSanitizer tool libarcher.so (default: found beside the compiler)",
     "HARNESSGEN_PROGRAM_CACHE": "where built-in targets cache their parsed SDFGs (default .harnessgen/programs)",
+    "HARNESSGEN_CUT_ALIASES_APART": "tests only: 1 cuts aliased nested-SDFG connectors apart again (an unfaithful "
+                                    "cutout, which the whole-program audit must catch)",
     "HARNESSGEN_RTOL": "read by a built harness at start-up: overrides the relative tolerance it was built with",
     "HARNESSGEN_ATOL": "read by a built harness at start-up: overrides the absolute tolerance",
     "HARNESSGEN_EXACT": "read by a built harness at start-up: 1 compares floats bit for bit, 0 uses the tolerance",

@@ -157,6 +157,9 @@ def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: st
     (tmp / "error.txt").write_text(message + "\n")
     (tmp / "transformation.json").write_text(json.dumps(pair.translated_match, indent=1, default=str) + "\n")
     (tmp / "instance.json").write_text(json.dumps(pair.instance.to_json(), indent=1) + "\n")
+    # what the cutout takes and gives, and the nested-SDFG connectors it kept as one container
+    (tmp / "cutout.json").write_text(json.dumps({"input_config": pair.input_config, "output_config": pair.output_config,
+                                                 "aliases": pair.aliases}, indent=1) + "\n")
     pair.pre.save(str(tmp / "pre.sdfg"))
     if pair.post is not None:
         try:

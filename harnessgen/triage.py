@@ -276,7 +276,8 @@ class Triage:
         manifest = self.build.manifest
         match = json.loads((self.build.dir / "transformation.json").read_text())
         return CutoutPair(instance=self.instance, pre=pre, post=post, input_config=manifest["input_config"],
-                          output_config=manifest["output_config"], program_sdfg=None, translated_match=match)
+                          output_config=manifest["output_config"], program_sdfg=None, translated_match=match,
+                          aliases=manifest.get("aliases", []))
 
     def _write(self, key: Key, entry: Dict) -> Finding:
         started = time.monotonic()
@@ -338,6 +339,8 @@ class Triage:
             "message": result.message,
             "tolerance": dataclasses.asdict(self.options.tolerance),
             "symbols": {k: int(v) for k, v in decoded.symbols.items()},
+            # nested-SDFG connectors that are one container in the program, kept one in the cutout
+            "aliases": self.build.manifest.get("aliases", []),
             "divergence": divergence.to_json() if divergence else None,
             "localize_error": entry.get("localize_error"),
             "raw_crashes": entry["raw"], "raw_bytes": entry["raw_bytes"],

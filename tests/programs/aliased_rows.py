@@ -1,0 +1,23 @@
+"""A map whose body holds a loop (so the loop lives in a nested SDFG) and passes one row of
+B to it through several connectors: views of the same memory in the program.
+
+``shift_rows``: iteration j reads B[i, j + 1], which iteration j + 1 wrote just before (the
+loop runs downwards): a dependency carried through two connectors of one container.
+``scale_rows``: every iteration reads and writes only its own element: nothing carried."""
+import dace
+
+N = dace.symbol("N")
+
+
+@dace.program
+def shift_rows(B: dace.float64[N, 5], A: dace.float64[N]):
+    for i in dace.map[0:N]:
+        for j in range(3, -1, -1):
+            B[i, j] = B[i, j + 1] + A[i]
+
+
+@dace.program
+def scale_rows(B: dace.float64[N, 5], A: dace.float64[N]):
+    for i in dace.map[0:N]:
+        for j in range(5):
+            B[i, j] = B[i, j] * A[i] + 1.0

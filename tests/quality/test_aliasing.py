@@ -1,0 +1,71 @@
+"""A cutout keeps views of one container as one container (DESIGN: Fidelity).
+
+DaCe's frontend passes a row of B to a loop in a map body through a read and a write
+connector. Cut apart, the loop-carried dependency between them vanishes, and DaCe 1.0.2's
+LoopToMap, which makes exactly that mistake, passed. Grown to the map around the nested
+SDFG, the cutout computes what the program computes and the bug shows as a MISMATCH."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harnessgen.cutout import extract
+from harnessgen.instances import enumerate_instances, load_transformation
+from harnessgen.targets.loaders import load_python_program
+from tests.conftest import PROGRAMS, run_cli, summary_of
+
+PROGRAM = PROGRAMS / "aliased_rows.py"
+
+
+def loop_to_map(name: str):
+    target = load_python_program(PROGRAM, name)
+    program = target.programs[name]
+    sdfg = program.build()
+    cls = load_transformation("LoopToMap")
+    [inst] = enumerate_instances(target, [program], cls, "LoopToMap", {name: sdfg})
+    return sdfg, cls, inst
+
+
+def test_connectors_that_view_one_container_stay_one_container(monkeypatch):
+    sdfg, cls, inst = loop_to_map("shift_rows")
+    pair = extract(sdfg, inst, cls)
+    assert pair.ok, pair.error
+    [group] = pair.aliases
+    assert group["container"] == "B" and len(group["members"]) == 2 and len(group["written"]) == 1
+    assert {"A", "B"} <= set(pair.input_config) and "B" in pair.output_config
+    # the match moved into the nested SDFG of the grown cutout and still holds there
+    assert pair.translated_match["cfg_id"] > 0
+
+    monkeypatch.setenv("HARNESSGEN_CUT_ALIASES_APART", "1")
+    apart = extract(sdfg, inst, cls)
+    assert apart.ok and apart.aliases == []
+    assert set(group["members"]) <= set(apart.input_config) | set(apart.output_config)
+
+
+@pytest.mark.fuzz
+def test_a_loop_parallelized_across_aliased_views_is_a_mismatch_in_the_cutout(tmp_path):
+    proc = run_cli(["fuzz", "--program", f"{PROGRAM}:shift_rows", "--transformation", "LoopToMap", "--time", "30",
+                    "--until-crash"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [entry] = summary_of(tmp_path)["instances"]
+    assert entry["verdict"] == "MISMATCH", entry
+    [finding] = entry["findings"]
+    meta = json.loads((Path(finding["path"]) / "meta.json").read_text())
+    assert meta["container"] == "B" and meta["aliases"][0]["container"] == "B"
+    replay = subprocess.run([sys.executable, "repro.py"], cwd=finding["path"], capture_output=True, text=True,
+                            timeout=600)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "MISMATCH in B" in replay.stdout
+
+
+@pytest.mark.fuzz
+def test_a_loop_without_a_carried_dependency_stays_silent_across_aliased_views(tmp_path):
+    sdfg, cls, inst = loop_to_map("scale_rows")
+    assert extract(sdfg, inst, cls).aliases, "the frontend no longer passes the row through two connectors"
+    proc = run_cli(["fuzz", "--program", f"{PROGRAM}:scale_rows", "--transformation", "LoopToMap", "--time", "30"],
+                   tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [entry] = summary_of(tmp_path)["instances"]
+    assert entry["verdict"] == "PASS" and entry["execs"] > 10_000, entry
