@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Tuple
 
 from . import __version__, envs
 from .cutout import CutoutPair
-from .emit import OracleOptions, SideSource, generate_side, render_harness, template_sources
+from .emit import FRESH_STATE_HEADER, OracleOptions, SideSource, generate_side, render_harness, template_sources
 from .errors import BuildError, ToolMissing
 from .files import write_atomic
 from .layout import InputLayout
@@ -42,7 +42,14 @@ AFL_CXX = envs.get("HARNESSGEN_AFL_CXX")
 # Same flags for pre and post: a difference must come from the transformation, never
 # from the compiler. No -ffast-math, no FMA contraction, no -march=native (reproducers
 # run on other machines).
-CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-fopenmp", "-ffp-contract=off", "-fno-fast-math", "-w"]
+# -ftrivial-auto-var-init=pattern: an automatic variable read before it is written holds the
+# same pattern on every run (NaN for floating point), never what an earlier run left there.
+CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-fopenmp", "-ffp-contract=off", "-fno-fast-math", "-w",
+            "-ftrivial-auto-var-init=pattern"]
+# The generated code of each side (pre and post) allocates from templates/fresh_state.h: every
+# heap block starts as the same bytes, so a transient read before it is written is a
+# deterministic difference, not whatever the other side left in the block it freed.
+SIDE_FLAGS = ["-include", str(FRESH_STATE_HEADER)]
 # afl-cc adds -g and -funroll-loops unless told not to: our flags stay the only ones, so the
 # instrumented post is compiled as libpost.so is (and without debug info, a third faster)
 AFL_ENV = {"AFL_DONT_OPTIMIZE": "1"}
@@ -189,7 +196,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
                  "gpu": post.on_gpu},
         "cuda": _cuda_manifest(pre, post),
         "input_config": pair.input_config, "output_config": pair.output_config,
-        "aliases": pair.aliases,
+        "aliases": pair.aliases, "grown_for": pair.grown_for,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
@@ -222,7 +229,7 @@ def _library_job(out: Path, side: SideSource, soname: str) -> "Job":
     frame code, its CUDA objects and the CUDA runtime, found beside the library)."""
     host = (cuda_toolkit.dace_host_flags() if side.on_gpu
             else header_pch(_work_dir(out), CXX, side.cpp))
-    return Job([CXX, *_flags(out), *host, str(side.cpp), *_cuda_link(out, side), "-shared",
+    return Job([CXX, *_flags(out), *host, *SIDE_FLAGS, str(side.cpp), *_cuda_link(out, side), "-shared",
                 f"-Wl,--version-script={out / f'exports_{side.name}.map'}", f"-Wl,-soname,{soname}", RPATH, "-o",
                 str(out / soname)], side.name, after=tuple(o.name for o in _cuda_objects(out, side)))
 
@@ -279,7 +286,7 @@ def _jobs_after_pre(out: Path, post: SideSource, afl: bool, cmplog: bool) -> Dic
         if not (afl if variant == "afl" else cmplog):
             continue
         post_host = cuda_toolkit.dace_host_flags() if gpu else header_pch(work_dir, AFL_CXX, post.cpp, env)
-        jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_host, "-c", str(post.cpp), "-o",
+        jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_host, *SIDE_FLAGS, "-c", str(post.cpp), "-o",
                                          str(out / f"post_{variant}.o")], "hg_post", env)
         cuda_objects = tuple(o.name for o in _cuda_objects(out, post))
         jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), str(out / f"post_{variant}.o"),

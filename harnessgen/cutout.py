@@ -39,8 +39,10 @@ class CutoutPair:
     error: str = ""
     input_volume_before: str = ""    # symbolic element count of the unreduced input configuration
     input_volume_after: str = ""
-    # why the cutout is larger than DaCe's: the alias groups it grew past (``aliasing.py``)
+    # why the cutout is larger than DaCe's: the alias groups it grew past (``aliasing.py``), or
+    # the match that held only in a larger cutout
     aliases: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    grown_for: str = ""
 
     @property
     def ok(self) -> bool:
@@ -383,8 +385,27 @@ def _value_symbols_as_inputs(pre, post) -> List[str]:
     return [SYMBOL_INPUT_PREFIX + n for n in names]
 
 
-def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
-    """Cut out ``instance`` from ``program_sdfg`` and apply the transformation to a copy."""
+@dataclasses.dataclass
+class _Cut:
+    """One candidate cutout: the SDFG, where the match lies in it, and why it is this large."""
+
+    sdfg: Any
+    match: Dict[str, Any]                        # relative to ``sdfg``, up to ``nested_path``
+    nested_path: Optional[List[Tuple[int, int]]] = None   # the match's SDFG, when it moved into a copy
+    aliases: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    grown_for: str = ""
+    control_flow_grown: bool = False
+
+    def match_in(self, pre) -> Dict[str, Any]:
+        if self.nested_path is None:
+            return self.match
+        # the matched nested SDFG is copied whole into the grown cutout: the match keeps its
+        # states and nodes, only its place in the cutout's list of SDFGs changes
+        return {**self.match, "cfg_id": _sdfg_along(pre, self.nested_path).cfg_id}
+
+
+def _dace_cut(program_sdfg, instance: Instance, cls: type) -> _Cut:
+    """DaCe's cutout, grown until it lost no loop body or branch and keeps aliased views whole."""
     xform = rebuild_transformation(cls, copy.deepcopy(instance.match), program_sdfg)
     try:
         reduced = _make_cutout(program_sdfg, xform, reduce=True)
@@ -392,31 +413,60 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
         raise Unsupported(f"DaCe could not cut out {instance.id}: {type(exc).__name__}: {exc}") from exc
     reduced, grown = _grown_cutout(reduced, lambda: rebuild_transformation(cls, copy.deepcopy(instance.match),
                                                                            program_sdfg), instance.id)
-    xform = grown or xform
-    translated = _translated_json(xform)
+    translated = _translated_json(grown or xform)
     if not _is_cutout(reduced) and translated.get("cfg_id", 0) > 0:
         # DaCe fell back to a copy of the (nested) SDFG holding the match and left the match
         # untranslated: in the copy, that SDFG is the root, and its states keep their ids
         translated["cfg_id"] = 0
     reduced, nested_path, aliases = _grown_past_aliases(program_sdfg, reduced, instance.match)
-    input_config, output_config = _configs(reduced)
-    after = input_volume(reduced, input_config)
-    # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce
-    before = after if grown is not None or aliases else _unreduced_volume(program_sdfg, instance, cls)
-
-    pre = _plain_copy(reduced, PRE_NAME)
-    post = _plain_copy(reduced, POST_NAME)
     if nested_path is not None:
-        # the matched nested SDFG is copied whole into the grown cutout: the match keeps its
-        # states and nodes, only its place in the cutout's list of SDFGs changes
-        translated = {**copy.deepcopy(instance.match), "cfg_id": _sdfg_along(pre, nested_path).cfg_id}
+        translated = copy.deepcopy(instance.match)
+    return _Cut(reduced, translated, nested_path, aliases, "aliased views" if aliases else "",
+                control_flow_grown=grown is not None)
+
+
+def _larger_cuts(program_sdfg, instance: Instance):
+    """Where the match does not hold inside DaCe's cutout (it reads what the cut changed: is a
+    container transient, is it read later, an interstate edge of a matched state), larger
+    cutouts until it holds: the whole nested SDFG that holds the match (where no connectors of
+    it alias), then the whole program, where it matched in the first place."""
+    matched = _matched_sdfg(program_sdfg, instance.match)
+    if matched is not program_sdfg:
+        whole_nested = _plain_copy(matched, matched.name)
+        if not _grown_past_aliases(program_sdfg, whole_nested, instance.match)[2]:
+            yield _Cut(whole_nested, {**copy.deepcopy(instance.match), "cfg_id": 0},
+                       grown_for="the match: the whole nested SDFG")
+    yield _Cut(program_sdfg, copy.deepcopy(instance.match), grown_for="the match: the whole program")
+
+
+def _matching_cut(program_sdfg, instance: Instance, cls: type):
+    """The smallest candidate cutout inside which the transformation still matches, with its
+    pre and post copies and the match relative to them."""
+    import itertools
+
+    for cut in itertools.chain([_dace_cut(program_sdfg, instance, cls)], _larger_cuts(program_sdfg, instance)):
+        pre, post = _plain_copy(cut.sdfg, PRE_NAME), _plain_copy(cut.sdfg, POST_NAME)
+        match = cut.match_in(pre)
+        applied = rebuild_transformation(cls, copy.deepcopy(match), post)
+        if _can_apply(applied, post):
+            return cut, pre, post, match, applied
+    raise Unsupported(f"{instance.id}: the transformation does not match even in a copy of the whole program "
+                      "(its can_be_applied depends on something a copy does not keep)")
+
+
+def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
+    """Cut out ``instance`` from ``program_sdfg`` and apply the transformation to a copy."""
+    cut, pre, post, translated, applied = _matching_cut(program_sdfg, instance, cls)
+    input_config, output_config = _configs(cut.sdfg)
+    after = input_volume(cut.sdfg, input_config)
+    # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce
+    grown = cut.control_flow_grown or cut.grown_for
+    before = after if grown else _unreduced_volume(program_sdfg, instance, cls)
     pair = CutoutPair(instance=instance, pre=pre, post=None, input_config=input_config,
                       output_config=output_config, program_sdfg=program_sdfg, translated_match=translated,
-                      input_volume_before=before, input_volume_after=after, aliases=aliases)
+                      input_volume_before=before, input_volume_after=after, aliases=cut.aliases,
+                      grown_for=cut.grown_for)
 
-    applied = rebuild_transformation(cls, copy.deepcopy(translated), post)
-    if not _can_apply(applied, post):
-        raise Unsupported(f"{instance.id}: the transformation does not match inside its own cutout")
     try:
         applied.apply_pattern(append=False)
     except Exception as exc:

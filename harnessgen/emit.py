@@ -170,7 +170,9 @@ def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post:
 
 
 # the templates a build is made of (the reproducer and report templates are not)
-BUILD_TEMPLATES = ("harness.cpp.j2", "decoder.inc.j2", "expr_helpers.inc.j2", "kernel_side.cu.j2")
+BUILD_TEMPLATES = ("harness.cpp.j2", "decoder.inc.j2", "expr_helpers.inc.j2", "kernel_side.cu.j2", "fresh_state.h")
+# force-included into every side's generated code: each run starts from the same heap contents
+FRESH_STATE_HEADER = TEMPLATES / "fresh_state.h"
 # (cuda_build.py.inc.j2 belongs to the reproducers, not to builds)
 
 

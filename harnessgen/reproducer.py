@@ -28,7 +28,7 @@ from typing import Dict, List, Optional
 
 import jinja2
 
-from .emit import TEMPLATES
+from .emit import FRESH_STATE_HEADER, TEMPLATES
 from .layout import DecodedInput
 
 RUNTIME_SOURCE = Path(__file__).resolve().with_name("runtime.py")
@@ -121,7 +121,8 @@ def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInpu
         tolerance=repr(meta["tolerance"]), cxx=repr(cxx), cxxflags=repr(cxxflags),
         expected=repr({k: meta.get(k) for k in ("outcome", "container", "index")}), timeout_s=60,
         threads=int(meta.get("threads") or 1), repeat=int(meta.get("repro_runs") or meta.get("runs") or 1),
-        runtime_source=runtime_source(), **_cuda_context(bool(meta.get("versions", {}).get("cuda"))))
+        runtime_source=runtime_source(), fresh_state=pack_text(FRESH_STATE_HEADER.read_text()),
+        **_cuda_context(bool(meta.get("versions", {}).get("cuda"))))
 
 
 def _cuda_context(gpu: bool) -> Dict:
@@ -159,7 +160,8 @@ def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: st
     (tmp / "instance.json").write_text(json.dumps(pair.instance.to_json(), indent=1) + "\n")
     # what the cutout takes and gives, and the nested-SDFG connectors it kept as one container
     (tmp / "cutout.json").write_text(json.dumps({"input_config": pair.input_config, "output_config": pair.output_config,
-                                                 "aliases": pair.aliases}, indent=1) + "\n")
+                                                 "aliases": pair.aliases, "grown_for": pair.grown_for},
+                                                indent=1) + "\n")
     pair.pre.save(str(tmp / "pre.sdfg"))
     if pair.post is not None:
         try:

@@ -277,7 +277,7 @@ class Triage:
         match = json.loads((self.build.dir / "transformation.json").read_text())
         return CutoutPair(instance=self.instance, pre=pre, post=post, input_config=manifest["input_config"],
                           output_config=manifest["output_config"], program_sdfg=None, translated_match=match,
-                          aliases=manifest.get("aliases", []))
+                          aliases=manifest.get("aliases", []), grown_for=manifest.get("grown_for", ""))
 
     def _write(self, key: Key, entry: Dict) -> Finding:
         started = time.monotonic()
@@ -341,6 +341,7 @@ class Triage:
             "symbols": {k: int(v) for k, v in decoded.symbols.items()},
             # nested-SDFG connectors that are one container in the program, kept one in the cutout
             "aliases": self.build.manifest.get("aliases", []),
+            "cutout_grown_for": self.build.manifest.get("grown_for", ""),
             "divergence": divergence.to_json() if divergence else None,
             "localize_error": entry.get("localize_error"),
             "raw_crashes": entry["raw"], "raw_bytes": entry["raw_bytes"],

@@ -37,6 +37,9 @@ PLANTED = {
     "ParallelizeCarriedLoop": PlantedBug("prefix_sum", "RACE", race=True),
     # the stale value matters only when a trip runs two iterations
     "UnrollLosesEntryLoad": PlantedBug("clip_small", "MISMATCH", size_dependent=True, least_failing={"N": 2}),
+    # reads a transient nobody wrote: the same MISMATCH on every run, because every run starts
+    # from the same heap contents
+    "PrivateCopyWithoutValues": PlantedBug("elementwise_chain", "MISMATCH"),
 }
 
 # planted bugs that run on a GPU: they build anywhere (make setup-cuda), they are found where a GPU is

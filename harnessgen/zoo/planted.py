@@ -18,6 +18,8 @@ Each one reproduces a bug class reported by FuzzyFlow (SC'23):
 (i) ``UnrollLosesEntryLoad``    unrolls by two but enters the second copy without the loop
                                 entry edge's assignments: its branch tests a stale value
                                 (harnessgen found this in an early ``UnrollByTwo`` on CLOUDSC)
+(j) ``PrivateCopyWithoutValues`` gives a map its own copy of a transient it reads, without
+                                the values: a read before write of a fresh buffer
 """
 import copy
 
@@ -341,3 +343,35 @@ class UnrollLosesEntryLoad(UnrollByTwo):
 
     def _second_entry(self, enter, itervar, shifted):
         return dace.InterstateEdge(condition=super()._second_entry(enter, itervar, shifted).condition)
+
+
+# ---------------------------------------------------------------- (j)
+@properties.make_properties
+class PrivateCopyWithoutValues(xf.SingleStateTransformation):
+    """Gives a map its own copy of a transient it reads (so that a later writer of the original
+    need not wait for it) but never copies the values in: the map reads a freshly allocated
+    buffer. Whether that shows depends on what the heap hands out, unless every run starts
+    from the same state (templates/fresh_state.h): then it is a MISMATCH on every run."""
+
+    buffer = xf.PatternNode(nodes.AccessNode)
+    consumer = xf.PatternNode(nodes.MapEntry)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.buffer, cls.consumer)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        desc = sdfg.arrays[self.buffer.data]
+        return desc.transient and isinstance(desc, dt.Array) and not isinstance(desc, dt.View) \
+            and graph.in_degree(self.buffer) > 0
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        source = self.buffer.data
+        private = sdfg.add_datadesc(f"{source}_private", copy.deepcopy(sdfg.arrays[source]), find_new_name=True)
+        node = graph.add_access(private)
+        for edge in [e for e in graph.out_edges(self.buffer) if e.dst is self.consumer]:
+            for inner in graph.memlet_tree(edge):
+                if inner.data.data == source:
+                    inner.data.data = private
+            graph.add_edge(node, edge.src_conn, edge.dst, edge.dst_conn, edge.data)
+            graph.remove_edge(edge)
