@@ -83,6 +83,13 @@ def _add_instance_options(p) -> None:
     p.add_argument("--corpus-dir", type=Path, default=Path("corpus"))
     p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))
     p.add_argument("--max-replays", type=int, default=500, help="raw crashes triaged per instance (default 500)")
+    p.add_argument("--audit", action=argparse.BooleanOptionalAction, default=None,
+                   help="whole-program audit of every instance: the same match applied to the whole program, "
+                        "whole-pre against whole-post on small inputs; CUTOUT_MISSED where the program differs "
+                        "and the cutout passed, findings marked observable or latent (default: on where the "
+                        "whole program is small)")
+    p.add_argument("--audit-time", type=float, default=60.0, metavar="SECONDS",
+                   help="the audit's inputs stop after this many seconds per instance (default 60; its build is extra)")
 
 
 def _fuzz_options(args, **fields):
@@ -94,7 +101,7 @@ def _fuzz_options(args, **fields):
         float_bound=args.float_bound, nonfinite=args.nonfinite, work_dir=args.work_dir, corpus_root=args.corpus_dir,
         crashes_root=args.crashes_dir, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
         seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
-        command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
+        audit=args.audit, audit_time_s=args.audit_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def _redo_list(text: str) -> tuple:
@@ -146,7 +153,12 @@ def cmd_fuzz(args) -> int:
         if r.verdict != "PASS" and r.message:
             console.print(f"    {r.message.splitlines()[0]}")
         for finding in r.findings:
-            console.print(f"    -> {finding['outcome']}: {finding['path']}  ({finding['raw_crashes']} raw crash(es))")
+            seen = {True: ", observable in the whole program", False: ", latent: the whole program does not show it"}
+            console.print(f"    -> {finding['outcome']}: {finding['path']}  ({finding['raw_crashes']} raw crash(es)"
+                          f"{seen.get(finding.get('observable'), '')})")
+        if r.audit and r.audit.get("verdict") not in (None, "SKIPPED"):
+            console.print(f"    audit: whole program {r.audit['verdict']} on {r.audit['inputs']} input(s) "
+                          f"in {r.audit['seconds']:.1f} s")
 
     results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result,
                    settings=args.set, jobs=max(1, args.jobs), on_plan=on_plan)
@@ -156,6 +168,11 @@ def cmd_fuzz(args) -> int:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     console.print(f"{len(results)} instance(s): " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
                   + f"; summary in {args.out / 'summary.json'}")
+    missed = [r for r in results if r.verdict == "CUTOUT_MISSED"]
+    if missed:
+        console.print(f"[bold white on red]{len(missed)} instance(s) CUTOUT_MISSED:[/] their cutouts passed while the "
+                      "whole program differs; harnessgen judged a different program there. Please report it with "
+                      "the whole-program reproducers: " + ", ".join(r.audit.get("finding") or r.id for r in missed))
     if len(results) < planned[0]:
         console.print(f"[yellow]{planned[0] - len(results)} instance(s) not started within the budget:[/] "
                       "run the same command again to continue")

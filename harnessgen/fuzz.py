@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from . import seeds as seedlib
+from .audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap
 from .build import CXX, CXXFLAGS, HarnessBuild, build
 from .cuda import kernels as cuda_kernels, sanitizer
 from .cuda.kernel_build import build_kernel
@@ -41,7 +42,7 @@ from .targets import Target, resolve, with_afl_configs
 
 
 # every verdict an instance can end with: the triage outcomes plus the harness's own two
-VERDICTS = tuple(o.name for o in Outcome) + ("BUILT", "UNSUPPORTED", "ERROR")
+VERDICTS = tuple(o.name for o in Outcome) + ("BUILT", "UNSUPPORTED", "ERROR", CUTOUT_MISSED)
 
 
 @dataclasses.dataclass
@@ -75,6 +76,8 @@ class FuzzOptions:
     seed_mode: str = "boundary"          # "random": no boundary knowledge; "none": the user's files only
     show_progress: bool = True
     build_only: bool = False             # stop every instance once its harness is built (verdict BUILT)
+    audit: Optional[bool] = None         # whole-program audit; None: where the whole program is cheap
+    audit_time_s: float = 60.0           # the audit's inputs, per instance (its build is extra)
 
     @property
     def tolerance(self) -> Tolerance:
@@ -103,6 +106,7 @@ class InstanceResult:
     build_dir: Optional[str] = None
     findings: List[Dict] = dataclasses.field(default_factory=list)
     triage: Dict = dataclasses.field(default_factory=dict)
+    audit: Dict = dataclasses.field(default_factory=dict)    # the whole-program audit (audit.py)
 
     @property
     def verdict_seconds(self) -> float:
@@ -148,6 +152,16 @@ def _keep_dir(options: FuzzOptions, inst: Instance) -> Path:
     return options.crashes_root / inst.target / inst.id
 
 
+def _mark_finding(folder: Path, label: str, record) -> None:
+    """meta.json of a finding says whether the whole program shows it (observable) or not (latent)."""
+    meta_path = folder / "meta.json"
+    if not meta_path.is_file():
+        return
+    meta = json.loads(meta_path.read_text())
+    meta["audit"] = {"classification": label, "whole_program": record.to_json()}
+    write_json(meta_path, meta)
+
+
 def _record_static_finding(options: FuzzOptions, pair: CutoutPair, verdict: Outcome, message: str) -> str:
     """FAILED_TO_APPLY / INVALID_SDFG / BUILD_FAILURE: keep what reproduces it."""
     folder = _keep_dir(options, pair.instance) / verdict.name.lower()
@@ -167,25 +181,6 @@ def gpu_missing(harness: HarnessBuild) -> Optional[str]:
     lines = [l for l in proc.stderr.splitlines() if "NO_GPU" in l]
     reason = lines[-1].split("reason=", 1)[-1] if lines else f"device check exited {proc.returncode}"
     return gpu_unavailable() or reason    # "insufficient driver" from the runtime often means no driver at all
-
-
-def screen_seeds(build: HarnessBuild, paths: List[Path], timeout_s: float = 20.0, threads: int = 1,
-                 repeat: int = 1):
-    """Run every seed with the replay binary: (passing seeds, [(crashing seed, its 1-based position)])."""
-    passing, crashing = [], []
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HARNESSGEN_THREADS": str(threads), "HARNESSGEN_REPEAT": str(repeat)}
-    for position, path in enumerate(paths, start=1):
-        try:
-            proc = subprocess.run([str(build.harness_replay), str(path)], capture_output=True, timeout=timeout_s,
-                                  env=env)
-            crashed = proc.returncode < 0
-        except subprocess.TimeoutExpired:
-            crashed = True
-        if crashed:
-            crashing.append((path, position))
-        else:
-            passing.append(path)
-    return passing, crashing
 
 
 # ------------------------------------------------------------------ one instance
@@ -216,9 +211,13 @@ class InstanceRunner:
         return result
 
     def _run(self, inst: Instance, result: InstanceResult, started: float) -> None:
-        opts = self.options
         if inst.transformation == "kernel":     # self.sdfg is the kernel's manifest
             return self._run_kernel(inst, result, started)
+        self._cut_out_and_fuzz(inst, result, started)
+        self._audit(inst, result)
+
+    def _cut_out_and_fuzz(self, inst: Instance, result: InstanceResult, started: float) -> None:
+        opts = self.options
         pair = extract(self.sdfg, inst, self.cls)
         result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
         result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
@@ -245,6 +244,31 @@ class InstanceRunner:
         result.build_dir = str(harness.dir)
         write_json(harness.dir / "constraints.json", constraints.to_json())
         self._fuzz_built(inst, harness, result, started)
+
+    def _audit(self, inst: Instance, result: InstanceResult) -> None:
+        """The whole-program audit, after the cutout's verdict: CUTOUT_MISSED where the program
+        differs and the cutout passed; each finding marked observable or latent."""
+        opts = self.options
+        if result.verdict in ("BUILT", "UNSUPPORTED", "ERROR"):
+            return
+        if not (opts.audit if opts.audit is not None else is_cheap(self.sdfg)):
+            result.audit = {"verdict": SKIPPED, "reason": "--no-audit" if opts.audit is False else
+                            "the whole program is too large to run by default (--audit runs it)"}
+            return
+        record = audit(self.sdfg, inst, self.cls, AuditOptions(
+            keep_root=_keep_dir(opts, inst) / "audit", work_dir=opts.work_dir, tolerance=opts.tolerance,
+            time_s=opts.audit_time_s, seed=opts.seed, constraints=opts.constraints, command_line=opts.command_line))
+        label = classify(result.verdict, record)
+        result.audit = {**record.to_json(), "classification": label}
+        if label == CUTOUT_MISSED:
+            result.verdict = CUTOUT_MISSED
+            result.message = (f"the whole program differs ({record.outcome}) while the cutout passed: the cutout "
+                              f"did not compute what its place in the program computes (a harnessgen defect); "
+                              f"whole-program reproducer {record.finding}")
+        elif label:
+            for finding in result.findings:
+                finding["observable"] = label == "observable"
+                _mark_finding(Path(finding["path"]), label, record)
 
     def _run_kernel(self, inst: Instance, result: InstanceResult, started: float) -> None:
         opts = self.options
@@ -290,14 +314,14 @@ class InstanceRunner:
                       and not p.name.startswith((".",) + seedlib.OWN_PREFIXES)]
         if not seed_paths and not user_files:
             raise ConfigError(f"--seed-mode none: put seed inputs into {corpus} first")
-        passing, crashing = screen_seeds(harness, seed_paths + user_files)
+        passing, crashing = seedlib.screen_seeds(harness, seed_paths + user_files)
         raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, "seed", execs=position)
                                for p, position in crashing]
         if "kernel" in harness.manifest:     # what only compute-sanitizer sees, on a few passing seeds
             raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
                     for p in sanitizer.sweep(harness.harness_replay, passing)]
         if opts.race_threads > 1:   # the passing seeds once more, in race mode
-            passing, racing = screen_seeds(harness, passing, threads=opts.race_threads, repeat=opts.race_repeat * 5)
+            passing, racing = seedlib.screen_seeds(harness, passing, threads=opts.race_threads, repeat=opts.race_repeat * 5)
             raw += [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=len(crashing) + position)
                     for p, position in racing]
             crashing += racing

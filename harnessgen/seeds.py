@@ -8,12 +8,18 @@ extreme but finite (the float bound, values just above the flush threshold,
 alternating signs); every other seed with buffers that start one element off
 their 64-byte alignment. Every seed is encoded with the layout, so it
 decodes to exactly the intended values. Deterministic for a given RNG seed.
+
+``screen_seeds`` runs seeds through a build's replay binary before fuzzing (a seed that
+already crashes is a finding at once) and for the whole-program audit.
 """
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -170,3 +176,25 @@ def write(seeds: List[Tuple[str, bytes]], directory: Path) -> List[Path]:
         tmp.replace(path)
         paths.append(path)
     return paths
+
+
+def screen_seeds(build, paths: List[Path], timeout_s: float = 20.0, threads: int = 1, repeat: int = 1,
+                 deadline: Optional[float] = None):
+    """Run every seed with the build's replay binary (until ``deadline``, a ``time.monotonic()``
+    value, where one is given): (passing seeds, [(crashing seed, its 1-based position)])."""
+    passing, crashing = [], []
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HARNESSGEN_THREADS": str(threads), "HARNESSGEN_REPEAT": str(repeat)}
+    for position, path in enumerate(paths, start=1):
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        try:
+            proc = subprocess.run([str(build.harness_replay), str(path)], capture_output=True, timeout=timeout_s,
+                                  env=env)
+            crashed = proc.returncode < 0
+        except subprocess.TimeoutExpired:
+            crashed = True
+        if crashed:
+            crashing.append((path, position))
+        else:
+            passing.append(path)
+    return passing, crashing

@@ -11,7 +11,7 @@ from typing import Dict, List
 from ..engines.afl import read_stats
 
 VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
-                   "ERROR": "magenta"}
+                   "ERROR": "magenta", "CUTOUT_MISSED": "bold white on red"}
 
 
 def _live_stats(task) -> Dict[str, str]:
@@ -72,8 +72,9 @@ class LiveProgress:
         rate = f"  {result['execs_per_sec']:,.0f} execs/s" if result.get("execs_per_sec") else ""
         line = f"[{colour}]{result['verdict']:<15}[/] {result['program']}/{result['id']}{rate}"
         for finding in result.get("findings", []):
-            line += f"\n    -> {finding['outcome']}: {finding['path']}"
-        if result["verdict"] in ("ERROR", "UNSUPPORTED", "BUILT") and result.get("message"):
+            seen = {True: " (observable in the whole program)", False: " (latent: the whole program does not show it)"}
+            line += f"\n    -> {finding['outcome']}: {finding['path']}{seen.get(finding.get('observable'), '')}"
+        if result["verdict"] in ("ERROR", "UNSUPPORTED", "BUILT", "CUTOUT_MISSED") and result.get("message"):
             line += f"\n    {result['message'].splitlines()[0]}"
         self.console.print(line)
         if self.bar is not None:

@@ -24,11 +24,12 @@ from .state import CampaignState
 FINDING_VERDICTS = ("MISMATCH", "POST_CRASH", "POST_HANG", "OOB_WRITE", "RACE", "BARRIER_DIVERGENCE",
                     "FAILED_TO_APPLY", "INVALID_SDFG", "BUILD_FAILURE")
 STATIC_VERDICTS = ("FAILED_TO_APPLY", "INVALID_SDFG", "BUILD_FAILURE")
-VERDICT_ORDER = ("PASS",) + FINDING_VERDICTS + ("INVALID_INPUT", "FLAKY", "BUILT", "UNSUPPORTED", "ERROR")
+VERDICT_ORDER = ("PASS",) + FINDING_VERDICTS + ("CUTOUT_MISSED", "INVALID_INPUT", "FLAKY", "BUILT", "UNSUPPORTED",
+                                                "ERROR")
 COLOURS = {"PASS": "#4caf50", "MISMATCH": "#d32f2f", "POST_CRASH": "#b71c1c", "POST_HANG": "#e65100",
            "OOB_WRITE": "#880e4f", "RACE": "#6a1b9a", "BARRIER_DIVERGENCE": "#4a148c", "FAILED_TO_APPLY": "#f57c00", "INVALID_SDFG": "#00838f",
            "BUILD_FAILURE": "#5d4037", "INVALID_INPUT": "#fbc02d", "FLAKY": "#fdd835", "UNSUPPORTED": "#9e9e9e",
-           "BUILT": "#90a4ae", "ERROR": "#212121"}
+           "BUILT": "#90a4ae", "ERROR": "#212121", "CUTOUT_MISSED": "#000000"}
 
 
 @dataclasses.dataclass

@@ -54,6 +54,9 @@ def test_a_loop_parallelized_across_aliased_views_is_a_mismatch_in_the_cutout(tm
     [finding] = entry["findings"]
     meta = json.loads((Path(finding["path"]) / "meta.json").read_text())
     assert meta["container"] == "B" and meta["aliases"][0]["container"] == "B"
+    # the whole-program audit shows the same bug: observable
+    assert entry["audit"]["verdict"] == "DIFFERS" and entry["audit"]["classification"] == "observable"
+    assert meta["audit"]["classification"] == "observable" and finding["observable"] is True
     replay = subprocess.run([sys.executable, "repro.py"], cwd=finding["path"], capture_output=True, text=True,
                             timeout=600)
     assert replay.returncode == 1, replay.stdout + replay.stderr
@@ -69,3 +72,17 @@ def test_a_loop_without_a_carried_dependency_stays_silent_across_aliased_views(t
     assert proc.returncode == 0, proc.stderr
     [entry] = summary_of(tmp_path)["instances"]
     assert entry["verdict"] == "PASS" and entry["execs"] > 10_000, entry
+
+
+@pytest.mark.fuzz
+def test_the_audit_reports_cutout_missed_when_aliased_views_are_cut_apart(tmp_path):
+    proc = run_cli(["fuzz", "--program", f"{PROGRAM}:shift_rows", "--transformation", "LoopToMap", "--time", "10"],
+                   tmp_path, env={"HARNESSGEN_CUT_ALIASES_APART": "1"})
+    assert proc.returncode == 0, proc.stderr
+    [entry] = summary_of(tmp_path)["instances"]
+    assert entry["verdict"] == "CUTOUT_MISSED", entry
+    assert entry["findings"] == [] and entry["audit"]["outcome"] == "MISMATCH"
+    assert "CUTOUT_MISSED" in proc.stdout + proc.stderr
+    whole = Path(entry["audit"]["finding"])
+    replay = subprocess.run([sys.executable, "repro.py"], cwd=whole, capture_output=True, text=True, timeout=600)
+    assert replay.returncode == 1 and "MISMATCH in B" in replay.stdout, replay.stdout + replay.stderr

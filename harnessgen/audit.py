@@ -1,0 +1,165 @@
+"""Stage: the whole-program audit. Does the cutout's verdict hold for the program?
+
+The same match is applied to a copy of the whole program; whole-pre (the program) and
+whole-post (the program after the transformation) are built like any cutout pair and run
+on boundary seeds and random inputs at small sizes, bounded in time. Then:
+
+* the whole program differs while the cutout passed: ``CUTOUT_MISSED``, a defect of
+  harnessgen (the cutout computed something else than its place in the program), with a
+  reproducer of the whole-program difference;
+* a cutout finding the whole program also shows is *observable*; one it does not show is
+  *latent*: a real bug of the transformation that these inputs of this program do not
+  expose (or that only other callers of the transformed code would).
+
+The audit runs by default where a whole-program run is cheap (``is_cheap``); ``--audit``
+and ``--no-audit`` decide otherwise.
+"""
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from . import seeds as seedlib
+from .build import build
+from .constraints import derive
+from .cutout import CutoutPair, whole_program_pair
+from .emit import OracleOptions
+from .engines import RawCrash
+from .errors import BuildError
+from .instances import Instance
+from .layout import build_layout
+from .oracle import Tolerance
+from .outcome import Outcome
+from .triage import TriageOptions, triage_build
+
+# A whole program with at most this many nodes (all states and nested SDFGs) is audited by
+# default: every kernel of our suite is, the CLOUDSC port (thousands) is not.
+CHEAP_NODES = 600
+
+AGREES = "AGREES"           # whole-pre and whole-post agreed on every audited input
+DIFFERS = "DIFFERS"         # they differ on some input (a reproducer is written)
+SKIPPED = "SKIPPED"         # not audited (too large, or asked not to)
+CUTOUT_MISSED = "CUTOUT_MISSED"
+
+
+@dataclasses.dataclass
+class AuditOptions:
+    keep_root: Path                   # crashes/<target>/<instance>/audit
+    work_dir: Path = Path(".harnessgen")
+    tolerance: Tolerance = Tolerance()
+    inputs: int = 24                  # boundary seeds and random inputs of the whole program
+    max_size: int = 6                 # sizes of the whole program stay small: it runs everything
+    time_s: float = 60.0              # running the inputs stops after this (the build is extra)
+    seed: int = 0
+    constraints: Optional[Path] = None
+    command_line: str = ""
+
+
+@dataclasses.dataclass
+class AuditRecord:
+    """What the whole program showed for one instance."""
+
+    verdict: str                      # AGREES, DIFFERS, SKIPPED, or the whole program's static outcome
+    inputs: int = 0
+    differing: int = 0
+    outcome: Optional[str] = None     # the whole-program finding's outcome (MISMATCH, ...)
+    finding: Optional[str] = None     # its reproducer folder
+    seconds: float = 0.0
+    reason: str = ""
+
+    @property
+    def shows_a_difference(self) -> bool:
+        return self.verdict not in (AGREES, SKIPPED)
+
+    def to_json(self) -> Dict:
+        return dataclasses.asdict(self)
+
+
+def is_cheap(program_sdfg) -> bool:
+    return sum(1 for _ in program_sdfg.all_nodes_recursive()) <= CHEAP_NODES
+
+
+def transformed_program(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
+    """Whole-pre (the program) and whole-post (the same match applied to a copy of it); a
+    transformation that fails on the whole program leaves ``post`` None with the error."""
+    import copy
+    import traceback
+
+    from .instances import rebuild_transformation
+
+    pair = whole_program_pair(program_sdfg, f"{instance.id}-whole")
+    pair.instance = dataclasses.replace(instance, id=f"{instance.id}-whole")
+    post = copy.deepcopy(pair.post)
+    try:
+        rebuild_transformation(cls, copy.deepcopy(instance.match), post).apply_pattern(append=False)
+        post.validate()
+    except Exception as exc:     # the transformation's failure, on the whole program
+        pair.post, pair.error = None, "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        pair.verdict = Outcome.FAILED_TO_APPLY
+        return pair
+    pair.post = post
+    pair.translated_match = copy.deepcopy(instance.match)
+    return pair
+
+
+def audit(program_sdfg, instance: Instance, cls: type, options: AuditOptions) -> AuditRecord:
+    """Whole-pre against whole-post on the audit's inputs; a difference is triaged into an
+    ordinary finding under ``options.keep_root``."""
+    started = time.monotonic()
+    pair = transformed_program(program_sdfg, instance, cls)
+    if pair.post is None:
+        return AuditRecord(verdict=pair.verdict.name, reason=pair.error.splitlines()[0][:300],
+                           seconds=_since(started))
+    layout = build_layout(pair, derive(pair, max_size=options.max_size, user_file=options.constraints,
+                                       strict_names=False))
+    try:
+        harness = build(pair, layout, options.work_dir, OracleOptions(options.tolerance.rtol, options.tolerance.atol,
+                                                                      options.tolerance.exact), afl=False)
+    except BuildError as exc:
+        verdict = Outcome.BUILD_FAILURE.name if exc.side == "hg_post" else SKIPPED
+        return AuditRecord(verdict=verdict, reason=str(exc)[:300], seconds=_since(started))
+    with tempfile.TemporaryDirectory(prefix="hg-audit-") as tmp:
+        paths = seedlib.write(seedlib.sample(layout, options.inputs, options.seed), Path(tmp))
+        passing, crashing = seedlib.screen_seeds(harness, paths, deadline=started + options.time_s)
+        differing = [path for path, _ in crashing]
+        record = AuditRecord(verdict=AGREES, inputs=len(passing) + len(differing), differing=len(differing))
+        if differing:
+            _triage_difference(harness.dir, differing, options, record)
+    record.seconds = _since(started)
+    return record
+
+
+def _triage_difference(build_dir: Path, differing: List[Path], options: AuditOptions, record: AuditRecord) -> None:
+    from .files import write_atomic
+
+    kept = []
+    for path in differing:
+        target = options.keep_root / "raw" / f"audit-{path.name}"
+        write_atomic(target, path.read_bytes())
+        kept.append(RawCrash(target, None, "audit"))
+    triaged = triage_build(build_dir, kept, TriageOptions(tolerance=options.tolerance, keep_root=options.keep_root,
+                                                          work_dir=options.work_dir, localize=False,
+                                                          command_line=options.command_line))
+    if triaged.findings:
+        first = triaged.findings[0]
+        record.verdict, record.outcome, record.finding = DIFFERS, first.outcome.name, str(first.folder)
+    else:    # pre failed on its own inputs, or the difference did not replay: not a difference
+        record.reason = f"{len(differing)} input(s) crashed but none replayed as a difference " \
+                        f"({len(triaged.invalid)} invalid, {len(triaged.flaky)} flaky)"
+
+
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 3)
+
+
+def classify(cutout_verdict: str, record: AuditRecord) -> Optional[str]:
+    """``CUTOUT_MISSED`` where the cutout passed and the program differs; ``observable`` or
+    ``latent`` for a cutout finding; None where the audit says nothing (skipped)."""
+    if record.verdict == SKIPPED:
+        return None
+    if cutout_verdict == Outcome.PASS.name:
+        return CUTOUT_MISSED if record.shows_a_difference else None
+    return "observable" if record.shows_a_difference else "latent"
