@@ -56,6 +56,8 @@ class AuditOptions:
     seed: int = 0
     constraints: Optional[Path] = None
     command_line: str = ""
+    race_threads: int = 4             # where whole-post runs in parallel what whole-pre does not (0: never)
+    race_repeat: int = 10             # ... whole-post runs per input
 
 
 @dataclasses.dataclass
@@ -123,26 +125,33 @@ def audit(program_sdfg, instance: Instance, cls: type, options: AuditOptions) ->
         return AuditRecord(verdict=verdict, reason=str(exc)[:300], seconds=_since(started))
     with tempfile.TemporaryDirectory(prefix="hg-audit-") as tmp:
         paths = seedlib.write(seedlib.sample(layout, options.inputs, options.seed), Path(tmp))
-        passing, crashing = seedlib.screen_seeds(harness, paths, deadline=started + options.time_s)
+        parallel = options.race_threads > 1 and harness.parallelism_changed
+        passing, crashing = seedlib.screen_seeds(harness, paths, deadline=started + options.time_s,
+                                                 threads=options.race_threads if parallel else 1,
+                                                 repeat=options.race_repeat if parallel else 1)
         differing = [path for path, _ in crashing]
         record = AuditRecord(verdict=AGREES, inputs=len(passing) + len(differing), differing=len(differing))
         if differing:
-            _triage_difference(harness.dir, differing, options, record)
+            _triage_difference(harness.dir, differing, "race" if parallel else "audit", options, record)
     record.seconds = _since(started)
     return record
 
 
-def _triage_difference(build_dir: Path, differing: List[Path], options: AuditOptions, record: AuditRecord) -> None:
+def _triage_difference(build_dir: Path, differing: List[Path], kind: str, options: AuditOptions,
+                       record: AuditRecord) -> None:
     from .files import write_atomic
 
     kept = []
     for path in differing:
         target = options.keep_root / "raw" / f"audit-{path.name}"
         write_atomic(target, path.read_bytes())
-        kept.append(RawCrash(target, None, "audit"))
+        kept.append(RawCrash(target, None, kind))     # "race": triage replays it on several threads
     triaged = triage_build(build_dir, kept, TriageOptions(tolerance=options.tolerance, keep_root=options.keep_root,
                                                           work_dir=options.work_dir, localize=False,
-                                                          command_line=options.command_line))
+                                                          command_line=options.command_line,
+                                                          race_threads=max(options.race_threads, 2),
+                                                          # one confirmed difference is the audit's answer
+                                                          max_raw=4, tsan=False, shrink_seconds=30.0))
     if triaged.findings:
         first = triaged.findings[0]
         record.verdict, record.outcome, record.finding = DIFFERS, first.outcome.name, str(first.folder)

@@ -83,6 +83,19 @@ class HarnessBuild:
     def harness_replay(self) -> Path:
         return self.dir / "harness_replay"
 
+    def openmp_directives(self, side: str) -> List[str]:
+        """The OpenMP directives in one side's generated host code, sorted: what it runs in parallel."""
+        path = self.dir / "src" / "cpu" / f"{self.manifest[side]['name']}.cpp"
+        if not path.is_file():
+            return []
+        return sorted(line.strip() for line in path.read_text().splitlines() if line.lstrip().startswith("#pragma omp"))
+
+    @property
+    def parallelism_changed(self) -> bool:
+        """Post runs something in parallel that pre does not, or differently (its OpenMP
+        directives differ): post must be judged on several threads, not on one only."""
+        return "kernel" not in self.manifest and self.openmp_directives("pre") != self.openmp_directives("post")
+
     @classmethod
     def open(cls, directory: Path) -> "HarnessBuild":
         directory = Path(directory)

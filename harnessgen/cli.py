@@ -74,6 +74,9 @@ def _add_instance_options(p) -> None:
                    help="also fuzz in race mode: a second afl-fuzz instance runs post on THREADS OpenMP "
                         "threads (default 4) and compares with pre on one thread")
     p.add_argument("--race-repeat", type=int, default=2, metavar="R", help="race mode: post runs per input (default 2)")
+    p.add_argument("--race-check", action=argparse.BooleanOptionalAction, default=True,
+                   help="where post runs in parallel what pre does not (its OpenMP regions differ), run the seeds "
+                        "and the final queue with post on 4 threads, unasked (default on)")
     p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
     p.add_argument("--seed", type=int, default=0, help="seed of the seed sampler")
     p.add_argument("--seed-mode", choices=("boundary", "random", "none"), default="boundary",
@@ -101,7 +104,7 @@ def _fuzz_options(args, **fields):
         float_bound=args.float_bound, nonfinite=args.nonfinite, work_dir=args.work_dir, corpus_root=args.corpus_dir,
         crashes_root=args.crashes_dir, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
         seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
-        audit=args.audit, audit_time_s=args.audit_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
+        race_check=args.race_check, audit=args.audit, audit_time_s=args.audit_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def _redo_list(text: str) -> tuple:

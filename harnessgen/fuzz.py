@@ -41,6 +41,11 @@ from .triage import TriageOptions, triage_build
 from .targets import Target, resolve, with_afl_configs
 
 
+# post parallel where pre is not (the race check no one has to ask for): threads, and the least
+# time its final-queue pass gets
+AUTO_RACE_THREADS = 4
+AUTO_RACE_MIN_S = 10.0
+
 # every verdict an instance can end with: the triage outcomes plus the harness's own two
 VERDICTS = tuple(o.name for o in Outcome) + ("BUILT", "UNSUPPORTED", "ERROR", CUTOUT_MISSED)
 
@@ -76,6 +81,7 @@ class FuzzOptions:
     seed_mode: str = "boundary"          # "random": no boundary knowledge; "none": the user's files only
     show_progress: bool = True
     build_only: bool = False             # stop every instance once its harness is built (verdict BUILT)
+    race_check: bool = True              # post parallel where pre is not: seeds and final queue on threads
     audit: Optional[bool] = None         # whole-program audit; None: where the whole program is cheap
     audit_time_s: float = 60.0           # the audit's inputs, per instance (its build is extra)
 
@@ -107,6 +113,7 @@ class InstanceResult:
     findings: List[Dict] = dataclasses.field(default_factory=list)
     triage: Dict = dataclasses.field(default_factory=dict)
     audit: Dict = dataclasses.field(default_factory=dict)    # the whole-program audit (audit.py)
+    race_check: str = ""                 # why and on what post was run on several threads
 
     @property
     def verdict_seconds(self) -> float:
@@ -257,7 +264,9 @@ class InstanceRunner:
             return
         record = audit(self.sdfg, inst, self.cls, AuditOptions(
             keep_root=_keep_dir(opts, inst) / "audit", work_dir=opts.work_dir, tolerance=opts.tolerance,
-            time_s=opts.audit_time_s, seed=opts.seed, constraints=opts.constraints, command_line=opts.command_line))
+            time_s=opts.audit_time_s, seed=opts.seed, constraints=opts.constraints, command_line=opts.command_line,
+            race_threads=(opts.race_threads if opts.race_threads > 1 else AUTO_RACE_THREADS) if opts.race_check else 0,
+            race_repeat=opts.race_repeat * 5))
         label = classify(result.verdict, record)
         result.audit = {**record.to_json(), "classification": label}
         if label == CUTOUT_MISSED:
@@ -320,11 +329,16 @@ class InstanceRunner:
         if "kernel" in harness.manifest:     # what only compute-sanitizer sees, on a few passing seeds
             raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
                     for p in sanitizer.sweep(harness.harness_replay, passing)]
-        if opts.race_threads > 1:   # the passing seeds once more, in race mode
-            passing, racing = seedlib.screen_seeds(harness, passing, threads=opts.race_threads, repeat=opts.race_repeat * 5)
+        # post runs in parallel where pre does not: judged on several threads without being asked
+        auto_race = opts.race_check and opts.race_threads <= 1 and harness.parallelism_changed
+        race_threads = opts.race_threads if opts.race_threads > 1 else AUTO_RACE_THREADS if auto_race else 0
+        if race_threads:   # the passing seeds once more, in race mode
+            passing, racing = seedlib.screen_seeds(harness, passing, threads=race_threads, repeat=opts.race_repeat * 5)
             raw += [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=len(crashing) + position)
                     for p, position in racing]
             crashing += racing
+            result.race_check = (f"--race {race_threads}" if not auto_race else
+                                 f"post's OpenMP regions differ from pre's: seeds on {race_threads} threads")
 
         work = opts.out_dir / "afl" / inst.id
         screened = opts.out_dir / "afl" / f"{inst.id}.seeds"
@@ -350,9 +364,21 @@ class InstanceRunner:
                 if crash.execs is not None:
                     crash.execs += len(passing) + len(crashing)
             raw += sorted(res.crashes, key=lambda c: (c.seconds is None, c.seconds or 0.0, c.path.name))
+            if auto_race:
+                raw += self._race_check_queue(harness, res.queue, fuzz_started, result)
         result.execs += len(passing) + len(crashing)
         result.fuzz_seconds = round(time.monotonic() - fuzz_started, 3)
         self._triage(inst, harness, raw, result)
+
+    def _race_check_queue(self, harness: HarnessBuild, queue: List[Path], fuzz_started: float,
+                          result: InstanceResult) -> List[RawCrash]:
+        """The engine's final queue in race mode, for at most a quarter of the instance's time
+        (at least AUTO_RACE_MIN_S): the inputs its coverage found worth keeping."""
+        deadline = time.monotonic() + max(AUTO_RACE_MIN_S, self.options.time_s / 4)
+        passing, racing = seedlib.screen_seeds(harness, queue, threads=AUTO_RACE_THREADS,
+                                               repeat=self.options.race_repeat * 5, deadline=deadline)
+        result.race_check += f", final queue {len(passing) + len(racing)} of {len(queue)}"
+        return [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=None) for p, _ in racing]
 
     def _progress_hook(self, inst: Instance):
         if self.progress is None:

@@ -55,6 +55,7 @@ class EngineResult:
     crashes: List[RawCrash]
     stats: Dict[str, str]
     command: List[str]
+    queue: List[Path] = dataclasses.field(default_factory=list)   # the inputs the engine kept (its corpus)
 
 
 class Engine(abc.ABC):

@@ -142,8 +142,9 @@ class AflEngine(Engine):
             race_time = float(stats["race"].get("run_time", 0) or 0) or wall
             flat["race_execs_done"] = stats["race"].get("execs_done", "0")
             flat["race_execs_per_sec"] = f"{int(float(stats['race'].get('execs_done', 0))) / race_time:.1f}"
+        queue = sorted(path for name in plain for path in (out / name / "queue").glob("id:*") if path.is_file())
         return EngineResult(execs=execs, execs_per_sec=plain_execs / run_time if run_time else 0.0, wall_s=wall,
-                            crashes=crashes, stats=flat, command=commands[0] if commands else [])
+                            crashes=crashes, stats=flat, command=commands[0] if commands else [], queue=queue)
 
     def _start(self, afl: str, job: FuzzJob, out: Path, names: List[str], resume: bool, time_s: float,
                procs: Dict[str, subprocess.Popen], commands: List[List[str]]) -> None:

@@ -76,3 +76,26 @@ def test_correct_parallel_transformations_stay_silent_in_race_mode(tmp_path, pro
     [entry] = summary_of(tmp_path)["instances"]
     assert entry["verdict"] == "PASS", entry
     assert entry["race_execs_per_sec"] and entry["race_execs_per_sec"] > 100
+
+
+@pytest.mark.fuzz
+@pytest.mark.usefixtures("exclusive_cores")
+def test_a_parallelizing_transformation_is_judged_on_several_threads_without_race_mode(tmp_path):
+    proc = run_cli(["fuzz", "--program", "kernels:prefix_sum", "--transformation",
+                    "harnessgen.zoo.planted:ParallelizeCarriedLoop", "--time", "30", "--until-crash"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [entry] = summary_of(tmp_path)["instances"]
+    assert entry["verdict"] == "RACE", entry
+    assert entry["race_check"].startswith("post's OpenMP regions differ"), entry["race_check"]
+    # the whole program races too: the audit runs it on several threads as well
+    assert entry["audit"]["outcome"] == "RACE" and entry["audit"]["classification"] == "observable", entry["audit"]
+
+
+@pytest.mark.fuzz
+def test_the_race_check_runs_only_where_post_changes_what_runs_in_parallel(tmp_path):
+    _, insts = instances_of("elementwise_chain", "harnessgen.zoo.correct:ReciprocalDivision")
+    proc = run_cli(["fuzz", "--program", "kernels:elementwise_chain", "--transformation",
+                    "harnessgen.zoo.correct:ReciprocalDivision", "--instance", insts[0].id, "--time", "5"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [entry] = summary_of(tmp_path)["instances"]
+    assert entry["verdict"] == "PASS" and entry["race_check"] == "", entry
