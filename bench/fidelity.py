@@ -1,6 +1,6 @@
 """Cutout fidelity over a whole target: how every instance of every CPU built-in is cut out.
 
-    python bench/fidelity.py [--program kernels] [--transformation all|A,B] [--jobs 2]
+    python bench/fidelity.py [--program kernels] [--transformation all|default|A,B] [--jobs 2]
                              [--out bench/results/fidelity-<program>.json]
 
 For each instance: the cutout stage's verdict without building or fuzzing it (ok, a static
@@ -60,7 +60,8 @@ def _instances(program: str, spec: str):
     from harnessgen.targets import resolve
 
     target, name = resolve(program)
-    names = cpu_builtin_transformations() if spec == "all" else spec.split(",")
+    names = {"all": cpu_builtin_transformations(), "default": target.default_transformations}.get(spec) \
+        or spec.split(",")
     programs = target.select(name)
     sdfgs = {p.name: _sdfg(program, p.name) for p in programs}
     found = []

@@ -58,6 +58,9 @@ class AuditOptions:
     command_line: str = ""
     race_threads: int = 4             # where whole-post runs in parallel what whole-pre does not (0: never)
     race_repeat: int = 10             # ... whole-post runs per input
+    # seconds to shrink a whole-program difference: what a CUTOUT_MISSED reproducer deserves;
+    # 0 where the audit only confirms a cutout finding (observable or latent)
+    shrink_seconds: float = 30.0
 
 
 @dataclasses.dataclass
@@ -151,7 +154,8 @@ def _triage_difference(build_dir: Path, differing: List[Path], kind: str, option
                                                           command_line=options.command_line,
                                                           race_threads=max(options.race_threads, 2),
                                                           # one confirmed difference is the audit's answer
-                                                          max_raw=4, tsan=False, shrink_seconds=30.0))
+                                                          max_raw=4, tsan=False, shrink_seconds=options.shrink_seconds,
+                                                          shrink_budget=3000 if options.shrink_seconds else 0))
     if triaged.findings:
         first = triaged.findings[0]
         record.verdict, record.outcome, record.finding = DIFFERS, first.outcome.name, str(first.folder)

@@ -266,7 +266,7 @@ class InstanceRunner:
             keep_root=_keep_dir(opts, inst) / "audit", work_dir=opts.work_dir, tolerance=opts.tolerance,
             time_s=opts.audit_time_s, seed=opts.seed, constraints=opts.constraints, command_line=opts.command_line,
             race_threads=(opts.race_threads if opts.race_threads > 1 else AUTO_RACE_THREADS) if opts.race_check else 0,
-            race_repeat=opts.race_repeat * 5))
+            race_repeat=opts.race_repeat * 5, shrink_seconds=30.0 if result.verdict == Outcome.PASS.name else 0.0))
         label = classify(result.verdict, record)
         result.audit = {**record.to_json(), "classification": label}
         if label == CUTOUT_MISSED:

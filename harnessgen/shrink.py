@@ -79,7 +79,7 @@ class Shrinker:
     def shrink(self, data: bytes, harness_afl: Optional[Path] = None) -> Tuple[bytes, ShrinkStats]:
         started = time.monotonic()
         self.stats = ShrinkStats(bytes_before=len(data))
-        if harness_afl is not None:
+        if harness_afl is not None and self.budget > 0:     # a budget of 0 asks for no shrinking at all
             reduced = afl_tmin(harness_afl, data)
             if reduced is not None:
                 self.stats.tmin_bytes = len(reduced)
