@@ -21,3 +21,17 @@ def scale_rows(B: dace.float64[N, 5], A: dace.float64[N]):
     for i in dace.map[0:N]:
         for j in range(5):
             B[i, j] = B[i, j] * A[i] + 1.0
+
+
+@dace.program
+def disjoint_halves(B: dace.float64[N, 4]):
+    for i in dace.map[0:N]:
+        for j in range(2):
+            B[i, j + 2] = B[i, j] * 2.0
+
+
+@dace.program
+def read_twice(B: dace.float64[N, 5], C: dace.float64[N, 4]):
+    for i in dace.map[0:N]:
+        for j in range(4):
+            C[i, j] = B[i, j] + B[i, j + 1]
