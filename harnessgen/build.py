@@ -132,7 +132,7 @@ def cache_key(pair: CutoutPair, layout: InputLayout, oracle: OracleOptions, afl:
         "harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
         "post": pair.post.hash_sdfg(), "layout": layout.to_json(), "oracle": dataclasses.asdict(oracle),
         "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "flags": CXXFLAGS,
-        "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV,
+        "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV, "side_flags": SIDE_FLAGS[:1],
         "cuda": _cuda_key(pair),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -294,18 +294,26 @@ def _jobs_after_pre(out: Path, post: SideSource, afl: bool, cmplog: bool) -> Dic
                                str(out / "libpost.so"), *_cuda_link(out, post)[-1:], RPATH, "-o", str(out / "harness_replay")], "harness",
                               AFL_ENV if afl else {}, after=("harness.o", "libpre.so", "libpost.so")),
     }
+    if afl or cmplog:
+        # the fuzzing harness links post's object itself: its allocator comes from an object of its
+        # own, compiled without AFL++'s instrumentation (instrumented, every allocation of the
+        # harness's decoder was coverage that depends on the run before: 70 % stability, and the
+        # planted FastExpBand went unfound in 1.8 million executions)
+        jobs["fresh_state.o"] = Job([CXX, *CXXFLAGS, "-x", "c++", "-c", str(FRESH_STATE_HEADER), "-o",
+                                     str(out / "fresh_state.o")], "harness")
     cmplog_env = {**AFL_ENV, "AFL_LLVM_CMPLOG": "1"}
     for variant, env in (("afl", AFL_ENV), ("cmplog", cmplog_env)):
         if not (afl if variant == "afl" else cmplog):
             continue
         post_host = cuda_toolkit.dace_host_flags() if gpu else header_pch(work_dir, AFL_CXX, post.cpp, env)
-        jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_host, *SIDE_FLAGS, "-c", str(post.cpp), "-o",
+        jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_host, "-c", str(post.cpp), "-o",
                                          str(out / f"post_{variant}.o")], "hg_post", env)
         cuda_objects = tuple(o.name for o in _cuda_objects(out, post))
         jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), str(out / f"post_{variant}.o"),
-                                          *_cuda_link(out, post), str(out / "libpre.so"), RPATH, "-o",
-                                          str(out / f"harness_{variant}")], "harness", env,
-                                         after=("harness.o", f"post_{variant}.o", "libpre.so", *cuda_objects))
+                                          str(out / "fresh_state.o"), *_cuda_link(out, post), str(out / "libpre.so"),
+                                          RPATH, "-o", str(out / f"harness_{variant}")], "harness", env,
+                                         after=("harness.o", f"post_{variant}.o", "fresh_state.o", "libpre.so",
+                                                *cuda_objects))
     return jobs
 
 
