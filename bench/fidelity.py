@@ -93,7 +93,7 @@ def main() -> int:
     print(f"{len(rows)} instances of {args.transformation} in {args.program} in {time.monotonic() - started:.0f} s: "
           + ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())))
     print(f"grown past aliased connectors: {sum(1 for r in rows if r.get('aliases'))}; "
-          f"grown until the match held: {sum(1 for r in rows if r.get('grown'))}")
+          f"grown until the match held: {sum(1 for r in rows if r.get('grown', '').startswith('the match'))}")
     reasons = collections.Counter((r["transformation"], _reason_kind(r["reason"])) for r in rows if "reason" in r)
     for (xform, reason), count in sorted(reasons.items()):
         print(f"  {count:3d} {xform}: {reason}")
