@@ -88,24 +88,17 @@ def is_cheap(program_sdfg) -> bool:
 
 
 def transformed_program(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
-    """Whole-pre (the program) and whole-post (the same match applied to a copy of it); a
-    transformation that fails on the whole program leaves ``post`` None with the error."""
+    """Whole-pre (the program) and whole-post (the same match applied to a copy of it); where
+    the transformation fails on the whole program, the pair's verdict and error say how."""
     import copy
-    import traceback
 
     from .instances import rebuild_transformation
 
-    pair = whole_program_pair(program_sdfg, f"{instance.id}-whole")
-    pair.instance = dataclasses.replace(instance, id=f"{instance.id}-whole")
-    post = copy.deepcopy(pair.post)
-    try:
+    def apply(post) -> None:
         rebuild_transformation(cls, copy.deepcopy(instance.match), post).apply_pattern(append=False)
-        post.validate()
-    except Exception as exc:     # the transformation's failure, on the whole program
-        pair.post, pair.error = None, "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        pair.verdict = Outcome.FAILED_TO_APPLY
-        return pair
-    pair.post = post
+
+    pair = whole_program_pair(program_sdfg, f"{instance.id}-whole", transform=apply)
+    pair.instance = dataclasses.replace(instance, id=f"{instance.id}-whole")
     pair.translated_match = copy.deepcopy(instance.match)
     return pair
 
@@ -115,7 +108,7 @@ def audit(program_sdfg, instance: Instance, cls: type, options: AuditOptions) ->
     ordinary finding under ``options.keep_root``."""
     started = time.monotonic()
     pair = transformed_program(program_sdfg, instance, cls)
-    if pair.post is None:
+    if not pair.ok:
         return AuditRecord(verdict=pair.verdict.name, reason=pair.error.splitlines()[0][:300],
                            seconds=_since(started))
     layout = build_layout(pair, derive(pair, max_size=options.max_size, user_file=options.constraints,

@@ -132,7 +132,7 @@ def cache_key(pair: CutoutPair, layout: InputLayout, oracle: OracleOptions, afl:
         "harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
         "post": pair.post.hash_sdfg(), "layout": layout.to_json(), "oracle": dataclasses.asdict(oracle),
         "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "flags": CXXFLAGS,
-        "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV, "side_flags": SIDE_FLAGS[:1],
+        "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV, "fresh_state": bool(SIDE_FLAGS),
         "cuda": _cuda_key(pair),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]

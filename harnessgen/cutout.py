@@ -213,22 +213,28 @@ def _cut_around(state, node):
     return SDFGCutout.singlestate_cutout(state, *nodes, make_side_effects_global=True, use_alibi_nodes=False)
 
 
+def _aliased_views(level, cutout) -> List:
+    """The alias groups of the nested SDFG ``level`` among the containers ``cutout`` (taken
+    inside it) uses; none at the top level."""
+    if level.parent_nsdfg_node is None or envs.get("HARNESSGEN_CUT_ALIASES_APART") == "1":   # tests only
+        return []
+    used = {name for name, desc in cutout.arrays.items() if not desc.transient}
+    return alias_groups(level.parent, level.parent_nsdfg_node, used)
+
+
 def _grown_past_aliases(program_sdfg, cutout, match: Dict[str, Any]):
     """``cutout``, or a cutout of the enclosing state around every nested SDFG whose connectors
     alias among the containers the cutout uses (repeated outwards while the enclosing SDFG is
     itself nested and aliased). Returns (cutout, the path of nested SDFG nodes from the new
     cutout's root to the matched SDFG or None when nothing grew, the alias groups)."""
-    if envs.get("HARNESSGEN_CUT_ALIASES_APART") == "1":     # tests only: the unfaithful cutout
-        return cutout, None, []
     matched = level = _matched_sdfg(program_sdfg, match)
     groups, around = [], None
-    while level.parent_nsdfg_node is not None:
-        node, state = level.parent_nsdfg_node, level.parent
-        used = {name for name, desc in cutout.arrays.items() if not desc.transient}
-        found = alias_groups(state, node, used)
+    while True:
+        found = _aliased_views(level, cutout)
         if not found:
             break
         groups += found
+        node, state = level.parent_nsdfg_node, level.parent
         cutout, around = _cut_around(state, node), node
         level = state.sdfg
     if around is None:
@@ -433,7 +439,7 @@ def _larger_cuts(program_sdfg, instance: Instance):
     matched = _matched_sdfg(program_sdfg, instance.match)
     if matched is not program_sdfg:
         whole_nested = _plain_copy(matched, matched.name)
-        if not _grown_past_aliases(program_sdfg, whole_nested, instance.match)[2]:
+        if not _aliased_views(matched, whole_nested):
             yield _Cut(whole_nested, {**copy.deepcopy(instance.match), "cfg_id": 0},
                        grown_for="the match: the whole nested SDFG")
     yield _Cut(program_sdfg, copy.deepcopy(instance.match), grown_for="the match: the whole program")
@@ -493,15 +499,31 @@ def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
     return pair
 
 
-def whole_program_pair(program_sdfg, label: str = "whole-program") -> CutoutPair:
-    """The whole program as both pre and post (no transformation): checks the harness
-    and the program itself (must always pass, deterministically)."""
+def whole_program_pair(program_sdfg, label: str = "whole-program", transform=None) -> CutoutPair:
+    """The whole program as pre and post. Without ``transform`` post is the program too: that
+    checks the harness and the program itself (must always pass, deterministically). With it,
+    ``transform(post)`` changes post first, before the harness's adaptations (as ``extract``
+    applies a transformation): one that raises is FAILED_TO_APPLY, an invalid post or a changed
+    interface INVALID_SDFG, in ``verdict`` and ``error`` (``post`` kept for inspection)."""
     inst = Instance(id=label, target="", program=program_sdfg.name, transformation="identity",
                     transformation_spec="", match={})
     everything = sorted(n for n, d in program_sdfg.arrays.items() if not d.transient)
     pair = CutoutPair(instance=inst, pre=_plain_copy(program_sdfg, PRE_NAME), post=_plain_copy(program_sdfg, POST_NAME),
                       input_config=everything, output_config=everything, program_sdfg=program_sdfg,
                       translated_match={})
+    if transform is not None:
+        try:
+            transform(pair.post)
+        except Exception as exc:
+            return _failed(pair, Outcome.FAILED_TO_APPLY, exc)
+        try:
+            pair.post.validate()
+        except Exception as exc:
+            return _failed(pair, Outcome.INVALID_SDFG, exc)
+        problem = _check_interface(pair.pre, pair.post)
+        if problem:
+            pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the program's interface: {problem}"
+            return pair
     _scalars_to_arrays(pair.pre, everything)
     _scalars_to_arrays(pair.post, everything)
     return pair

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -84,6 +83,11 @@ class FuzzOptions:
     race_check: bool = True              # post parallel where pre is not: seeds and final queue on threads
     audit: Optional[bool] = None         # whole-program audit; None: where the whole program is cheap
     audit_time_s: float = 60.0           # the audit's inputs, per instance (its build is extra)
+
+    @property
+    def check_threads(self) -> int:
+        """Threads for post wherever it is judged on several: --race's, else the race check's."""
+        return self.race_threads if self.race_threads > 1 else AUTO_RACE_THREADS
 
     @property
     def tolerance(self) -> Tolerance:
@@ -265,7 +269,7 @@ class InstanceRunner:
         record = audit(self.sdfg, inst, self.cls, AuditOptions(
             keep_root=_keep_dir(opts, inst) / "audit", work_dir=opts.work_dir, tolerance=opts.tolerance,
             time_s=opts.audit_time_s, seed=opts.seed, constraints=opts.constraints, command_line=opts.command_line,
-            race_threads=(opts.race_threads if opts.race_threads > 1 else AUTO_RACE_THREADS) if opts.race_check else 0,
+            race_threads=opts.check_threads if opts.race_check else 0,
             race_repeat=opts.race_repeat * 5, shrink_seconds=30.0 if result.verdict == Outcome.PASS.name else 0.0))
         label = classify(result.verdict, record)
         result.audit = {**record.to_json(), "classification": label}
@@ -331,7 +335,7 @@ class InstanceRunner:
                     for p in sanitizer.sweep(harness.harness_replay, passing)]
         # post runs in parallel where pre does not: judged on several threads without being asked
         auto_race = opts.race_check and opts.race_threads <= 1 and harness.parallelism_changed
-        race_threads = opts.race_threads if opts.race_threads > 1 else AUTO_RACE_THREADS if auto_race else 0
+        race_threads = opts.check_threads if opts.race_threads > 1 or auto_race else 0
         if race_threads:   # the passing seeds once more, in race mode
             passing, racing = seedlib.screen_seeds(harness, passing, threads=race_threads, repeat=opts.race_repeat * 5)
             raw += [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=len(crashing) + position)
