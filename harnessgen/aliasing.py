@@ -14,7 +14,7 @@ cannot hide a difference.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,3 +65,86 @@ def alias_groups(state, nested_node, used: Set[str]) -> List[AliasGroup]:
             groups.append(AliasGroup(nested=nested_node.label, container=outer, members=tuple(members),
                                      written=tuple(written)))
     return groups
+
+
+@dataclasses.dataclass(frozen=True)
+class JointLayout:
+    """One group as one flat buffer: member ``m`` starts ``offsets[m]`` elements into it and
+    spans ``spans[m]`` elements (the program's strides, written in the nested SDFG's symbols)."""
+
+    length: Any                    # sympy expression: elements of the joint buffer
+    offsets: Dict[str, int]
+    spans: Dict[str, Any]
+
+    def to_json(self) -> Dict:
+        return {"length": str(self.length), "offsets": dict(sorted(self.offsets.items())),
+                "spans": {m: str(s) for m, s in sorted(self.spans.items())}}
+
+
+def _member_subsets(state, nested_node, members: Tuple[str, ...]) -> Optional[Dict[str, Any]]:
+    """The one outer subset each member views (None when a member is passed two different ones)."""
+    seen: Dict[str, Any] = {}
+    edges = [(e.dst_conn, e) for e in state.in_edges(nested_node)] + \
+            [(e.src_conn, e) for e in state.out_edges(nested_node)]
+    for conn, edge in edges:
+        if conn in members:
+            if conn in seen and str(seen[conn]) != str(edge.data.subset):
+                return None
+            seen[conn] = edge.data.subset
+    return seen if set(seen) == set(members) else None
+
+
+def _inner_terms(expr, nested_node, allowed: Set[str]):
+    """``expr`` (in the enclosing SDFG's symbols) in the nested SDFG's symbols, or None where it
+    names a symbol the nested SDFG does not receive under a name of its own."""
+    import sympy
+
+    renames = {}
+    for inner, outer in nested_node.symbol_mapping.items():
+        outer = sympy.sympify(str(outer))
+        if isinstance(outer, sympy.Symbol):
+            renames[outer] = sympy.Symbol(str(inner))
+    expr = sympy.sympify(str(expr)).xreplace(renames)
+    if not {str(s) for s in expr.free_symbols} <= allowed:
+        return None
+    return sympy.simplify(expr)
+
+
+def joint_layout(state, nested_node, group: AliasGroup, allowed: Set[str]) -> Optional[JointLayout]:
+    """Where ``group``'s members lie in one flat buffer, from the subsets the enclosing state
+    passes and the outer container's strides; None where that cannot be written with constant
+    relative offsets and lengths in the symbols ``allowed`` (the cutout's), or the members do
+    not share one element type."""
+    import sympy
+
+    outer = state.sdfg.arrays[group.container]
+    inner = nested_node.sdfg.arrays
+    if len({inner[m].dtype for m in group.members}) != 1:
+        return None
+    subsets = _member_subsets(state, nested_node, group.members)
+    if subsets is None:
+        return None
+    strides = [sympy.sympify(str(s)) for s in outer.strides]
+    first, span = {}, {}
+    for member, subset in subsets.items():
+        lo = [sympy.sympify(str(x)) for x in subset.min_element()]
+        hi = [sympy.sympify(str(x)) for x in subset.max_element()]
+        if len(lo) != len(strides):
+            return None
+        first[member] = sum(a * s for a, s in zip(lo, strides))
+        span[member] = _inner_terms(sum((b - a) * s for a, b, s in zip(lo, hi, strides)) + 1, nested_node, allowed)
+        if span[member] is None:
+            return None
+    base = group.members[0]
+    relative = {m: sympy.simplify(first[m] - first[base]) for m in group.members}
+    if not all(r.is_Integer for r in relative.values()):
+        return None
+    low = min(int(r) for r in relative.values())
+    offsets = {m: int(r) - low for m, r in relative.items()}
+    ends = [offsets[m] + span[m] for m in group.members]
+    # the joint length is the end that no other end exceeds, provably
+    for end in ends:
+        gaps = [sympy.simplify(end - other) for other in ends]
+        if all(g.is_number and g >= 0 for g in gaps):
+            return JointLayout(length=end, offsets=offsets, spans=span)
+    return None

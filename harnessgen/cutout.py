@@ -12,7 +12,7 @@ import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import envs
-from .aliasing import alias_groups
+from .aliasing import alias_groups, joint_layout
 from .cuda.toolkit import uses_gpu
 from .errors import Unsupported
 from .instances import Instance, rebuild_transformation
@@ -213,13 +213,104 @@ def _cut_around(state, node):
     return SDFGCutout.singlestate_cutout(state, *nodes, make_side_effects_global=True, use_alibi_nodes=False)
 
 
-def _aliased_views(level, cutout) -> List:
-    """The alias groups of the nested SDFG ``level`` among the containers ``cutout`` (taken
-    inside it) uses; none at the top level."""
+def _used(cutout) -> set:
+    """The containers a cutout takes from its place: its non-transient ones."""
+    return {name for name, desc in cutout.arrays.items() if not desc.transient}
+
+
+def _aliased_views(level, used: set) -> List:
+    """The alias groups of the nested SDFG ``level`` among the containers ``used`` (by a cutout
+    taken inside it); none at the top level."""
     if level.parent_nsdfg_node is None or envs.get("HARNESSGEN_CUT_ALIASES_APART") == "1":   # tests only
         return []
-    used = {name for name, desc in cutout.arrays.items() if not desc.transient}
     return alias_groups(level.parent, level.parent_nsdfg_node, used)
+
+
+def _joined_views(program_sdfg, cutout, translated: Dict[str, Any], match: Dict[str, Any]) -> Optional["_Cut"]:
+    """``cutout`` (taken inside a nested SDFG whose connectors alias) nested once more, in an
+    SDFG that passes each alias group as one container, at the program's relative offsets: the
+    program's memory without the scopes around the nested SDFG. None where nothing aliases, or
+    the offsets cannot be written in the cutout's terms, or the containers it would pass are
+    themselves aliased further out (the caller grows the cutout instead)."""
+    level = _matched_sdfg(program_sdfg, match)
+    used = _used(cutout)
+    groups = _aliased_views(level, used)
+    if not groups:
+        return None
+    node, state = level.parent_nsdfg_node, level.parent
+    allowed = {str(s) for s in cutout.free_symbols}
+    layouts = [joint_layout(state, node, group, allowed) for group in groups]
+    if any(layout is None for layout in layouts):
+        return None
+    outer_used = {e.data.data for e in state.in_edges(node) if e.dst_conn in used} | \
+                 {e.data.data for e in state.out_edges(node) if e.src_conn in used}
+    if _aliased_views(state.sdfg, outer_used):
+        return None
+    return _nested_with_joint_containers(cutout, translated, node, groups, layouts)
+
+
+def _connectors(cutout, program_node) -> Tuple[List[str], List[str]]:
+    """The in- and out-connectors of the cutout nested in its own SDFG: the program's nested
+    SDFG's for its connectors (a transformation meets the same interface), and for the other
+    containers (transients the cutout made global) what the cutout reads and writes."""
+    reads, writes = _configs(cutout)
+    ins = {n for n in set(reads) | set(writes) if n in program_node.in_connectors}
+    outs = {n for n in set(reads) | set(writes) if n in program_node.out_connectors}
+    others = (set(reads) | set(writes)) - set(program_node.in_connectors) - set(program_node.out_connectors)
+    ins |= others & set(reads)
+    outs |= set(_written(cutout, sorted(others & set(writes))))
+    return sorted(ins), sorted(outs)
+
+
+def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_node, groups, layouts) -> "_Cut":
+    import dace
+
+    inner = _plain_copy(cutout, cutout.name)
+    target = inner.cfg_list[max(int(translated.get("cfg_id", 0)), 0)]
+    reads, writes = _connectors(cutout, program_node)
+    inputs, outputs = _configs(cutout)
+    wrapper = dace.SDFG(f"{inner.name}_joined")
+    joint = {}
+    for group, layout in zip(groups, layouts):
+        name = dace.data.find_new_name(group.container, set(inner.arrays) | set(wrapper.arrays))
+        wrapper.add_array(name, [dace.symbolic.pystr_to_symbolic(str(layout.length))],
+                          inner.arrays[group.members[0]].dtype)
+        joint.update({m: (name, layout.offsets[m], layout.spans[m]) for m in group.members})
+    for name in sorted(set(reads) | set(writes)):
+        if name not in joint:
+            desc = copy.deepcopy(inner.arrays[name])
+            desc.transient = False
+            wrapper.add_datadesc(name, desc)
+    state = wrapper.add_state("joined_views", is_start_block=True)
+    symbols = sorted(str(s) for s in inner.free_symbols)
+    for sym in symbols:
+        wrapper.add_symbol(sym, inner.symbols.get(sym, dace.int64))
+    nested = state.add_nested_sdfg(inner, wrapper, set(reads), set(writes), {s: s for s in symbols})
+    accesses = {}
+
+    def memlet(name: str):
+        if name not in joint:
+            return dace.Memlet.from_array(name, wrapper.arrays[name])
+        container, offset, span = joint[name]
+        end = dace.symbolic.pystr_to_symbolic(f"{offset} + ({span}) - 1")
+        return dace.Memlet(data=container, subset=dace.subsets.Range([(offset, end, 1)]))
+
+    def access(name: str, write: bool):
+        container = joint[name][0] if name in joint else name
+        if (container, write) not in accesses:
+            accesses[(container, write)] = state.add_write(container) if write else state.add_read(container)
+        return accesses[(container, write)]
+
+    for name in sorted(reads):
+        state.add_edge(access(name, False), None, nested, name, memlet(name))
+    for name in sorted(writes):
+        state.add_edge(nested, name, access(name, True), None, memlet(name))
+    wrapper.reset_cfg_list()
+    outer = lambda names: sorted({joint[n][0] if n in joint else n for n in names})   # noqa: E731
+    aliases = [{**g.to_json(), "joined_as": joint[g.members[0]][0], **layout.to_json()}
+               for g, layout in zip(groups, layouts)]
+    return _Cut(wrapper, {**translated, "cfg_id": wrapper.cfg_list.index(target)}, aliases=aliases,
+                configs=(outer(inputs), outer(outputs)))
 
 
 def _grown_past_aliases(program_sdfg, cutout, match: Dict[str, Any]):
@@ -230,7 +321,7 @@ def _grown_past_aliases(program_sdfg, cutout, match: Dict[str, Any]):
     matched = level = _matched_sdfg(program_sdfg, match)
     groups, around = [], None
     while True:
-        found = _aliased_views(level, cutout)
+        found = _aliased_views(level, _used(cutout))
         if not found:
             break
         groups += found
@@ -401,6 +492,7 @@ class _Cut:
     aliases: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     grown_for: str = ""
     control_flow_grown: bool = False
+    configs: Optional[Tuple[List[str], List[str]]] = None  # (inputs, outputs) where not DaCe's
 
     def match_in(self, pre) -> Dict[str, Any]:
         if self.nested_path is None:
@@ -424,6 +516,9 @@ def _dace_cut(program_sdfg, instance: Instance, cls: type) -> _Cut:
         # DaCe fell back to a copy of the (nested) SDFG holding the match and left the match
         # untranslated: in the copy, that SDFG is the root, and its states keep their ids
         translated["cfg_id"] = 0
+    joined = _joined_views(program_sdfg, reduced, translated, instance.match)
+    if joined is not None:
+        return dataclasses.replace(joined, control_flow_grown=grown is not None)
     reduced, nested_path, aliases = _grown_past_aliases(program_sdfg, reduced, instance.match)
     if nested_path is not None:
         translated = copy.deepcopy(instance.match)
@@ -439,9 +534,14 @@ def _larger_cuts(program_sdfg, instance: Instance):
     matched = _matched_sdfg(program_sdfg, instance.match)
     if matched is not program_sdfg:
         whole_nested = _plain_copy(matched, matched.name)
-        if not _aliased_views(matched, whole_nested):
-            yield _Cut(whole_nested, {**copy.deepcopy(instance.match), "cfg_id": 0},
-                       grown_for="the match: the whole nested SDFG")
+        match = {**copy.deepcopy(instance.match), "cfg_id": 0}
+        grown_for = "the match: the whole nested SDFG"
+        if not _aliased_views(matched, _used(whole_nested)):
+            yield _Cut(whole_nested, match, grown_for=grown_for)
+        else:
+            joined = _joined_views(program_sdfg, whole_nested, match, instance.match)
+            if joined is not None:
+                yield dataclasses.replace(joined, grown_for=grown_for)
     yield _Cut(program_sdfg, copy.deepcopy(instance.match), grown_for="the match: the whole program")
 
 
@@ -463,7 +563,7 @@ def _matching_cut(program_sdfg, instance: Instance, cls: type):
 def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
     """Cut out ``instance`` from ``program_sdfg`` and apply the transformation to a copy."""
     cut, pre, post, translated, applied = _matching_cut(program_sdfg, instance, cls)
-    input_config, output_config = _configs(cut.sdfg)
+    input_config, output_config = cut.configs or _configs(cut.sdfg)
     after = input_volume(cut.sdfg, input_config)
     # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce
     grown = cut.control_flow_grown or cut.grown_for

@@ -2,8 +2,9 @@
 
 DaCe's frontend passes a row of B to a loop in a map body through a read and a write
 connector. Cut apart, the loop-carried dependency between them vanishes, and DaCe 1.0.2's
-LoopToMap, which makes exactly that mistake, passed. Grown to the map around the nested
-SDFG, the cutout computes what the program computes and the bug shows as a MISMATCH."""
+LoopToMap, which makes exactly that mistake, passed. With the views joined into one container
+at the program's relative offsets, the cutout computes what the program computes and the bug
+shows as a MISMATCH."""
 import json
 import subprocess
 import sys
@@ -29,13 +30,22 @@ def loop_to_map(name: str):
 
 
 def test_connectors_that_view_one_container_stay_one_container(monkeypatch):
+    from dace import nodes
+
     sdfg, cls, inst = loop_to_map("shift_rows")
     pair = extract(sdfg, inst, cls)
     assert pair.ok, pair.error
     [group] = pair.aliases
     assert group["container"] == "B" and len(group["members"]) == 2 and len(group["written"]) == 1
-    assert {"A", "B"} <= set(pair.input_config) and "B" in pair.output_config
-    # the match moved into the nested SDFG of the grown cutout and still holds there
+    # one container of the row's five elements: the write view at 0, the read view at 1
+    writes, = group["written"]
+    [reads] = set(group["members"]) - {writes}
+    assert group["joined_as"] == "B" and group["length"] == "5"
+    assert group["offsets"] == {writes: 0, reads: 1} and group["spans"] == {writes: "4", reads: "4"}
+    assert "B" in pair.input_config and "B" in pair.output_config and pair.pre.arrays["B"].shape == (5,)
+    # without the map around it: the cutout is the loop, nested once in what joins its views
+    assert pair.grown_for == ""
+    assert not any(isinstance(n, nodes.MapEntry) for n, _ in pair.pre.all_nodes_recursive())
     assert pair.translated_match["cfg_id"] > 0
 
     monkeypatch.setenv("HARNESSGEN_CUT_ALIASES_APART", "1")
