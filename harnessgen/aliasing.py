@@ -43,6 +43,20 @@ def _might_overlap(first, second) -> bool:
         return True
 
 
+def _groups(label: str, views: Dict[str, List[Tuple[str, object, bool]]]) -> List[AliasGroup]:
+    """Alias groups among ``views`` (outer container -> (member, subset viewed, written))."""
+    groups = []
+    for outer in sorted(views):
+        accesses = views[outer]
+        pairs = {(a, b) for a, subset_a, writes_a in accesses for b, subset_b, writes_b in accesses
+                 if a < b and (writes_a or writes_b) and _might_overlap(subset_a, subset_b)}
+        members = sorted({name for pair in pairs for name in pair})
+        if members:
+            written = sorted({name for name, _, writes in accesses if writes and name in members})
+            groups.append(AliasGroup(nested=label, container=outer, members=tuple(members), written=tuple(written)))
+    return groups
+
+
 def alias_groups(state, nested_node, used: Set[str]) -> List[AliasGroup]:
     """The alias groups of ``nested_node`` (in ``state``) among the containers ``used`` by a
     cutout taken inside it; a group needs two members, one of which is written, whose
@@ -54,16 +68,39 @@ def alias_groups(state, nested_node, used: Set[str]) -> List[AliasGroup]:
     for edge in state.out_edges(nested_node):
         if edge.src_conn and edge.data.data is not None and edge.src_conn in used:
             views.setdefault(edge.data.data, []).append((edge.src_conn, edge.data.subset, True))
+    return _groups(nested_node.label, views)
+
+
+def alibi_groups(cutout) -> List[AliasGroup]:
+    """Alias groups among the alibi containers of a single-state DaCe cutout: the stand-ins
+    (``__cutout_X``) DaCe makes for the part of program container X that one edge into a scope
+    it cut away carries. They matter where one node that is not a tasklet (a nested SDFG, a
+    library node, a scope) sees two of them, one written, whose parts may overlap: in the
+    program it sees one memory, and may read what it wrote. A tasklet reads all its inputs
+    before it writes, so separate stand-ins cannot change what it computes."""
+    from dace import nodes
+
+    translation = getattr(cutout, "_out_translation", {})
+    views: Dict[Tuple[str, str], List[Tuple[str, object, bool]]] = {}
+    for state in cutout.states():
+        program_state = translation.get(state)
+        for access in state.data_nodes():
+            desc = cutout.arrays[access.data]
+            if program_state is None or desc.transient or not access.data.startswith("__cutout_"):
+                continue
+            for edge in state.all_edges(access):
+                writes = edge.dst is access
+                user, conn = (edge.src, edge.src_conn) if writes else (edge.dst, edge.dst_conn)
+                original = translation.get(user)
+                if original is None or not conn or isinstance(user, (nodes.Tasklet, nodes.AccessNode)):
+                    continue
+                by_conn = program_state.out_edges_by_connector if writes else program_state.in_edges_by_connector
+                for program_edge in by_conn(original, conn):
+                    key = (user.label, program_edge.data.data)
+                    views.setdefault(key, []).append((access.data, program_edge.data.subset, writes))
     groups = []
-    for outer in sorted(views):
-        accesses = views[outer]
-        pairs = {(a, b) for a, subset_a, writes_a in accesses for b, subset_b, writes_b in accesses
-                 if a < b and (writes_a or writes_b) and _might_overlap(subset_a, subset_b)}
-        members = sorted({name for pair in pairs for name in pair})
-        if members:
-            written = sorted({name for name, _, writes in accesses if writes and name in members})
-            groups.append(AliasGroup(nested=nested_node.label, container=outer, members=tuple(members),
-                                     written=tuple(written)))
+    for (label, outer), accesses in sorted(views.items()):
+        groups += _groups(label, {outer: accesses})
     return groups
 
 

@@ -12,7 +12,7 @@ import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import envs
-from .aliasing import alias_groups, joint_layout
+from .aliasing import alias_groups, alibi_groups, joint_layout
 from .cuda.toolkit import uses_gpu
 from .errors import Unsupported
 from .instances import Instance, rebuild_transformation
@@ -64,9 +64,11 @@ def _plain_copy(sdfg, name: str):
 
 
 def _make_cutout(sdfg, xform, reduce: bool):
-    """Alibi nodes keep the cutout's inputs to the subsets the match reads; where DaCe 1.0.2
-    cannot make one (it compares a symbolic subset size with 1, ``N > 1``, and sympy refuses),
-    the cutout takes the whole containers instead: larger inputs, the same program."""
+    """Alibi nodes keep the cutout's inputs to the subsets the match reads. The cutout takes the
+    whole containers instead (larger inputs, the same program) where DaCe 1.0.2 cannot make
+    them (it compares a symbolic subset size with 1, ``N > 1``, and sympy refuses), and where
+    two alibis of one container would cut apart the memory one node sees (``alibi_groups``).
+    Returns (cutout, the alibi groups it grew past)."""
     from dace.sdfg.analysis.cutout import SDFGCutout
 
     def cut(alibi: bool):
@@ -74,11 +76,15 @@ def _make_cutout(sdfg, xform, reduce: bool):
                                               reduce_input_config=reduce)
 
     try:
-        return cut(alibi=True)
+        cutout = cut(alibi=True)
     except TypeError as exc:
         if "truth value of Relational" not in str(exc):
             raise
-        return cut(alibi=False)
+        return cut(alibi=False), []
+    groups = [] if envs.get("HARNESSGEN_CUT_ALIASES_APART") == "1" else alibi_groups(cutout)   # knob: tests only
+    if not groups:
+        return cutout, []
+    return cut(alibi=False), groups
 
 
 def _original_states(cutout) -> List[Tuple[Any, Any]]:
@@ -270,6 +276,9 @@ def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_no
     reads, writes = _connectors(cutout, program_node)
     inputs, outputs = _configs(cutout)
     wrapper = dace.SDFG(f"{inner.name}_joined")
+    symbols = sorted(str(s) for s in inner.free_symbols)
+    for sym in symbols:
+        wrapper.add_symbol(sym, inner.symbols.get(sym, dace.int64))
     joint = {}
     for group, layout in zip(groups, layouts):
         name = dace.data.find_new_name(group.container, set(inner.arrays) | set(wrapper.arrays))
@@ -282,9 +291,6 @@ def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_no
             desc.transient = False
             wrapper.add_datadesc(name, desc)
     state = wrapper.add_state("joined_views", is_start_block=True)
-    symbols = sorted(str(s) for s in inner.free_symbols)
-    for sym in symbols:
-        wrapper.add_symbol(sym, inner.symbols.get(sym, dace.int64))
     nested = state.add_nested_sdfg(inner, wrapper, set(reads), set(writes), {s: s for s in symbols})
     accesses = {}
 
@@ -506,7 +512,7 @@ def _dace_cut(program_sdfg, instance: Instance, cls: type) -> _Cut:
     """DaCe's cutout, grown until it lost no loop body or branch and keeps aliased views whole."""
     xform = rebuild_transformation(cls, copy.deepcopy(instance.match), program_sdfg)
     try:
-        reduced = _make_cutout(program_sdfg, xform, reduce=True)
+        reduced, alibis = _make_cutout(program_sdfg, xform, reduce=True)
     except Exception as exc:
         raise Unsupported(f"DaCe could not cut out {instance.id}: {type(exc).__name__}: {exc}") from exc
     reduced, grown = _grown_cutout(reduced, lambda: rebuild_transformation(cls, copy.deepcopy(instance.match),
@@ -516,12 +522,15 @@ def _dace_cut(program_sdfg, instance: Instance, cls: type) -> _Cut:
         # DaCe fell back to a copy of the (nested) SDFG holding the match and left the match
         # untranslated: in the copy, that SDFG is the root, and its states keep their ids
         translated["cfg_id"] = 0
+    kept_whole = [{**group.to_json(), "kept_whole": "alibi containers"} for group in alibis]
     joined = _joined_views(program_sdfg, reduced, translated, instance.match)
     if joined is not None:
-        return dataclasses.replace(joined, control_flow_grown=grown is not None)
+        return dataclasses.replace(joined, control_flow_grown=grown is not None, aliases=kept_whole + joined.aliases,
+                                   grown_for="aliased views" if kept_whole else "")
     reduced, nested_path, aliases = _grown_past_aliases(program_sdfg, reduced, instance.match)
     if nested_path is not None:
         translated = copy.deepcopy(instance.match)
+    aliases = kept_whole + aliases
     return _Cut(reduced, translated, nested_path, aliases, "aliased views" if aliases else "",
                 control_flow_grown=grown is not None)
 
@@ -646,7 +655,7 @@ def _unreduced_volume(program_sdfg, instance: Instance, cls: type) -> str:
     """Input configuration size without the minimum input-flow reduction (for reporting)."""
     xform = rebuild_transformation(cls, copy.deepcopy(instance.match), program_sdfg)
     try:
-        cutout = _make_cutout(program_sdfg, xform, reduce=False)
+        cutout, _ = _make_cutout(program_sdfg, xform, reduce=False)
     except Exception as exc:  # reporting only: say so instead of failing the instance
         return f"unknown ({type(exc).__name__})"
     names, _ = _configs(cutout)

@@ -105,3 +105,24 @@ def test_derived_constraints_agree(build_cache, program, spec):
     layout = layout_of(pair)
     harness = build(pair, layout, build_cache, afl=False)
     check_agreement(layout, harness.harness_replay, random_inputs(2_000, seed=3))
+
+
+@pytest.mark.parametrize("program", ["shift_rows", "shift_rows_sized"])
+def test_joined_alias_groups_agree(build_cache, program):
+    """A cutout whose aliased views are joined into one container (a constant length, then a
+    symbolic one): one allocation and one contents in both decoders."""
+    from harnessgen.cutout import extract
+    from harnessgen.instances import enumerate_instances, load_transformation
+    from harnessgen.targets.loaders import load_python_program
+
+    target = load_python_program(PROGRAMS / "aliased_rows.py", program)
+    sdfg = target.programs[program].build()
+    cls = load_transformation("LoopToMap")
+    [inst] = enumerate_instances(target, [target.programs[program]], cls, "LoopToMap", {program: sdfg})
+    pair = extract(sdfg, inst, cls)
+    [group] = pair.aliases
+    layout = layout_of(pair)
+    [joint] = [slot for slot in layout.containers if slot.name == group["joined_as"]]
+    assert str(joint.count) == group["length"] and not any(m in pair.containers for m in group["members"])
+    harness = build(pair, layout, build_cache, afl=False)
+    check_agreement(layout, harness.harness_replay, random_inputs(2_000, seed=4))
