@@ -131,6 +131,14 @@ def _member_subsets(state, nested_node, members: Tuple[str, ...]) -> Optional[Di
     return seen if set(seen) == set(members) else None
 
 
+def _symbolic(value):
+    """A sympy expression of DaCe's (strings through DaCe's parser: sympy's own would read a
+    symbol named ``N`` or ``S`` as one of its functions)."""
+    from dace import symbolic
+
+    return value if hasattr(value, "free_symbols") else symbolic.pystr_to_symbolic(str(value))
+
+
 def _inner_terms(expr, nested_node, allowed: Set[str]):
     """``expr`` (in the enclosing SDFG's symbols) in the nested SDFG's symbols, or None where it
     names a symbol the nested SDFG does not receive under a name of its own."""
@@ -138,10 +146,12 @@ def _inner_terms(expr, nested_node, allowed: Set[str]):
 
     renames = {}
     for inner, outer in nested_node.symbol_mapping.items():
-        outer = sympy.sympify(str(outer))
+        outer = _symbolic(outer)
         if isinstance(outer, sympy.Symbol):
-            renames[outer] = sympy.Symbol(str(inner))
-    expr = sympy.sympify(str(expr)).xreplace(renames)
+            renames[str(outer)] = inner
+    expr = _symbolic(expr)
+    expr = expr.xreplace({s: sympy.Symbol(renames[str(s)], **s.assumptions0) for s in expr.free_symbols
+                          if str(s) in renames and renames[str(s)] != str(s)})
     if not {str(s) for s in expr.free_symbols} <= allowed:
         return None
     return sympy.simplify(expr)
@@ -161,11 +171,11 @@ def joint_layout(state, nested_node, group: AliasGroup, allowed: Set[str]) -> Op
     subsets = _member_subsets(state, nested_node, group.members)
     if subsets is None:
         return None
-    strides = [sympy.sympify(str(s)) for s in outer.strides]
+    strides = [_symbolic(s) for s in outer.strides]
     first, span = {}, {}
     for member, subset in subsets.items():
-        lo = [sympy.sympify(str(x)) for x in subset.min_element()]
-        hi = [sympy.sympify(str(x)) for x in subset.max_element()]
+        lo = [_symbolic(x) for x in subset.min_element()]
+        hi = [_symbolic(x) for x in subset.max_element()]
         if len(lo) != len(strides):
             return None
         first[member] = sum(a * s for a, s in zip(lo, strides))
