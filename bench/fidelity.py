@@ -4,8 +4,9 @@
                              [--out bench/results/fidelity-<program>.json]
 
 For each instance: the cutout stage's verdict without building or fuzzing it (ok, a static
-finding such as FAILED_TO_APPLY, or UNSUPPORTED with its reason), whether the cutout grew
-past aliased nested-SDFG connectors or until the match held, and the seconds it took.
+finding such as FAILED_TO_APPLY, or UNSUPPORTED with its reason), whether it joined aliased
+nested-SDFG connectors into one container or grew past them (or past alibi containers that
+alias), whether it grew until the match held, and the seconds it took.
 Prints the counts and every UNSUPPORTED reason; writes the rows as JSON.
 """
 from __future__ import annotations
@@ -44,7 +45,10 @@ def _cut(program: str, inst_json: dict) -> dict:
     row = {"instance": inst.id, "program": inst.program, "transformation": inst.transformation}
     try:
         pair = extract(_sdfg(program, inst.program), inst, load_transformation(inst.transformation_spec))
-        row.update(verdict="ok" if pair.ok else pair.verdict.name, aliases=len(getattr(pair, "aliases", [])),
+        aliases = getattr(pair, "aliases", [])
+        row.update(verdict="ok" if pair.ok else pair.verdict.name, aliases=len(aliases),
+                   joined=sum(1 for a in aliases if "joined_as" in a),
+                   alibis_kept_whole=sum(1 for a in aliases if a.get("kept_whole")),
                    grown=getattr(pair, "grown_for", "") or "")
     except Unsupported as exc:
         row.update(verdict="UNSUPPORTED", reason=str(exc))
@@ -92,7 +96,11 @@ def main() -> int:
     verdicts = collections.Counter(r["verdict"] for r in rows)
     print(f"{len(rows)} instances of {args.transformation} in {args.program} in {time.monotonic() - started:.0f} s: "
           + ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())))
-    print(f"grown past aliased connectors: {sum(1 for r in rows if r.get('aliases'))}; "
+    aliased = [r for r in rows if r.get("aliases")]
+    print(f"with aliased views: {len(aliased)} (joined into one container: "
+          f"{sum(1 for r in aliased if r['joined'] == r['aliases'])}; grown past them: "
+          f"{sum(1 for r in aliased if r.get('grown') == 'aliased views')}, of which for alibi containers: "
+          f"{sum(1 for r in aliased if r['alibis_kept_whole'])}); "
           f"grown until the match held: {sum(1 for r in rows if r.get('grown', '').startswith('the match'))}")
     reasons = collections.Counter((r["transformation"], _reason_kind(r["reason"])) for r in rows if "reason" in r)
     for (xform, reason), count in sorted(reasons.items()):

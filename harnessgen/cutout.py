@@ -264,7 +264,9 @@ def _connectors(cutout, program_node) -> Tuple[List[str], List[str]]:
     outs = {n for n in set(reads) | set(writes) if n in program_node.out_connectors}
     others = (set(reads) | set(writes)) - set(program_node.in_connectors) - set(program_node.out_connectors)
     ins |= others & set(reads)
-    outs |= set(_written(cutout, sorted(others & set(writes))))
+    # a transient of the program the cutout made global is written whether or not DaCe counts
+    # it as an output (it does where the program reads it later)
+    outs |= set(_written(cutout, sorted(others)))
     return sorted(ins), sorted(outs)
 
 
@@ -561,12 +563,23 @@ def _matching_cut(program_sdfg, instance: Instance, cls: type):
 
     for cut in itertools.chain([_dace_cut(program_sdfg, instance, cls)], _larger_cuts(program_sdfg, instance)):
         pre, post = _plain_copy(cut.sdfg, PRE_NAME), _plain_copy(cut.sdfg, POST_NAME)
+        _check_cutout(pre, instance, cut)
         match = cut.match_in(pre)
         applied = rebuild_transformation(cls, copy.deepcopy(match), post)
         if _can_apply(applied, post):
             return cut, pre, post, match, applied
     raise Unsupported(f"{instance.id}: the transformation does not match even in a copy of the whole program "
                       "(its can_be_applied depends on something a copy does not keep)")
+
+
+def _check_cutout(pre, instance: Instance, cut: _Cut) -> None:
+    """A cutout that is not a valid SDFG is harnessgen's defect, never post's INVALID_SDFG."""
+    try:
+        pre.validate()
+    except Exception as exc:
+        grown = f" (grown for {cut.grown_for})" if cut.grown_for else ""
+        raise Unsupported(f"the cutout of {instance.id}{grown} is not a valid SDFG before the transformation: "
+                          f"{str(exc).splitlines()[0]}") from exc
 
 
 def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
