@@ -2,7 +2,9 @@
 
 The same match is applied to a copy of the whole program; whole-pre (the program) and
 whole-post (the program after the transformation) are built like any cutout pair and run
-on boundary seeds and random inputs at small sizes, bounded in time. Then:
+on the instance's own inputs carried into the program (its findings', then its seeds: the
+same sizes, the same contents where a container is the same) and on boundary seeds and
+random inputs at small sizes, bounded in time. Then:
 
 * the whole program differs while the cutout passed: ``CUTOUT_MISSED``, a defect of
   harnessgen (the cutout computed something else than its place in the program), with a
@@ -20,7 +22,7 @@ import dataclasses
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import seeds as seedlib
 from .build import build
@@ -30,7 +32,7 @@ from .emit import OracleOptions
 from .engines import RawCrash
 from .errors import BuildError
 from .instances import Instance
-from .layout import build_layout
+from .layout import InputLayout, build_layout
 from .oracle import Tolerance
 from .outcome import Outcome
 from .triage import TriageOptions, triage_build
@@ -61,6 +63,10 @@ class AuditOptions:
     # seconds to shrink a whole-program difference: what a CUTOUT_MISSED reproducer deserves;
     # 0 where the audit only confirms a cutout finding (observable or latent)
     shrink_seconds: float = 30.0
+    # the instance's own inputs (its findings' first, then its seeds) in its cutout's layout:
+    # carried into the program (``seeds.translated``) and run before the audit's own inputs
+    instance_layout: Optional[InputLayout] = None
+    instance_inputs: List[Tuple[str, bytes]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -69,6 +75,7 @@ class AuditRecord:
 
     verdict: str                      # AGREES, DIFFERS, SKIPPED, or the whole program's static outcome
     inputs: int = 0
+    from_instance: int = 0            # of ``inputs``: the instance's own, carried into the program
     differing: int = 0
     outcome: Optional[str] = None     # the whole-program finding's outcome (MISMATCH, ...)
     finding: Optional[str] = None     # its reproducer folder
@@ -119,14 +126,19 @@ def audit(program_sdfg, instance: Instance, cls: type, options: AuditOptions) ->
     except BuildError as exc:
         verdict = Outcome.BUILD_FAILURE.name if exc.side == "hg_post" else SKIPPED
         return AuditRecord(verdict=verdict, reason=str(exc)[:300], seconds=_since(started))
+    carried = []
+    if options.instance_layout is not None:
+        carried = seedlib.translated(options.instance_layout, options.instance_inputs[:options.inputs], layout,
+                                     options.seed)
     with tempfile.TemporaryDirectory(prefix="hg-audit-") as tmp:
-        paths = seedlib.write(seedlib.sample(layout, options.inputs, options.seed), Path(tmp))
+        paths = seedlib.write(carried + seedlib.sample(layout, options.inputs, options.seed), Path(tmp))
         parallel = options.race_threads > 1 and harness.parallelism_changed
         passing, crashing = seedlib.screen_seeds(harness, paths, deadline=started + options.time_s,
                                                  threads=options.race_threads if parallel else 1,
                                                  repeat=options.race_repeat if parallel else 1)
         differing = [path for path, _ in crashing]
-        record = AuditRecord(verdict=AGREES, inputs=len(passing) + len(differing), differing=len(differing))
+        record = AuditRecord(verdict=AGREES, inputs=len(passing) + len(differing), differing=len(differing),
+                             from_instance=len(carried))
         if differing:
             _triage_difference(harness.dir, differing, "race" if parallel else "audit", options, record)
     record.seconds = _since(started)

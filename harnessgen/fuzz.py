@@ -32,7 +32,7 @@ from .engines.afl import read_options
 from .errors import BuildError, ConfigError, Unsupported
 from .files import clear_stale_omp_registrations, write_atomic, write_json
 from .instances import Instance, enumerate_instances, load_transformation, parse_settings
-from .layout import build_layout
+from .layout import InputLayout, build_layout
 from .oracle import Tolerance
 from .outcome import Outcome
 from .reproducer import write_static_finding
@@ -270,7 +270,8 @@ class InstanceRunner:
             keep_root=_keep_dir(opts, inst) / "audit", work_dir=opts.work_dir, tolerance=opts.tolerance,
             time_s=opts.audit_time_s, seed=opts.seed, constraints=opts.constraints, command_line=opts.command_line,
             race_threads=opts.check_threads if opts.race_check else 0,
-            race_repeat=opts.race_repeat * 5, shrink_seconds=30.0 if result.verdict == Outcome.PASS.name else 0.0))
+            race_repeat=opts.race_repeat * 5, shrink_seconds=30.0 if result.verdict == Outcome.PASS.name else 0.0,
+            **self._instance_inputs(inst, result)))
         label = classify(result.verdict, record)
         result.audit = {**record.to_json(), "classification": label}
         if label == CUTOUT_MISSED:
@@ -282,6 +283,17 @@ class InstanceRunner:
             for finding in result.findings:
                 finding["observable"] = label == "observable"
                 _mark_finding(Path(finding["path"]), label, record)
+
+    def _instance_inputs(self, inst: Instance, result: InstanceResult) -> Dict:
+        """The cutout's layout and inputs for the audit: each finding's input, then the corpus
+        (seeds and the user's files); none where nothing was built."""
+        if not result.build_dir:
+            return {}
+        corpus = self.options.corpus_root / inst.target / inst.id
+        paths = [Path(f["path"]) / "input.bin" for f in result.findings]
+        paths += sorted(p for p in corpus.iterdir() if p.is_file()) if corpus.is_dir() else []
+        inputs = [(p.parent.name if p.name == "input.bin" else p.name, p.read_bytes()) for p in paths if p.is_file()]
+        return {"instance_layout": InputLayout.load(Path(result.build_dir) / "layout.json"), "instance_inputs": inputs}
 
     def _run_kernel(self, inst: Instance, result: InstanceResult, started: float) -> None:
         opts = self.options

@@ -153,6 +153,44 @@ def _arrays(layout: InputLayout, symbols: Dict[str, int], pattern: str, rng) -> 
     return arrays
 
 
+def translated(source: InputLayout, inputs: List[Tuple[str, bytes]], target: InputLayout,
+               seed: int = 0) -> List[Tuple[str, bytes]]:
+    """``inputs`` of one layout (a cutout's) carried over to another (the whole program's):
+    symbols of the same name keep their values, clamped into the target's ranges; containers of
+    the same name and element count keep their contents; everything else is drawn as a random
+    seed would be. Inputs the source cannot decode, or that leave a target range empty, are
+    dropped."""
+    rng = np.random.default_rng(seed)
+    out: List[Tuple[str, bytes]] = []
+    for name, data in inputs:
+        decoded = source.decode(data)
+        if decoded is None:
+            continue
+        symbols = _carried_symbols(target, decoded.symbols, rng)
+        if symbols is None:
+            continue
+        arrays = _arrays(target, symbols, "random", rng)
+        for slot in target.containers:
+            carried = decoded.arrays.get(slot.name)
+            if carried is not None and carried.size == arrays[slot.name].size:
+                arrays[slot.name] = carried.astype(slot.dtype).ravel()
+        out.append((f"hg-from-{name}", target.encode(symbols, arrays)))
+    return out
+
+
+def _carried_symbols(layout: InputLayout, values: Dict[str, int], rng) -> Optional[Dict[str, int]]:
+    env: Dict[str, int] = {}
+    for slot in layout.symbols:
+        info = np.iinfo(slot.dtype)
+        lo = max(ex.evaluate(slot.lo, env), int(info.min))
+        hi = min(ex.evaluate(slot.hi, env), int(info.max))
+        if lo > hi:
+            return None
+        wanted = values.get(slot.name)
+        env[slot.name] = min(max(int(wanted), lo), hi) if wanted is not None else int(rng.integers(lo, hi + 1))
+    return env
+
+
 def random_inputs(count: int = 4, seed: int = 0, length: int = 512) -> List[Tuple[str, bytes]]:
     """Seeds without any knowledge of the layout: random bytes (for measuring what the
     boundary-aware seeds add, and for fuzzing without them)."""

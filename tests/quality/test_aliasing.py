@@ -71,6 +71,8 @@ def test_a_loop_parallelized_across_aliased_views_is_a_mismatch_in_the_cutout(tm
     assert meta["container"] == "B" and meta["aliases"][0]["container"] == "B"
     # the whole-program audit shows the same bug: observable
     assert entry["audit"]["verdict"] == "DIFFERS" and entry["audit"]["classification"] == "observable"
+    # the instance's own inputs (its finding's first) ran in the program too
+    assert entry["audit"]["from_instance"] >= 1
     assert meta["audit"]["classification"] == "observable" and finding["observable"] is True
     replay = subprocess.run([sys.executable, "repro.py"], cwd=finding["path"], capture_output=True, text=True,
                             timeout=600)
