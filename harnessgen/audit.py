@@ -27,10 +27,10 @@ from typing import Dict, List, Optional, Tuple
 from . import seeds as seedlib
 from .build import build
 from .constraints import derive
-from .cutout import CutoutPair, whole_program_pair
+from .cutout import CutoutPair, can_apply, whole_program_pair
 from .emit import OracleOptions
 from .engines import RawCrash
-from .errors import BuildError
+from .errors import BuildError, Unsupported
 from .instances import Instance
 from .layout import InputLayout, build_layout
 from .oracle import Tolerance
@@ -102,7 +102,10 @@ def transformed_program(program_sdfg, instance: Instance, cls: type) -> CutoutPa
     from .instances import rebuild_transformation
 
     def apply(post) -> None:
-        rebuild_transformation(cls, copy.deepcopy(instance.match), post).apply_pattern(append=False)
+        xform = rebuild_transformation(cls, copy.deepcopy(instance.match), post)
+        if not can_apply(xform, post):
+            raise Unsupported(f"{instance.id} does not match in a copy of the whole program")
+        xform.apply_pattern(append=False)
 
     pair = whole_program_pair(program_sdfg, f"{instance.id}-whole", transform=apply)
     pair.instance = dataclasses.replace(instance, id=f"{instance.id}-whole")
@@ -114,7 +117,10 @@ def audit(program_sdfg, instance: Instance, cls: type, options: AuditOptions) ->
     """Whole-pre against whole-post on the audit's inputs; a difference is triaged into an
     ordinary finding under ``options.keep_root``."""
     started = time.monotonic()
-    pair = transformed_program(program_sdfg, instance, cls)
+    try:
+        pair = transformed_program(program_sdfg, instance, cls)
+    except Unsupported as exc:
+        return AuditRecord(verdict=SKIPPED, reason=str(exc), seconds=_since(started))
     if not pair.ok:
         return AuditRecord(verdict=pair.verdict.name, reason=pair.error.splitlines()[0][:300],
                            seconds=_since(started))

@@ -566,7 +566,7 @@ def _matching_cut(program_sdfg, instance: Instance, cls: type):
         _check_cutout(pre, instance, cut)
         match = cut.match_in(pre)
         applied = rebuild_transformation(cls, copy.deepcopy(match), post)
-        if _can_apply(applied, post):
+        if can_apply(applied, post):
             return cut, pre, post, match, applied
     raise Unsupported(f"{instance.id}: the transformation does not match even in a copy of the whole program "
                       "(its can_be_applied depends on something a copy does not keep)")
@@ -625,7 +625,7 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
     """The whole program as pre and post. Without ``transform`` post is the program too: that
     checks the harness and the program itself (must always pass, deterministically). With it,
     ``transform(post)`` changes post first, before the harness's adaptations (as ``extract``
-    applies a transformation): one that raises is FAILED_TO_APPLY, an invalid post or a changed
+    applies a transformation): one that raises Unsupported passes it on, any other exception is FAILED_TO_APPLY, an invalid post or a changed
     interface INVALID_SDFG, in ``verdict`` and ``error`` (``post`` kept for inspection)."""
     inst = Instance(id=label, target="", program=program_sdfg.name, transformation="identity",
                     transformation_spec="", match={})
@@ -636,6 +636,8 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
     if transform is not None:
         try:
             transform(pair.post)
+        except Unsupported:
+            raise
         except Exception as exc:
             return _failed(pair, Outcome.FAILED_TO_APPLY, exc)
         try:
@@ -675,7 +677,10 @@ def _unreduced_volume(program_sdfg, instance: Instance, cls: type) -> str:
     return input_volume(cutout, names)
 
 
-def _can_apply(xform, sdfg) -> bool:
+def can_apply(xform, sdfg) -> bool:
+    """Whether ``xform`` matches in ``sdfg``, asked as DaCe asks before every apply: several
+    transformations (StateFusionExtended, MapFusion) compute in ``can_be_applied`` what their
+    ``apply`` then uses, so an apply without it transforms differently."""
     try:
         cfg = sdfg.cfg_list[xform.cfg_id]
         graph = cfg.node(xform.state_id) if xform.state_id >= 0 else cfg

@@ -226,13 +226,18 @@ def torch_available() -> Optional[str]:
 def apply_at_every_match(sdfg, xform) -> int:
     """Apply ``xform`` once at each place it matched before the first application (applying
     until nothing matches never ends for a transformation that matches its own result, as
-    tiling does)."""
+    tiling does). Each match is asked again before it is applied, as DaCe does: an earlier
+    application may have changed or removed what it matched, and what ``can_be_applied``
+    computes is what ``apply`` uses."""
     from dace.transformation.passes.pattern_matching import match_patterns
+
+    from ..cutout import can_apply
 
     applied = 0
     for match in list(match_patterns(sdfg, [xform])):
-        match.apply_pattern(append=False)
-        applied += 1
+        if can_apply(match, sdfg):
+            match.apply_pattern(append=False)
+            applied += 1
     return applied
 
 
