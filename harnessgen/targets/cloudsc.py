@@ -7,8 +7,6 @@ function, and a generator of physically plausible states.
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import types
 from pathlib import Path
 from typing import Dict, Optional
@@ -40,31 +38,18 @@ def _port():
     return cloudsc_port
 
 
-def _cache_dir() -> Path:
-    from .. import envs
-
-    return Path(envs.get("HARNESSGEN_PROGRAM_CACHE"))
-
-
 def build_sdfg():
     """The port's SDFG, simplified; parsed once per version of the port and DaCe."""
-    import dace
-
-    from .loaders import prepare_sdfg
+    from .loaders import cached_program
 
     port = _port()
-    source = Path(port.__file__).read_bytes()
-    key = hashlib.sha256(source + dace.__version__.encode()).hexdigest()[:16]
-    cached = _cache_dir() / f"cloudsc-{key}.sdfg"
-    if cached.is_file():
-        return dace.SDFG.from_file(str(cached))
-    sdfg = prepare_sdfg(port.cloudsc.to_sdfg(simplify=False))
-    sdfg.name = "cloudsc"
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(f".tmp{os.getpid()}")
-    sdfg.save(str(tmp))
-    os.replace(tmp, cached)          # a half-written cache file is never read
-    return sdfg
+
+    def parse():
+        sdfg = port.cloudsc.to_sdfg(simplify=False)
+        sdfg.name = "cloudsc"
+        return sdfg
+
+    return cached_program("cloudsc", Path(port.__file__).read_bytes(), parse)
 
 
 def shapes(sizes: Dict[str, int]) -> Dict[str, tuple]:

@@ -10,6 +10,8 @@ written in one state and read in a later one.
 """
 # No ``from __future__ import annotations`` here: DaCe reads the argument
 # annotations of @dace.program functions as objects.
+from pathlib import Path
+
 import dace
 import numpy as np
 
@@ -225,10 +227,10 @@ REFERENCES = {
 
 def _builder(name: str):
     def build():
-        from .loaders import prepare_sdfg
+        from .loaders import cached_program
 
-        prog = PROGRAMS[name]
-        return prepare_sdfg(prog.to_sdfg(simplify=True))
+        return cached_program(f"kernels-{name}", Path(__file__).read_bytes(),
+                              lambda: PROGRAMS[name].to_sdfg(simplify=True))
 
     return build
 

@@ -1,8 +1,10 @@
-"""Load programs from user files: saved SDFGs and ``file.py:function``."""
+"""Load programs from user files (saved SDFGs and ``file.py:function``), and built-in ones
+through a cache of their parsed SDFGs."""
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -12,10 +14,47 @@ from . import Program, Target, with_afl_configs
 
 
 def prepare_sdfg(sdfg):
-    """Make an SDFG ready for instance enumeration: pure library expansions, simplified."""
+    """Make an SDFG ready for instance enumeration: pure library expansions, simplified, and
+    passed once through its JSON form. The frontend's objects carry state a file does not keep,
+    and DaCe's matchers read it (LoopToMap matched 7 loops of a freshly parsed CLOUDSC and 11
+    of the same SDFG read back from its cache file): this way a parse and a cache hit enumerate
+    the same instances."""
+    import json
+
+    import dace
+
     sdfg.expand_library_nodes()
     sdfg.simplify()
-    return sdfg
+    # through text, as a cache file is written and read (to_json's dictionaries still share
+    # objects with the frontend's SDFG)
+    return dace.SDFG.from_json(json.loads(dace.serialize.dumps(sdfg.to_json())))
+
+
+def cached_program(label: str, source: bytes, parse) -> "dace.SDFG":
+    """A built-in program's prepared SDFG, parsed once per version of its source, of this file
+    and of DaCe (``HARNESSGEN_PROGRAM_CACHE``) and always read back from that file. DaCe's
+    frontend is not deterministic (the same source gave gemm and softmax two different node
+    orders in two runs), and an instance's id hashes its match: reading one file, every run
+    enumerates the same instances. The first process to publish the file wins; the others
+    read it."""
+    import dace
+
+    from .. import envs
+
+    key = hashlib.sha256(source + Path(__file__).read_bytes() + dace.__version__.encode()).hexdigest()[:16]
+    cached = Path(envs.get("HARNESSGEN_PROGRAM_CACHE")) / f"{label}-{key}.sdfg"
+    if not cached.is_file():
+        sdfg = prepare_sdfg(parse())
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".tmp{os.getpid()}")
+        sdfg.save(str(tmp))
+        try:
+            os.link(tmp, cached)        # never replaces a file another process may have read
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    return dace.SDFG.from_file(str(cached))
 
 
 def load_module(path: Path) -> ModuleType:
