@@ -139,7 +139,7 @@ def audit(program_sdfg, instance: Instance, cls: type, options: AuditOptions) ->
     with tempfile.TemporaryDirectory(prefix="hg-audit-") as tmp:
         paths = seedlib.write(carried + seedlib.sample(layout, options.inputs, options.seed), Path(tmp))
         parallel = options.race_threads > 1 and harness.parallelism_changed
-        passing, crashing = seedlib.screen_seeds(harness, paths, deadline=started + options.time_s,
+        passing, crashing = seedlib.screen_seeds(harness, paths, deadline=time.monotonic() + options.time_s,
                                                  threads=options.race_threads if parallel else 1,
                                                  repeat=options.race_repeat if parallel else 1)
         differing = [path for path, _ in crashing]
