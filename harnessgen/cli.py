@@ -171,6 +171,12 @@ def cmd_fuzz(args) -> int:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     console.print(f"{len(results)} instance(s): " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
                   + f"; summary in {args.out / 'summary.json'}")
+    regrown = [r for r in results if r.verdict != "CUTOUT_MISSED" and (r.audit or {}).get("grown")]
+    if regrown:
+        console.print(f"[bold white on red]{len(regrown)} instance(s) found only in a larger cutout:[/] their "
+                      "first cutouts passed while the whole program differs (CUTOUT_MISSED of the first cutout, a "
+                      "harnessgen defect: please report it); the finding is from the larger cutout: "
+                      + ", ".join(r.id for r in regrown))
     missed = [r for r in results if r.verdict == "CUTOUT_MISSED"]
     if missed:
         console.print(f"[bold white on red]{len(missed)} instance(s) CUTOUT_MISSED:[/] their cutouts passed while the "

@@ -556,18 +556,23 @@ def _larger_cuts(program_sdfg, instance: Instance):
     yield _Cut(program_sdfg, copy.deepcopy(instance.match), grown_for="the match: the whole program")
 
 
-def _matching_cut(program_sdfg, instance: Instance, cls: type):
-    """The smallest candidate cutout inside which the transformation still matches, with its
-    pre and post copies and the match relative to them."""
+def _matching_cut(program_sdfg, instance: Instance, cls: type, past: int = 0):
+    """The smallest candidate cutout inside which the transformation still matches (after the
+    ``past`` smallest such), with its pre and post copies and the match relative to them."""
     import itertools
 
+    matching = 0
     for cut in itertools.chain([_dace_cut(program_sdfg, instance, cls)], _larger_cuts(program_sdfg, instance)):
         pre, post = _plain_copy(cut.sdfg, PRE_NAME), _plain_copy(cut.sdfg, POST_NAME)
         _check_cutout(pre, instance, cut)
         match = cut.match_in(pre)
         applied = rebuild_transformation(cls, copy.deepcopy(match), post)
         if can_apply(applied, post):
-            return cut, pre, post, match, applied
+            if matching == past:
+                return cut, pre, post, match, applied
+            matching += 1
+    if past:
+        raise Unsupported(f"{instance.id}: no cutout larger than the {past} already judged holds the match")
     raise Unsupported(f"{instance.id}: the transformation does not match even in a copy of the whole program "
                       "(its can_be_applied depends on something a copy does not keep)")
 
@@ -582,9 +587,14 @@ def _check_cutout(pre, instance: Instance, cut: _Cut) -> None:
                           f"{str(exc).splitlines()[0]}") from exc
 
 
-def extract(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
-    """Cut out ``instance`` from ``program_sdfg`` and apply the transformation to a copy."""
-    cut, pre, post, translated, applied = _matching_cut(program_sdfg, instance, cls)
+def extract(program_sdfg, instance: Instance, cls: type, past: int = 0) -> CutoutPair:
+    """Cut out ``instance`` from ``program_sdfg`` and apply the transformation to a copy.
+    ``past``: how many of the smallest cutouts that hold the match to pass over (they were
+    judged, and the whole-program audit showed them missing what the program computes)."""
+    cut, pre, post, translated, applied = _matching_cut(program_sdfg, instance, cls, past)
+    if past:
+        cut = dataclasses.replace(cut, grown_for=f"the audit: {past} smaller cutout(s) missed a difference of the "
+                                                 f"whole program; {cut.grown_for or 'DaCe cutout'}")
     input_config, output_config = cut.configs or _configs(cut.sdfg)
     after = input_volume(cut.sdfg, input_config)
     # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce

@@ -46,6 +46,9 @@ AUTO_RACE_THREADS = 4
 AUTO_RACE_MIN_S = 10.0
 
 # every verdict an instance can end with: the triage outcomes plus the harness's own two
+# how many larger cutouts an instance is judged in after the audit showed its cutout missing a
+# difference of the whole program (the ladder has at most two: the nested SDFG, the program)
+MAX_GROWTH_AFTER_AUDIT = 2
 VERDICTS = tuple(o.name for o in Outcome) + ("BUILT", "UNSUPPORTED", "ERROR", CUTOUT_MISSED)
 
 
@@ -226,10 +229,40 @@ class InstanceRunner:
             return self._run_kernel(inst, result, started)
         self._cut_out_and_fuzz(inst, result, started)
         self._audit(inst, result)
+        if result.verdict == CUTOUT_MISSED:
+            self._grow_after_audit(inst, result)
 
-    def _cut_out_and_fuzz(self, inst: Instance, result: InstanceResult, started: float) -> None:
+    def _grow_after_audit(self, inst: Instance, result: InstanceResult) -> None:
+        """The cutout passed where the whole program differs: judge the instance again in the
+        next larger cutouts that hold the match (the whole nested SDFG, then the whole program),
+        under an instance folder of their own, until one shows a finding. The verdict becomes
+        that finding; the audit keeps saying CUTOUT_MISSED of the smaller cutout."""
+        for past in range(1, MAX_GROWTH_AFTER_AUDIT + 1):
+            grown = dataclasses.replace(inst, id=f"{inst.id}-grown{past}")
+            again = InstanceResult(id=grown.id, transformation=inst.transformation, program=inst.program,
+                                   target=inst.target, verdict=Outcome.PASS.name)
+            try:
+                self._cut_out_and_fuzz(grown, again, time.monotonic(), past=past)
+            except Unsupported as exc:
+                result.message += f"; {exc}"
+                return
+            step = {"cutout": past, "verdict": again.verdict, "execs": again.execs, "build_dir": again.build_dir,
+                    "findings": len(again.findings), "message": again.message[:300]}
+            result.audit.setdefault("grown", []).append(step)
+            result.execs += again.execs
+            if again.verdict != Outcome.PASS.name:
+                for finding in again.findings:
+                    finding["observable"] = True            # the audit saw the whole program differ
+                result.verdict, result.findings = again.verdict, again.findings
+                result.crashes, result.triage = again.crashes, again.triage
+                result.message = (f"found in a larger cutout ({past} step(s) up) after the whole-program audit "
+                                  f"showed the smaller one missing it (CUTOUT_MISSED, a harnessgen defect; "
+                                  f"whole-program reproducer {result.audit.get('finding')}): {again.message}")
+                return
+
+    def _cut_out_and_fuzz(self, inst: Instance, result: InstanceResult, started: float, past: int = 0) -> None:
         opts = self.options
-        pair = extract(self.sdfg, inst, self.cls)
+        pair = extract(self.sdfg, inst, self.cls, past=past)
         result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
         result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
         if not pair.ok:

@@ -93,13 +93,20 @@ def test_a_loop_without_a_carried_dependency_stays_silent_across_aliased_views(t
 
 @pytest.mark.fuzz
 def test_the_audit_reports_cutout_missed_when_aliased_views_are_cut_apart(tmp_path):
+    """Cut apart, the views hide the bug: the audit says CUTOUT_MISSED (loudly, with a
+    whole-program reproducer), and the instance is judged again in larger cutouts: the whole
+    nested SDFG (still cut apart by the knob: PASS), then the whole program, which finds it."""
     proc = run_cli(["fuzz", "--program", f"{PROGRAM}:shift_rows", "--transformation", "LoopToMap", "--time", "10"],
                    tmp_path, env={"HARNESSGEN_CUT_ALIASES_APART": "1"})
     assert proc.returncode == 0, proc.stderr
     [entry] = summary_of(tmp_path)["instances"]
-    assert entry["verdict"] == "CUTOUT_MISSED", entry
-    assert entry["findings"] == [] and entry["audit"]["outcome"] == "MISMATCH"
+    assert entry["audit"]["classification"] == "CUTOUT_MISSED" and entry["audit"]["outcome"] == "MISMATCH"
     assert "CUTOUT_MISSED" in proc.stdout + proc.stderr
     whole = Path(entry["audit"]["finding"])
     replay = subprocess.run([sys.executable, "repro.py"], cwd=whole, capture_output=True, text=True, timeout=600)
     assert replay.returncode == 1 and "MISMATCH in B" in replay.stdout, replay.stdout + replay.stderr
+    assert [step["verdict"] for step in entry["audit"]["grown"]] == ["PASS", "MISMATCH"]
+    assert entry["verdict"] == "MISMATCH" and entry["findings"] and "larger cutout" in entry["message"]
+    replay = subprocess.run([sys.executable, "repro.py"], cwd=entry["findings"][0]["path"], capture_output=True,
+                            text=True, timeout=600)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
