@@ -26,7 +26,7 @@ def test_the_grown_cutout_keeps_every_state_of_the_loops(unroll_instances):
     sdfg, cls, insts = unroll_instances
     assert len(insts) == 2                      # the j loop and the k loop inside it
     for inst in insts:
-        dace_cutout = _make_cutout(sdfg, rebuild_transformation(cls, copy.deepcopy(inst.match), sdfg), True)
+        dace_cutout, _ = _make_cutout(sdfg, rebuild_transformation(cls, copy.deepcopy(inst.match), sdfg), True)
         assert _lost_control_flow(dace_cutout), "DaCe's own cutout no longer drops the loop body"
         pair = extract(sdfg, inst, cls)
         assert pair.ok, pair.error
