@@ -271,6 +271,10 @@ def _connectors(cutout, program_node) -> Tuple[List[str], List[str]]:
 
 
 def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_node, groups, layouts) -> "_Cut":
+    """One state: each joint container (a flat buffer of the group's length) and each other
+    container the cutout takes, passed to the cutout as a nested SDFG, group members at their
+    offsets; the match moves into the nested copy, the configurations name the joint
+    containers in place of their members."""
     import dace
 
     inner = _plain_copy(cutout, cutout.name)
@@ -314,7 +318,10 @@ def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_no
     for name in sorted(writes):
         state.add_edge(nested, name, access(name, True), None, memlet(name))
     wrapper.reset_cfg_list()
-    outer = lambda names: sorted({joint[n][0] if n in joint else n for n in names})   # noqa: E731
+
+    def outer(names: List[str]) -> List[str]:
+        return sorted({joint[n][0] if n in joint else n for n in names})
+
     aliases = [{**g.to_json(), "joined_as": joint[g.members[0]][0], **layout.to_json()}
                for g, layout in zip(groups, layouts)]
     return _Cut(wrapper, {**translated, "cfg_id": wrapper.cfg_list.index(target)}, aliases=aliases,
