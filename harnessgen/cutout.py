@@ -81,7 +81,7 @@ def _make_cutout(sdfg, xform, reduce: bool):
         if "truth value of Relational" not in str(exc):
             raise
         return cut(alibi=False), []
-    groups = [] if envs.get("HARNESSGEN_CUT_ALIASES_APART") == "1" else alibi_groups(cutout)   # knob: tests only
+    groups = [] if _aliases_cut_apart() else alibi_groups(cutout)
     if not groups:
         return cutout, []
     return cut(alibi=False), groups
@@ -219,6 +219,11 @@ def _cut_around(state, node):
     return SDFGCutout.singlestate_cutout(state, *nodes, make_side_effects_global=True, use_alibi_nodes=False)
 
 
+def _aliases_cut_apart() -> bool:
+    """The test-only knob that cuts aliased containers apart again (the audit must catch it)."""
+    return envs.get("HARNESSGEN_CUT_ALIASES_APART") == "1"
+
+
 def _used(cutout) -> set:
     """The containers a cutout takes from its place: its non-transient ones."""
     return {name for name, desc in cutout.arrays.items() if not desc.transient}
@@ -227,7 +232,7 @@ def _used(cutout) -> set:
 def _aliased_views(level, used: set) -> List:
     """The alias groups of the nested SDFG ``level`` among the containers ``used`` (by a cutout
     taken inside it); none at the top level."""
-    if level.parent_nsdfg_node is None or envs.get("HARNESSGEN_CUT_ALIASES_APART") == "1":   # tests only
+    if level.parent_nsdfg_node is None or _aliases_cut_apart():
         return []
     return alias_groups(level.parent, level.parent_nsdfg_node, used)
 

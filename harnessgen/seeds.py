@@ -111,9 +111,7 @@ def sample(layout: InputLayout, count: int = 12, seed: int = 0) -> List[Tuple[st
 def _choose_symbols(layout: InputLayout, i: int, rng) -> Dict[str, int]:
     env: Dict[str, int] = {}
     for slot in layout.symbols:
-        info = np.iinfo(slot.dtype)
-        lo = max(ex.evaluate(slot.lo, env), int(info.min))
-        hi = min(ex.evaluate(slot.hi, env), int(info.max))
+        lo, hi = _symbol_bounds(slot, env)
         cands = symbol_candidates(lo, hi)
         if not cands:
             return None
@@ -127,6 +125,12 @@ def _choose_symbols(layout: InputLayout, i: int, rng) -> Dict[str, int]:
         else:
             env[slot.name] = int(cands[rng.integers(0, len(cands))])
     return env
+
+
+def _symbol_bounds(slot, env: Dict[str, int]) -> Tuple[int, int]:
+    """A symbol's range given the symbols before it, clipped to its integer type."""
+    info = np.iinfo(slot.dtype)
+    return max(ex.evaluate(slot.lo, env), int(info.min)), min(ex.evaluate(slot.hi, env), int(info.max))
 
 
 def _arrays(layout: InputLayout, symbols: Dict[str, int], pattern: str, rng) -> Dict[str, np.ndarray]:
@@ -181,9 +185,7 @@ def translated(source: InputLayout, inputs: List[Tuple[str, bytes]], target: Inp
 def _carried_symbols(layout: InputLayout, values: Dict[str, int], rng) -> Optional[Dict[str, int]]:
     env: Dict[str, int] = {}
     for slot in layout.symbols:
-        info = np.iinfo(slot.dtype)
-        lo = max(ex.evaluate(slot.lo, env), int(info.min))
-        hi = min(ex.evaluate(slot.hi, env), int(info.max))
+        lo, hi = _symbol_bounds(slot, env)
         if lo > hi:
             return None
         wanted = values.get(slot.name)
