@@ -28,12 +28,11 @@ from . import seeds as seedlib
 from .build import build
 from .constraints import derive
 from .cutout import CutoutPair, can_apply, whole_program_pair
-from .emit import OracleOptions
 from .engines import RawCrash
 from .errors import BuildError, Unsupported
 from .instances import Instance
 from .layout import InputLayout, build_layout
-from .oracle import Tolerance
+from .runtime import Tolerance
 from .outcome import Outcome
 from .triage import TriageOptions, triage_build
 
@@ -127,8 +126,7 @@ def audit(program_sdfg, instance: Instance, cls: type, options: AuditOptions) ->
     layout = build_layout(pair, derive(pair, max_size=options.max_size, user_file=options.constraints,
                                        strict_names=False))
     try:
-        harness = build(pair, layout, options.work_dir, OracleOptions(options.tolerance.rtol, options.tolerance.atol,
-                                                                      options.tolerance.exact), afl=False)
+        harness = build(pair, layout, options.work_dir, options.tolerance, afl=False)
     except BuildError as exc:
         verdict = Outcome.BUILD_FAILURE.name if exc.side == "hg_post" else SKIPPED
         return AuditRecord(verdict=verdict, reason=str(exc)[:300], seconds=_since(started))

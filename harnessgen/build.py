@@ -29,12 +29,13 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import __version__, envs
+from . import __version__, envs, protocol
 from .cutout import CutoutPair
-from .emit import FRESH_STATE_HEADER, OracleOptions, SideSource, generate_side, render_harness, template_sources
+from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness, template_sources
 from .errors import BuildError, ToolMissing
 from .files import write_atomic
 from .layout import InputLayout
+from .runtime import Tolerance
 from .cuda import toolkit as cuda_toolkit
 
 CXX = envs.get("HARNESSGEN_CXX")
@@ -96,6 +97,21 @@ class HarnessBuild:
         directives differ): post must be judged on several threads, not on one only."""
         return "kernel" not in self.manifest and self.openmp_directives("pre") != self.openmp_directives("post")
 
+    @property
+    def tolerance(self) -> Tolerance:
+        """The tolerance it was built with (its harness's default)."""
+        return Tolerance.from_json(self.manifest["oracle"])
+
+    def gpu_missing(self) -> Optional[str]:
+        """Why this build cannot run on this machine (its harness's own device check); None
+        when it can, and always for a CPU build."""
+        if not self.manifest.get("cuda"):
+            return None
+        reason = protocol.device_check(self.harness_replay)
+        if reason is None:
+            return None
+        return cuda_toolkit.gpu_unavailable() or reason    # "insufficient driver" often means no driver at all
+
     @classmethod
     def open(cls, directory: Path) -> "HarnessBuild":
         directory = Path(directory)
@@ -125,12 +141,12 @@ def compiler_versions(afl: bool) -> Dict[str, str]:
     return versions
 
 
-def cache_key(pair: CutoutPair, layout: InputLayout, oracle: OracleOptions, afl: bool, cmplog: bool) -> str:
+def cache_key(pair: CutoutPair, layout: InputLayout, tolerance: Tolerance, afl: bool, cmplog: bool) -> str:
     import dace
 
     blob = json.dumps({
         "harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
-        "post": pair.post.hash_sdfg(), "layout": layout.to_json(), "oracle": dataclasses.asdict(oracle),
+        "post": pair.post.hash_sdfg(), "layout": layout.to_json(), "oracle": tolerance.to_json(),
         "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "flags": CXXFLAGS,
         "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV, "fresh_state": bool(SIDE_FLAGS),
         "cuda": _cuda_key(pair),
@@ -148,15 +164,15 @@ def _cuda_key(pair: CutoutPair) -> Optional[List[str]]:
 COMPAT_DIGEST = hashlib.sha256(cuda_toolkit.COMPAT_HEADER.read_bytes()).hexdigest()[:12]
 
 
-def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, oracle: Optional[OracleOptions] = None,
+def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Optional[Tolerance] = None,
           afl: bool = True, cmplog: bool = False) -> HarnessBuild:
     """Build (or reuse) everything an instance needs; raises BuildError with the failing side."""
-    oracle = oracle or OracleOptions()
-    key = cache_key(pair, layout, oracle, afl, cmplog)
+    tolerance = tolerance or Tolerance()
+    key = cache_key(pair, layout, tolerance, afl, cmplog)
     final = Path(work_dir) / "builds" / key
     if not (final / "manifest.json").exists():
         final.parent.mkdir(parents=True, exist_ok=True)
-        publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, oracle, afl, cmplog))
+        publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, tolerance, afl, cmplog))
     return HarnessBuild.open(final)
 
 
@@ -176,7 +192,7 @@ def publish_dir(final: Path, fill) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, oracle: OracleOptions,
+def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tolerance: Tolerance,
                 afl: bool, cmplog: bool) -> Dict:
     started = time.perf_counter()
     pair.pre.save(str(out / "pre.sdfg"))
@@ -192,7 +208,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
         running = {} if pre_cuda else {"libpre.so": early.submit(_run_job, "libpre.so", pre_library)}
         post = generate_side(pair.post, out)
         codegen_s = time.perf_counter() - started
-        (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, oracle))
+        (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, tolerance))
         run_jobs({"libpre.so": pre_library, **pre_cuda, **_jobs_after_pre(out, post, afl, cmplog)}, running)
     for obj in out.glob("*.o"):
         obj.unlink()
@@ -201,7 +217,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, orac
 
     manifest = {
         "key": key, "instance": pair.instance.id, "harnessgen": __version__, "dace": dace.__version__,
-        "compilers": compiler_versions(afl), "flags": CXXFLAGS, "oracle": dataclasses.asdict(oracle),
+        "compilers": compiler_versions(afl), "flags": CXXFLAGS, "oracle": tolerance.to_json(),
         "afl": afl, "cmplog": cmplog, "codegen_seconds": round(codegen_s, 3),
         "build_seconds": round(time.perf_counter() - started, 3),
         "pre": {"name": pre.name, "init_args": pre.init_args, "program_args": pre.program_args, "gpu": pre.on_gpu},

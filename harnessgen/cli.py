@@ -50,15 +50,32 @@ def _add_fuzz(sub) -> None:
                         "instance on a machine without a GPU ends so anyway)")
     _add_instance_options(p)
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show DaCe's warnings as they come (always written to <out>/warnings.log)")
     p.set_defaults(func=cmd_fuzz)
 
 
-def _add_tolerance_flags(p) -> None:
-    """--rtol / --atol with the oracle's own defaults (runtime.Tolerance)."""
+def _add_tolerance_flags(p, default_from: str = "") -> None:
+    """--rtol / --atol / --exact; unset, each keeps the oracle's own default (runtime.Tolerance)
+    or, where ``default_from`` says so, the value recorded there."""
     from .runtime import Tolerance
 
-    p.add_argument("--rtol", type=float, default=Tolerance.rtol, help=f"relative tolerance (default {Tolerance.rtol:g})")
-    p.add_argument("--atol", type=float, default=Tolerance.atol, help=f"absolute tolerance (default {Tolerance.atol:g})")
+    where = default_from or "{:g}"
+    p.add_argument("--rtol", type=float, help=f"relative tolerance (default {where.format(Tolerance.rtol)})")
+    p.add_argument("--atol", type=float, help=f"absolute tolerance (default {where.format(Tolerance.atol)})")
+    p.add_argument("--exact", action="store_true", default=None, help="compare floats bit for bit")
+
+
+def _tolerance(args, recorded=None):
+    """The one Tolerance the flags of _add_tolerance_flags give: each flag not given keeps the
+    ``recorded`` tolerance's value (a build's), else the oracle's default."""
+    import dataclasses
+
+    from .runtime import Tolerance
+
+    base = recorded or Tolerance()
+    given = {name: getattr(args, name) for name in ("rtol", "atol", "exact") if getattr(args, name, None) is not None}
+    return dataclasses.replace(base, **given)
 
 
 def _add_instance_options(p) -> None:
@@ -66,7 +83,6 @@ def _add_instance_options(p) -> None:
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
     _add_tolerance_flags(p)
-    p.add_argument("--exact", action="store_true", help="compare floats bit for bit")
     p.add_argument("--max-size", type=int, default=16, help="largest value of a size symbol (default 16)")
     p.add_argument("--float-bound", type=float, default=1e6, help="floats are decoded into [-B, B] (default 1e6)")
     p.add_argument("--nonfinite", action="store_true", help="let NaN and Inf through the decoder")
@@ -100,7 +116,7 @@ def _fuzz_options(args, **fields):
     from .fuzz import FuzzOptions
 
     return FuzzOptions(
-        constraints=args.constraints, rtol=args.rtol, atol=args.atol, exact=args.exact, max_size=args.max_size,
+        constraints=args.constraints, tolerance=_tolerance(args), max_size=args.max_size,
         float_bound=args.float_bound, nonfinite=args.nonfinite, work_dir=args.work_dir, corpus_root=args.corpus_dir,
         crashes_root=args.crashes_dir, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
         seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
@@ -125,7 +141,7 @@ def cmd_fuzz(args) -> int:
 
     options = _fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
                             out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress,
-                            build_only=args.build_only)
+                            build_only=args.build_only, verbose=args.verbose)
     console = _console()
     # live afl-fuzz statistics come from this process only: with --jobs over several instances, a
     # line per instance (on one instance, --jobs means afl-fuzz instances, still run from here)
@@ -171,6 +187,11 @@ def cmd_fuzz(args) -> int:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     console.print(f"{len(results)} instance(s): " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
                   + f"; summary in {args.out / 'summary.json'}")
+    from . import runlog
+
+    if runlog.count(args.out) and not args.verbose:
+        console.print(f"{runlog.count(args.out)} library warning(s) (DaCe's) in {args.out / runlog.LOG_NAME}; "
+                      "-v shows them as they come")
     regrown = [r for r in results if r.verdict != "CUTOUT_MISSED" and (r.audit or {}).get("grown")]
     if regrown:
         console.print(f"[bold white on red]{len(regrown)} instance(s) found only in a larger cutout:[/] their "
@@ -393,17 +414,15 @@ def _add_replay(sub) -> None:
     p.add_argument("input", type=Path, help="a finding directory (runs its repro.py), a crash file "
                                             "(crashes/<target>/<instance>/raw/*.bin) or any input file")
     p.add_argument("--build", type=Path, help="build directory (default: the one recorded next to the crash)")
-    p.add_argument("--rtol", type=float)
-    p.add_argument("--atol", type=float)
-    p.add_argument("--exact", action="store_true")
+    _add_tolerance_flags(p, default_from="the build's")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_replay)
 
 
 def cmd_replay(args) -> int:
     from .build import HarnessBuild
-    from .oracle import Tolerance
     from .replay import replay
+    from .runtime import Tolerance
 
     if args.input.is_dir():
         return _run_reproducer(args)
@@ -416,9 +435,7 @@ def cmd_replay(args) -> int:
             build_dir = Path(json.loads(sidecar.read_text())["build_dir"])
     if build_dir is None or not (build_dir / "manifest.json").is_file():
         raise ConfigError("replay: pass --build DIR (the instance's build directory, see summary.json build_dir)")
-    oracle = HarnessBuild.open(build_dir).manifest["oracle"]
-    tol = Tolerance(args.rtol if args.rtol is not None else oracle["rtol"],
-                    args.atol if args.atol is not None else oracle["atol"], args.exact or oracle["exact"])
+    tol = _tolerance(args, Tolerance.from_json(HarnessBuild.open(build_dir).manifest["oracle"]))
     result = replay(build_dir, args.input.read_bytes(), tol)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
@@ -448,18 +465,16 @@ def _add_triage(sub) -> None:
     p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))
     p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"))
     _add_tolerance_flags(p)
-    p.add_argument("--exact", action="store_true")
     p.add_argument("--max-replays", type=int, default=500, help="raw crashes triaged per instance")
     p.set_defaults(func=cmd_triage)
 
 
 def cmd_triage(args) -> int:
-    from .runtime import Tolerance
     from .triage import TriageOptions, triage_directory
 
     if not args.directory.is_dir():
         raise ConfigError(f"triage: no such directory {str(args.directory)!r}")
-    options = TriageOptions(tolerance=Tolerance(args.rtol, args.atol, args.exact), work_dir=args.work_dir,
+    options = TriageOptions(tolerance=_tolerance(args), work_dir=args.work_dir,
                             max_raw=args.max_replays, command_line=" ".join(["harnessgen"] + sys.argv[1:]))
     console = _console()
     results = triage_directory(args.directory, args.crashes_dir, options)
@@ -556,7 +571,6 @@ def _add_pyfuzz(sub) -> None:
 
 def cmd_pyfuzz(args) -> int:
     from .pyfuzz.run import PyFuzzConfig, run_pyfuzz
-    from .runtime import Tolerance
 
     target_args = ["--mode", args.mode] + (["--unguided"] if args.unguided else [])
     for flag, value in (("--dims", args.dims), ("--max-stmts", args.max_stmts), ("--mutations", args.mutations),
@@ -565,7 +579,7 @@ def cmd_pyfuzz(args) -> int:
             target_args += [flag, value]
     config = PyFuzzConfig(compiler=args.compiler, out_dir=args.out or Path(".harnessgen/pyfuzz") / args.compiler,
                           crashes_dir=args.crashes, time_s=args.time, target_args=target_args, passes=args.dace_pass,
-                          libfuzzer=args.libfuzzer, tolerance=Tolerance(rtol=args.rtol, atol=args.atol),
+                          libfuzzer=args.libfuzzer, tolerance=_tolerance(args),
                           shrink=not args.no_shrink, shrink_budget_s=args.shrink_time, fresh=args.fresh,
                           seed=args.seed)
     console = _console()

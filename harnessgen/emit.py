@@ -18,9 +18,10 @@ import numpy as np
 
 from . import __version__
 from . import expr as ex
+from . import protocol
 from .errors import BuildError, InternalError
 from .layout import MAX_INPUT_BYTES, InputLayout
-from .runtime import CTYPES, GUARD_BYTES, parse_prototypes
+from .runtime import CTYPES, GUARD_BYTES, Tolerance, parse_prototypes
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
@@ -39,13 +40,6 @@ class SideSource:
     @property
     def on_gpu(self) -> bool:
         return bool(self.cuda)
-
-
-@dataclasses.dataclass
-class OracleOptions:
-    rtol: float = 1e-5
-    atol: float = 1e-8
-    exact: bool = False
 
 
 def generate_side(sdfg, build_dir: Path) -> SideSource:
@@ -157,7 +151,7 @@ def template_environment() -> jinja2.Environment:
 
 
 def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post: SideSource,
-                   oracle: OracleOptions, repeat: int = 1) -> str:
+                   tolerance: Tolerance, repeat: int = 1) -> str:
     env = template_environment()
     pre_ctx, post_ctx = _render_side(pre, layout), _render_side(post, layout)
     return env.get_template("harness.cpp.j2").render(
@@ -165,8 +159,8 @@ def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post:
         symbols=_symbol_context(layout), containers=_container_context(layout),
         max_input_bytes=MAX_INPUT_BYTES, float_tiny=repr(float(layout.float_tiny)), offsets=layout.offsets,
         allow_nonfinite=layout.allow_nonfinite, guard_bytes=GUARD_BYTES,
-        rtol=repr(float(oracle.rtol)), atol=repr(float(oracle.atol)), exact=oracle.exact,
-        cuda=post.on_gpu, repeat=repeat)
+        rtol=repr(float(tolerance.rtol)), atol=repr(float(tolerance.atol)), exact=tolerance.exact,
+        cuda=post.on_gpu, repeat=repeat, **protocol.template_context())
 
 
 # the templates a build is made of (the reproducer and report templates are not)

@@ -13,27 +13,25 @@ import dataclasses
 import hashlib
 import json
 import shutil
-import subprocess
 import time
 import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
-from . import seeds as seedlib
+from . import runlog, seeds as seedlib
 from .audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap
 from .build import CXX, CXXFLAGS, HarnessBuild, build
 from .cuda import kernels as cuda_kernels, sanitizer
 from .cuda.kernel_build import build_kernel
 from .constraints import DEFAULT_FLOAT_BOUND, DEFAULT_MAX_SIZE, derive
 from .cutout import CutoutPair, extract, volume_at_probe
-from .emit import OracleOptions
 from .engines import FuzzJob, RawCrash, get_engine
 from .engines.afl import read_options
 from .errors import BuildError, ConfigError, Unsupported
 from .files import clear_stale_omp_registrations, write_atomic, write_json
 from .instances import Instance, enumerate_instances, load_transformation, parse_settings
 from .layout import InputLayout, build_layout
-from .oracle import Tolerance
+from .runtime import Tolerance
 from .outcome import Outcome
 from .reproducer import write_static_finding
 from .triage import TriageOptions, triage_build
@@ -62,9 +60,7 @@ class FuzzOptions:
     redo: Tuple[str, ...] = ()           # ...except those with one of these verdicts or transformations
     max_size: int = DEFAULT_MAX_SIZE
     constraints: Optional[Path] = None
-    rtol: float = 1e-5
-    atol: float = 1e-8
-    exact: bool = False
+    tolerance: Tolerance = Tolerance()
     float_bound: float = DEFAULT_FLOAT_BOUND
     nonfinite: bool = False
     out_dir: Path = Path(".harnessgen/runs/latest")
@@ -86,15 +82,12 @@ class FuzzOptions:
     race_check: bool = True              # post parallel where pre is not: seeds and final queue on threads
     audit: Optional[bool] = None         # whole-program audit; None: where the whole program is cheap
     audit_time_s: float = 60.0           # the audit's inputs, per instance (its build is extra)
+    verbose: bool = False                # library warnings on the terminal too (always in warnings.log)
 
     @property
     def check_threads(self) -> int:
         """Threads for post wherever it is judged on several: --race's, else the race check's."""
         return self.race_threads if self.race_threads > 1 else AUTO_RACE_THREADS
-
-    @property
-    def tolerance(self) -> Tolerance:
-        return Tolerance(self.rtol, self.atol, self.exact)
 
 
 @dataclasses.dataclass
@@ -182,21 +175,6 @@ def _record_static_finding(options: FuzzOptions, pair: CutoutPair, verdict: Outc
     return str(write_static_finding(folder, pair, verdict.name, message, CXX, CXXFLAGS))
 
 
-def gpu_missing(harness: HarnessBuild) -> Optional[str]:
-    """Why a GPU build cannot run here (its harness's own device check), None when it can or
-    when it is a CPU build."""
-    if not harness.manifest.get("cuda"):
-        return None
-    proc = subprocess.run([str(harness.harness_replay), "--device-check"], capture_output=True, text=True, timeout=120)
-    if proc.returncode == 0:
-        return None
-    from .cuda.toolkit import gpu_unavailable
-
-    lines = [l for l in proc.stderr.splitlines() if "NO_GPU" in l]
-    reason = lines[-1].split("reason=", 1)[-1] if lines else f"device check exited {proc.returncode}"
-    return gpu_unavailable() or reason    # "insufficient driver" from the runtime often means no driver at all
-
-
 # ------------------------------------------------------------------ one instance
 class InstanceRunner:
     def __init__(self, target: Target, program_sdfg, cls: type, options: FuzzOptions,
@@ -273,9 +251,8 @@ class InstanceRunner:
         constraints = derive(pair, max_size=opts.max_size, user_file=opts.constraints, float_bound=opts.float_bound,
                              allow_nonfinite=opts.nonfinite, strict_names=len(self.target.programs) == 1)
         layout = build_layout(pair, constraints)
-        oracle = OracleOptions(opts.rtol, opts.atol, opts.exact)
         try:
-            harness = build(pair, layout, opts.work_dir, oracle, afl=opts.engine == "afl",
+            harness = build(pair, layout, opts.work_dir, opts.tolerance, afl=opts.engine == "afl",
                             cmplog=opts.cmplog or opts.afl_jobs > 1)
         except BuildError as exc:
             if exc.side != "hg_post":
@@ -331,7 +308,7 @@ class InstanceRunner:
     def _run_kernel(self, inst: Instance, result: InstanceResult, started: float) -> None:
         opts = self.options
         try:
-            harness = build_kernel(self.sdfg, inst.target, opts.work_dir, OracleOptions(opts.rtol, opts.atol, opts.exact),
+            harness = build_kernel(self.sdfg, inst.target, opts.work_dir, opts.tolerance,
                                    afl=opts.engine == "afl")
         except BuildError as exc:
             if exc.side == "harness":
@@ -349,7 +326,7 @@ class InstanceRunner:
         if opts.build_only:
             result.verdict, result.message = "BUILT", f"built in {harness.dir} (--build-only: not fuzzed)"
             return
-        missing = gpu_missing(harness)
+        missing = harness.gpu_missing()
         if missing:
             result.verdict = "BUILT"
             result.message = (f"post runs on a GPU and this machine cannot run it ({missing}); built in "
@@ -624,6 +601,14 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
     round-robin over transformations. With ``options.budget_s`` no instance starts after the
     budget; running the same command again continues with the instances not yet done
     (``options.resume``). ``summary.json`` is rewritten after every instance."""
+    if not options.resume:
+        (options.out_dir / runlog.LOG_NAME).unlink(missing_ok=True)
+    with runlog.captured_warnings(options.out_dir, echo=options.verbose):
+        return _fuzz(program_spec, xform_spec, instance_ids, options, progress, on_result, settings, jobs, on_plan)
+
+
+def _fuzz(program_spec, xform_spec, instance_ids, options: FuzzOptions, progress, on_result, settings, jobs,
+          on_plan) -> List[InstanceResult]:
     global _PLAN
     started = time.monotonic()
     clear_stale_omp_registrations()
@@ -701,9 +686,10 @@ def summary(program_spec: str, xform_spec: str, options: FuzzOptions, results: L
     return {
         "harnessgen": __version__, "dace": dace.__version__, "program": program_spec,
         "transformation": xform_spec, "time_per_instance_s": options.time_s,
-        "tolerance": dataclasses.asdict(options.tolerance), "jobs": jobs, "afl_jobs": options.afl_jobs,
+        "tolerance": options.tolerance.to_json(), "jobs": jobs, "afl_jobs": options.afl_jobs,
         "budget_s": options.budget_s,
         "planned": total, "finished": len(results), "not_run": total - len(results),
+        "warnings": {"count": runlog.count(options.out_dir), "log": str(options.out_dir / runlog.LOG_NAME)},
         "per_transformation": per_transformation(results),
         "instances": [r.to_json() for r in results],
     }

@@ -25,7 +25,7 @@ import numpy as np
 
 from .cutout import CutoutPair
 from .layout import ContainerSlot, DecodedInput, InputLayout
-from .oracle import Tolerance, compare
+from .runtime import Tolerance, compare
 
 
 @dataclasses.dataclass

@@ -164,9 +164,21 @@ class SideLibrary:
 # ---------------------------------------------------------------- the oracle
 @dataclasses.dataclass(frozen=True)
 class Tolerance:
+    """The oracle's one tolerance: every default is here, and every stage (command line, harness
+    template, triage, replay, reproducers) gets it as this value."""
+
     rtol: float = 1e-5
     atol: float = 1e-8
     exact: bool = False
+
+    def to_json(self) -> Dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Dict) -> "Tolerance":
+        """From ``to_json``'s dictionary; a missing field keeps its default."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in fields})
 
 
 @dataclasses.dataclass

@@ -15,15 +15,13 @@ already crashes is a finding at once) and for the whole-program audit.
 from __future__ import annotations
 
 import math
-import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import expr as ex
+from . import expr as ex, protocol
 from .layout import InputLayout
 
 WIDTHS = (2, 4, 8, 16, 32, 64, 128)
@@ -223,17 +221,11 @@ def screen_seeds(build, paths: List[Path], timeout_s: float = 20.0, threads: int
     """Run every seed with the build's replay binary (until ``deadline``, a ``time.monotonic()``
     value, where one is given): (passing seeds, [(crashing seed, its 1-based position)])."""
     passing, crashing = [], []
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HARNESSGEN_THREADS": str(threads), "HARNESSGEN_REPEAT": str(repeat)}
+    env = protocol.HarnessEnv(threads=threads, repeat=repeat)
     for position, path in enumerate(paths, start=1):
         if deadline is not None and time.monotonic() > deadline:
             break
-        try:
-            proc = subprocess.run([str(build.harness_replay), str(path)], capture_output=True, timeout=timeout_s,
-                                  env=env)
-            crashed = proc.returncode < 0
-        except subprocess.TimeoutExpired:
-            crashed = True
-        if crashed:
+        if protocol.run_native(build.harness_replay, path, env, timeout_s).crashed:
             crashing.append((path, position))
         else:
             passing.append(path)

@@ -32,12 +32,15 @@ from . import __version__
 from .build import CXX, CXXFLAGS, HarnessBuild
 from .cutout import CutoutPair
 from .engines import RawCrash
+from .engines import afl as afl_layout
 from .errors import HarnessgenError
 from .files import clear_stale_omp_registrations
 from .instances import Instance
 from .layout import InputLayout
 from .localize import Divergence, localize
 from .outcome import Outcome
+from . import protocol
+from .protocol import Exit, HarnessEnv, Marker
 from .replay import ReplayResult, ReplayWorker
 from .reproducer import sdfg_diff, write_finding
 from .runtime import Tolerance
@@ -124,25 +127,19 @@ def signature(result: ReplayResult) -> Tuple[str, Optional[str]]:
 def native_signature(build: HarnessBuild, data: bytes, tol: Tolerance, timeout_s: float = HANG_TIMEOUT_S,
                      threads: int = 1, repeat: int = 1) -> Tuple[str, Optional[str]]:
     """(outcome, container) from the native replay binary: the shrinker's fast predicate."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HARNESSGEN_STAGES": "1", "HARNESSGEN_RTOL": repr(tol.rtol),
-           "HARNESSGEN_ATOL": repr(tol.atol), "HARNESSGEN_EXACT": "1" if tol.exact else "0",
-           "HARNESSGEN_THREADS": str(threads), "HARNESSGEN_REPEAT": str(repeat)}
-    try:
-        proc = subprocess.run([str(build.harness_replay), "-"], input=data, capture_output=True,
-                              timeout=timeout_s, env=env)
-    except subprocess.TimeoutExpired as exc:
-        done = b"PRE_DONE" in (exc.stderr or b"")
-        return (Outcome.POST_HANG.name if done else Outcome.INVALID_INPUT.name), None
-    err = proc.stderr.decode(errors="replace")
-    if proc.returncode in (0, 2):
+    run = protocol.run_native(build.harness_replay, data, HarnessEnv(tol, threads, repeat, stages=True), timeout_s)
+    pre_done = run.reported(Marker.PRE_DONE)
+    if run.timed_out:
+        return (Outcome.POST_HANG.name if pre_done else Outcome.INVALID_INPUT.name), None
+    if run.exit in (Exit.PASS, Exit.UNSATISFIABLE):
         return Outcome.PASS.name, None
-    if proc.returncode == 3:
+    if run.exit == Exit.INVALID_INPUT:
         return Outcome.INVALID_INPUT.name, None
-    for outcome in (Outcome.MISMATCH, Outcome.OOB_WRITE):
-        marker = f"HARNESSGEN: {outcome.name} container="
-        if marker in err:
-            return outcome.name, err.split(marker, 1)[1].split()[0]
-    if "PRE_DONE" in err:
+    for marker in (Marker.MISMATCH, Marker.OOB_WRITE):
+        fields = run.fields(marker)
+        if fields and "container" in fields:
+            return marker.value, fields["container"]
+    if pre_done:
         return Outcome.POST_CRASH.name, None
     return Outcome.INVALID_INPUT.name, None
 
@@ -337,7 +334,7 @@ class Triage:
             "differing_runs": detail.get("differing_runs"), "raced_on_threads": detail.get("raced_on"),
             "repro_runs": self.options.race_repro_runs if result.outcome == Outcome.RACE else 1,
             "message": result.message,
-            "tolerance": dataclasses.asdict(self.options.tolerance),
+            "tolerance": self.options.tolerance.to_json(),
             "symbols": {k: int(v) for k, v in decoded.symbols.items()},
             # nested-SDFG connectors that are one container in the program, kept one in the cutout
             "aliases": self.build.manifest.get("aliases", []),
@@ -404,18 +401,9 @@ def triage_build(build_dir: Path, raw: List[RawCrash], options: TriageOptions) -
 
 
 # ---------------------------------------------------------------- triage of a directory
-AFL_INSTANCES = ("default", "main", "race")
-
-
 def _afl_crashes(afl_root: Path) -> List[RawCrash]:
-    """Raw crashes of every afl-fuzz instance under an output directory (race: found in race mode)."""
-    found = []
-    for instance in AFL_INSTANCES:
-        for kind, sub in (("race" if instance == "race" else "crash", "crashes"), ("hang", "hangs")):
-            folder = afl_root / instance / sub
-            if folder.is_dir():
-                found += [RawCrash(p, None, kind) for p in sorted(folder.glob("id:*"))]
-    return found
+    """Raw crashes of every afl-fuzz instance under a sync directory (race: found in race mode)."""
+    return [RawCrash(path, None, kind) for path, kind in afl_layout.crash_files(afl_root)]
 
 
 def _afl_build_dir(afl_out: Path) -> Optional[Path]:
@@ -436,8 +424,8 @@ def triage_directory(path: Path, crashes_root: Path, options: TriageOptions) -> 
     summary_path = path / "summary.json"
     if summary_path.is_file():
         return _triage_run(path, summary_path, crashes_root, options)
-    root = path.parent if path.name in AFL_INSTANCES else path
-    build_dir = next((b for b in (_afl_build_dir(root / i) for i in AFL_INSTANCES) if b is not None), None)
+    root = afl_layout.sync_dir(path)
+    build_dir = next((b for b in map(_afl_build_dir, afl_layout.instance_dirs(root)) if b is not None), None)
     if build_dir is None:
         raise ConfigError(f"triage: {path} is neither a harnessgen run directory (with summary.json) nor an "
                           "AFL++ output directory of a harnessgen harness (with default/cmdline)")

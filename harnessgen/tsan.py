@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from . import envs
+from . import envs, protocol
 from .build import CXX, CXXFLAGS, HarnessBuild, Job, dace_include, publish_dir, run_jobs
 from .errors import BuildError, ToolMissing
 
@@ -115,11 +114,12 @@ def _compile_tsan(build: HarnessBuild, out: Path) -> None:
 def run_tsan(build: HarnessBuild, data: bytes, threads: int, timeout_s: float = 120.0) -> TsanReport:
     """Run post on ``threads`` OpenMP threads under TSan and collect the racing statements."""
     binary = build_tsan(build)
-    env = {**os.environ, "OMP_TOOL_LIBRARIES": str(archer_library()), "HARNESSGEN_THREADS": str(threads),
-           "HARNESSGEN_REPEAT": "1", "HARNESSGEN_STAGES": "0",
-           "TSAN_OPTIONS": "ignore_noninstrumented_modules=1 halt_on_error=0 exitcode=0 symbolize=1"}
-    proc = subprocess.run([str(binary), "-"], input=data, capture_output=True, timeout=timeout_s, env=env)
-    log = proc.stderr.decode(errors="replace")
+    run = protocol.run_native(binary, data, protocol.HarnessEnv(threads=threads), timeout_s, extra_env={
+        "OMP_TOOL_LIBRARIES": str(archer_library()),
+        "TSAN_OPTIONS": "ignore_noninstrumented_modules=1 halt_on_error=0 exitcode=0 symbolize=1"})
+    if run.timed_out:
+        raise subprocess.TimeoutExpired([str(binary), "-"], timeout_s)
+    log = run.stderr
     if "ThreadSanitizer" in log and "failed to" in log and "data race" not in log:
         raise BuildError(f"ThreadSanitizer did not start: {log.strip().splitlines()[-1]}", side="hg_post", log=log)
     post_cpp = f"{build.manifest['post']['name']}.cpp"

@@ -8,19 +8,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List
 
-from ..engines.afl import read_stats
+from ..engines.afl import lead_stats
 
 VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
                    "ERROR": "magenta", "CUTOUT_MISSED": "bold white on red"}
 
 
 def _live_stats(task) -> Dict[str, str]:
-    work = Path(task.options.out_dir) / "afl" / task.instance["id"]
-    for name in ("default", "main"):
-        stats = read_stats(work / name / "fuzzer_stats")
-        if stats:
-            return stats
-    return {}
+    return lead_stats(Path(task.options.out_dir) / "afl" / task.instance["id"])
 
 
 class LiveProgress:

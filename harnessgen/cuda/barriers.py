@@ -11,15 +11,14 @@ barrier needed. Without a GPU the variants are only built (verdict ``BUILT``).
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .. import seeds as seedlib
+from .. import protocol, seeds as seedlib
+from ..protocol import HarnessEnv
 from ..errors import BuildError, ConfigError
 from . import sanitizer
 from .kernel_build import build_kernel
@@ -86,13 +85,9 @@ def _inputs(spec: KernelSpec, corpus: Optional[Path], count: int, folder: Path) 
 
 def judge(build, inputs: List[Path]) -> tuple:
     """('NEEDED', why) when the variant differs from the reference or the sanitizer objects."""
-    # the caller's environment: the driver may be found through it (LD_LIBRARY_PATH in containers),
-    # and the device check that let this variant be judged ran with it
-    env = {**os.environ, "HARNESSGEN_REPEAT": str(REPEAT)}
     for path in inputs:
-        proc = subprocess.run([str(build.harness_replay), str(path)], capture_output=True, text=True, timeout=300,
-                              env=env)
-        if proc.returncode not in (0, 2, 3):
+        run = protocol.run_native(build.harness_replay, path, HarnessEnv(repeat=REPEAT), timeout_s=300)
+        if not run.judged_fine:
             return "NEEDED", f"without it the outputs differ from the reference on {path.name}"
     if sanitizer.find() is None:
         return "REDUNDANT_BARRIER", (f"outputs agreed on {len(inputs)} inputs x {REPEAT} runs "
@@ -106,8 +101,6 @@ def judge(build, inputs: List[Path]) -> tuple:
 
 def analyse(spec: KernelSpec, target: str, work_dir: Path, corpus: Optional[Path] = None,
             count: int = 24) -> List[BarrierVerdict]:
-    from ..fuzz import gpu_missing
-
     text = spec.source.read_text()
     results = []
     with tempfile.TemporaryDirectory(prefix="barrier-inputs-") as inputs_dir:
@@ -120,7 +113,7 @@ def analyse(spec: KernelSpec, target: str, work_dir: Path, corpus: Optional[Path
                 except BuildError as exc:
                     results.append(BarrierVerdict(spec.kernel, line, "BUILD_FAILURE", str(exc)))
                     continue
-            missing = gpu_missing(build)
+            missing = build.gpu_missing()
             if missing:
                 results.append(BarrierVerdict(spec.kernel, line, "BUILT", f"not judged: {missing}; built in {build.dir}"))
                 continue

@@ -9,7 +9,6 @@ input takes. The search over launch geometry comes from the manifest's symbols.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import shutil
@@ -19,8 +18,9 @@ from typing import Dict, Optional
 
 from .. import __version__
 from ..build import AFL_CXX, AFL_ENV, CXX, CXXFLAGS, RPATH, HarnessBuild, Job, compiler_versions, publish_dir, run_jobs
-from ..emit import OracleOptions, SideSource, render_harness, template_sources
+from ..emit import SideSource, render_harness, template_sources
 from ..files import write_json
+from ..runtime import Tolerance
 from . import toolkit
 from .kernels import KernelSpec, layout as kernel_layout, render_side, side_signature
 
@@ -30,29 +30,29 @@ from .kernels import KernelSpec, layout as kernel_layout, render_side, side_sign
 KERNEL_RUNS = 4
 
 
-def cache_key(spec: KernelSpec, oracle: OracleOptions, afl: bool) -> str:
+def cache_key(spec: KernelSpec, tolerance: Tolerance, afl: bool) -> str:
     blob = json.dumps({
         "harnessgen": __version__, "kernel": spec.digest(), "manifest": spec.manifest_text(),
-        "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "oracle": dataclasses.asdict(oracle),
+        "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "oracle": tolerance.to_json(),
         "nvcc": toolkit.find().version, "nvcc_flags": toolkit.nvcc_flags(), "flags": CXXFLAGS,
         "compilers": compiler_versions(afl), "afl": afl,
     }, sort_keys=True)
     return "k" + hashlib.sha256(blob.encode()).hexdigest()[:19]
 
 
-def build_kernel(spec: KernelSpec, target: str, work_dir: Path, oracle: Optional[OracleOptions] = None,
+def build_kernel(spec: KernelSpec, target: str, work_dir: Path, tolerance: Optional[Tolerance] = None,
                  afl: bool = True) -> HarnessBuild:
     """Build (or reuse) a kernel's harness; BuildError names the side that failed."""
-    oracle = oracle or OracleOptions()
-    key = cache_key(spec, oracle, afl)
+    tolerance = tolerance or Tolerance()
+    key = cache_key(spec, tolerance, afl)
     final = Path(work_dir) / "builds" / key
     if not (final / "manifest.json").exists():
         final.parent.mkdir(parents=True, exist_ok=True)
-        publish_dir(final, lambda tmp: _build_into(tmp, key, spec, target, oracle, afl))
+        publish_dir(final, lambda tmp: _build_into(tmp, key, spec, target, tolerance, afl))
     return HarnessBuild.open(final)
 
 
-def _build_into(out: Path, key: str, spec: KernelSpec, target: str, oracle: OracleOptions, afl: bool) -> None:
+def _build_into(out: Path, key: str, spec: KernelSpec, target: str, tolerance: Tolerance, afl: bool) -> None:
     started = time.perf_counter()
     tk = toolkit.find()
     layout = kernel_layout(spec)
@@ -74,14 +74,14 @@ def _build_into(out: Path, key: str, spec: KernelSpec, target: str, oracle: Orac
             "{\n  global:\n" + "".join(f"    {f}_{name};\n" for f in ("__dace_init", "__dace_exit", "__program"))
             + "  local: *;\n};\n")
         sides[role] = SideSource(name=name, cpp=source, init_args=init_args, program_args=program_args, cuda=[source])
-    (out / "harness.cpp").write_text(render_harness(instance.id, layout, sides["pre"], sides["post"], oracle,
+    (out / "harness.cpp").write_text(render_harness(instance.id, layout, sides["pre"], sides["post"], tolerance,
                                                     repeat=KERNEL_RUNS))
     run_jobs(_jobs(out, tk, afl))
     for obj in out.glob("*.o"):
         obj.unlink()
     manifest = {
         "key": key, "instance": instance.id, "harnessgen": __version__, "compilers": compiler_versions(afl),
-        "flags": CXXFLAGS, "oracle": dataclasses.asdict(oracle), "afl": afl, "cmplog": False,
+        "flags": CXXFLAGS, "oracle": tolerance.to_json(), "afl": afl, "cmplog": False,
         "build_seconds": round(time.perf_counter() - started, 3),
         "pre": {"name": "hg_pre", "init_args": init_args, "program_args": program_args, "gpu": "kernel" in spec.reference},
         "post": {"name": "hg_post", "init_args": init_args, "program_args": program_args, "gpu": True},

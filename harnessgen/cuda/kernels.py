@@ -40,6 +40,7 @@ from typing import Dict, List, Optional
 
 from .. import __version__
 from .. import expr as ex
+from .. import protocol
 from ..constraints import DEFAULT_FLOAT_BOUND
 from ..errors import ConfigError
 from ..instances import Instance
@@ -282,7 +283,7 @@ def render_side(spec: KernelSpec, role: str) -> str:
         kernel=spec.kernel, manifest=spec.manifest.name, source=spec.source.name, name=name, cpu=cpu,
         function=function, symbol_params=symbol_params, program_params=program_params, call_args=call_args,
         arrays=arrays, grid=[cpp(d) for d in spec.grid], block=[cpp(d) for d in spec.block],
-        shared_bytes=cpp(spec.shared_bytes))
+        shared_bytes=cpp(spec.shared_bytes), **protocol.template_context())
 
 
 def cpp(e: ex.Expr) -> str:

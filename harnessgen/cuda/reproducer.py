@@ -22,7 +22,8 @@ from .. import __version__
 from .. import expr as ex
 from ..emit import template_environment
 from ..layout import DecodedInput
-from ..reproducer import npz_bytes, pack_text, publish, staging_dir
+from ..reproducer import npz_bytes, pack_text, publish, runtime_source, staging_dir
+from ..runtime import Tolerance
 
 
 def _manifest(build_dir: Path) -> Dict:
@@ -52,7 +53,6 @@ def render_repro(meta: Dict, build_dir: Path, decoded: DecodedInput, expected: D
             for a in manifest["args"]]
     outputs = {a["name"]: expected[a["name"]] for a in manifest["args"] if a["role"] in ("out", "inout")}
     launch = meta["launch"]
-    tol = meta["tolerance"]
     env = template_environment()
     env.filters["pyrepr"] = repr        # Python literals (tojson would write null and true)
     return env.get_template("kernel_repro.py.j2").render(
@@ -60,8 +60,8 @@ def render_repro(meta: Dict, build_dir: Path, decoded: DecodedInput, expected: D
         source=manifest["source"], files=files, grid=launch["grid"], block=launch["block"],
         shared=launch["shared_bytes"], args=args, outcome=meta["outcome"],
         inputs_npz=base64.b64encode(npz_bytes({f"arr:{k}": v for k, v in decoded.arrays.items()})).decode(),
-        expected_npz=base64.b64encode(npz_bytes(outputs)).decode(), rtol=repr(float(tol["rtol"])),
-        atol=repr(float(tol["atol"])), exact=bool(tol.get("exact")),
+        expected_npz=base64.b64encode(npz_bytes(outputs)).decode(),
+        tolerance=Tolerance.from_json(meta["tolerance"]).to_json(), runtime_source=runtime_source(),
         runs=meta["synchronization"]["repeated_runs"]["runs"])
 
 

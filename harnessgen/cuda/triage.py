@@ -107,7 +107,7 @@ class KernelTriage(Triage):
             "post_value": result.detail.get("post"), "differing": result.detail.get("differing"),
             "total": result.detail.get("total"), "max_abs_diff": result.detail.get("max_abs_diff"),
             "message": result.message, "summary": summary, "synchronization": evidence,
-            "tolerance": dataclasses.asdict(self.options.tolerance),
+            "tolerance": self.options.tolerance.to_json(),
             "symbols": {k: int(v) for k, v in decoded.symbols.items()},
             "launch": launch_geometry(self.build.dir, decoded.symbols),
             "raw_crashes": entry["raw"], "raw_bytes": entry["raw_bytes"], "minimized_bytes": len(data),

@@ -8,11 +8,12 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from .. import envs
 from ..errors import ConfigError, ToolMissing
 from ..procs import die_with_parent
+from ..protocol import HarnessEnv
 from . import Engine, EngineResult, FuzzJob, RawCrash
 
 AFL_FUZZ = envs.get("HARNESSGEN_AFL_FUZZ")
@@ -73,6 +74,54 @@ def instance_names(job: FuzzJob) -> List[str]:
     return names + (["race"] if job.race_threads > 1 else [])
 
 
+# ---------------------------------------------------------------- AFL++'s folder layout
+# One owner: every other module finds afl-fuzz instances, their statistics and their crashes
+# through these functions. A sync directory holds one folder per instance: ``default`` (one
+# instance), or ``main`` and ``s1``..``sN`` (--jobs), and ``race`` (race mode).
+_INSTANCE = re.compile(r"^(default|main|race|s[0-9]+)$")
+
+
+def is_instance_dir(path: Path) -> bool:
+    """An afl-fuzz instance folder (by its name) that afl-fuzz has started in."""
+    return bool(_INSTANCE.match(path.name)) and path.is_dir() and (
+        (path / "fuzzer_stats").is_file() or (path / "cmdline").is_file() or (path / "crashes").is_dir())
+
+
+def instance_dirs(out: Path) -> List[Path]:
+    """Every instance folder of the sync directory ``out``, the leading one (default/main) first."""
+    out = Path(out)
+    if not out.is_dir():
+        return []
+    found = [p for p in out.iterdir() if is_instance_dir(p)]
+    order = {"default": 0, "main": 1, "race": 3}
+    return sorted(found, key=lambda p: (order.get(p.name, 2), len(p.name), p.name))
+
+
+def sync_dir(path: Path) -> Path:
+    """The sync directory of ``path``: itself, or its parent when ``path`` is an instance folder."""
+    path = Path(path)
+    return path.parent if is_instance_dir(path) else path
+
+
+def lead_stats(out: Path) -> Dict[str, str]:
+    """The leading instance's fuzzer_stats (empty before it has written any)."""
+    for folder in instance_dirs(out):
+        if folder.name in ("default", "main"):
+            return read_stats(folder / "fuzzer_stats")
+    return {}
+
+
+def crash_files(out: Path) -> List[Tuple[Path, str]]:
+    """(file, kind) of every crash and hang of every instance under ``out``: kind ``race`` for
+    the race-mode instance's crashes, ``crash`` for the others', ``hang`` for hangs."""
+    found = []
+    for folder in instance_dirs(out):
+        for sub, kind in (("crashes", "race" if folder.name == "race" else "crash"), ("hangs", "hang")):
+            if (folder / sub).is_dir():
+                found += [(p, kind) for p in sorted((folder / sub).glob("id:*")) if p.is_file()]
+    return found
+
+
 def previous_run_time(out: Path, name: str) -> float:
     """Seconds an earlier session in ``out`` fuzzed (afl-fuzz adds them up over resumes)."""
     return float(read_stats(out / name / "fuzzer_stats").get("run_time", 0) or 0)
@@ -127,10 +176,7 @@ class AflEngine(Engine):
                 log_path = out.parent / f"{out.name}.{name}.log"
                 tail = log_path.read_text(errors="replace")[-3000:]
                 raise ConfigError(f"afl-fuzz failed to start (exit {proc.returncode}); its log {log_path}:\n{tail}")
-        crashes: List[RawCrash] = []
-        for name in names:
-            crashes += self._collect(out / name / "crashes", "race" if name == "race" else "crash", started_wall)
-            crashes += self._collect(out / name / "hangs", "hang", started_wall)
+        crashes = [self._timed(path, kind, started_wall) for path, kind in crash_files(out)]
         main = stats[names[0]]
         plain = [name for name in names if name != "race"]
         execs = sum(int(float(st.get("execs_done", 0))) for st in stats.values())
@@ -156,7 +202,7 @@ class AflEngine(Engine):
                 if job.until_crash:
                     env["AFL_BENCH_UNTIL_CRASH"] = "1"
                 if name == "race":
-                    env.update(HARNESSGEN_THREADS=str(job.race_threads), HARNESSGEN_REPEAT=str(job.race_repeat))
+                    env.update(HarnessEnv(threads=job.race_threads, repeat=job.race_repeat).variables())
                 log = open(out.parent / f"{out.name}.{name}.log", "ab")
                 logs.append(log)
                 procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -193,17 +239,12 @@ class AflEngine(Engine):
                 job.progress(read_stats(out / next(iter(procs)) / "fuzzer_stats"))
 
     @staticmethod
-    def _collect(directory: Path, kind: str, started_wall: float) -> List[RawCrash]:
-        """Crash files with the time they were written (since afl-fuzz was started: its own
-        ``time:`` field leaves out its start-up) and the exec count from their name."""
-        if not directory.is_dir():
-            return []
-        found = []
-        for path in sorted(directory.glob("id:*")):
-            seconds = path.stat().st_mtime - started_wall
-            if seconds < 0:  # written by an earlier session (resumed output directory)
-                match = _TIME.search(path.name)
-                seconds = int(match.group(1)) / 1000.0 if match else None
-            execs = _EXECS.search(path.name)
-            found.append(RawCrash(path, seconds, kind, int(execs.group(1)) if execs else None))
-        return found
+    def _timed(path: Path, kind: str, started_wall: float) -> RawCrash:
+        """A crash file with the time it was written (since afl-fuzz was started: its own
+        ``time:`` field leaves out its start-up) and the exec count from its name."""
+        seconds = path.stat().st_mtime - started_wall
+        if seconds < 0:  # written by an earlier session (resumed output directory)
+            match = _TIME.search(path.name)
+            seconds = int(match.group(1)) / 1000.0 if match else None
+        execs = _EXECS.search(path.name)
+        return RawCrash(path, seconds, kind, int(execs.group(1)) if execs else None)

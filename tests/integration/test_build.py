@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from harnessgen.build import build
-from harnessgen.emit import OracleOptions
+from harnessgen.runtime import Tolerance
 from tests.conftest import layout_of, make_pair
 
 
@@ -18,7 +18,7 @@ def test_same_content_reuses_the_build_and_oracle_changes_the_key(build_cache):
     stamp = marker.stat().st_mtime_ns
     again = build(make_pair("elementwise_chain", "MapTiling"), layout_of(pair), build_cache, afl=False)
     assert again.dir == first.dir and marker.stat().st_mtime_ns == stamp
-    exact = build(pair, layout, build_cache, OracleOptions(exact=True), afl=False)
+    exact = build(pair, layout, build_cache, Tolerance(exact=True), afl=False)
     assert exact.dir != first.dir and exact.manifest["oracle"]["exact"] is True
 
 

@@ -12,7 +12,6 @@ import pytest
 
 from harnessgen.cuda import kernels, toolkit
 from harnessgen.cuda.kernel_build import build_kernel
-from harnessgen.fuzz import gpu_missing
 from harnessgen.replay import execute
 from tests.conftest import REPO, run_cli, summary_of
 from tests.integration.test_decoder_agreement import check_agreement, random_inputs
@@ -32,7 +31,7 @@ def test_every_shipped_kernel_builds_a_gpu_harness(kernel_builds):
         for artifact in ("libpre.so", "libpost.so", "harness_afl", "harness_replay", "libcudart.so.13"):
             assert (build.dir / artifact).is_file(), (name, artifact)
         assert build.manifest["post"]["gpu"] and build.manifest["kernel"]["name"] == name
-        missing = gpu_missing(build)
+        missing = build.gpu_missing()
         check = subprocess.run([str(build.harness_replay), "--device-check"], capture_output=True, text=True)
         if missing is None:
             assert check.returncode == 0
@@ -111,7 +110,7 @@ def test_a_gpu_cutout_reproducer_builds_post_with_nvcc(tmp_path, build_cache):
     proc = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, timeout=900,
                           env={"PATH": "/usr/bin:/bin", "CUDA_HOME": str(toolkit.find().root)})
     assert list((folder / ".repro-build").glob("post-*/src/cuda/*.o")), proc.stdout + proc.stderr
-    if gpu_missing(built):
+    if built.gpu_missing():
         assert proc.returncode == 3 and "none is usable here" in proc.stdout, proc.stdout + proc.stderr
     else:
         assert proc.returncode == 0, proc.stdout
@@ -134,7 +133,7 @@ def test_a_kernel_reproducer_is_generated_and_needs_a_gpu_to_judge(tmp_path, ker
                                                   "meta.json", "README.md"}
     compile(folder.joinpath("repro.py").read_text(), "repro.py", "exec")
     proc = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, timeout=600)
-    if gpu_missing(build):
+    if build.gpu_missing():
         assert proc.returncode == 3 and "cannot run here" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -236,3 +235,35 @@ def test_the_kernel_reproducer_marshals_launches_and_judges_them(tmp_path, kerne
                           env={"PYTHONPATH": str(tmp_path / "fake"), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == status, proc.stdout + proc.stderr
     assert ("BUG: 2 of 6 launches" if status else "PASS: 6 of 6 launches") in proc.stdout
+
+
+@pytest.mark.parametrize("recorded", [{"rtol": 1e-5, "atol": 1e-8, "exact": False}, {"rtol": 1e-3, "atol": 0.0},
+                                      {"exact": True}])
+def test_the_kernel_reproducer_judges_by_the_harness_rule(tmp_path, kernel_builds, recorded):
+    """The kernel reproducer's comparison is the runtime's (the rule the harness binary follows,
+    test_oracle_agreement), with the tolerance the finding recorded: every pair of the oracle's
+    value pool, in float64 and float32, gets the same verdict from both."""
+    import itertools
+    import runpy
+
+    from harnessgen.cuda.reproducer import launch_geometry, write_kernel_finding
+    from harnessgen.runtime import Tolerance, differing
+    from tests.integration.test_oracle_agreement import POOL
+
+    build = kernel_builds["transpose_tiled"]
+    decoded = _decoded(build, {"ROWS": 4, "COLS": 3, "BLOCK_ROWS": 2}, 6)
+    meta = {"summary": "test", "instance": "transpose_tiled", "outcome": "MISMATCH", "kernel": build.manifest["kernel"],
+            "symbols": decoded.symbols, "launch": launch_geometry(build.dir, decoded.symbols), "tolerance": recorded,
+            "synchronization": {"repeated_runs": {"runs": 1, "differing": 1}}}
+    folder = write_kernel_finding(tmp_path / "finding", meta, build.dir, b"\x00", decoded,
+                                  execute(build.dir, decoded, "pre"))
+    repro = runpy.run_path(str(folder / "repro.py"), run_name="kernel_repro")
+    tolerance = Tolerance.from_json(recorded)
+    assert repro["Tolerance"].from_json(repro["TOLERANCE"]) == repro["Tolerance"](**tolerance.to_json())
+    for dtype in (np.float64, np.float32):
+        for ref, out in itertools.product(POOL, POOL):
+            with np.errstate(over="ignore"):
+                a, b = np.array([ref], dtype=dtype), np.array([out], dtype=dtype)
+            harness_says = bool(differing(a, b, tolerance).any())
+            assert (repro["differs"](a, b, repro["Tolerance"](**tolerance.to_json())) is not None) == harness_says, \
+                (dtype, ref, out, recorded)

@@ -11,7 +11,8 @@ from harnessgen.constraints import derive
 from harnessgen.cutout import POST_NAME, PRE_NAME, CutoutPair
 from harnessgen.instances import Instance
 from harnessgen.layout import build_layout
-from harnessgen.oracle import Tolerance, differing
+from harnessgen.protocol import Exit, HarnessEnv
+from harnessgen.runtime import Tolerance, differing
 from harnessgen.targets.loaders import load_python_program
 from tests.conftest import PROGRAMS
 
@@ -41,8 +42,7 @@ def verdict(harness, path, env):
 @pytest.mark.parametrize("tol", [Tolerance(), Tolerance(exact=True), Tolerance(rtol=1e-3, atol=0.0)])
 def test_harness_and_numpy_agree_on_every_pair(oracle_build, tmp_path, tol):
     layout, harness = oracle_build
-    env = {"HARNESSGEN_RTOL": repr(tol.rtol), "HARNESSGEN_ATOL": repr(tol.atol),
-           "HARNESSGEN_EXACT": "1" if tol.exact else "0"}
+    env = HarnessEnv(tol).variables()
     for n, (x, z) in enumerate(itertools.product(POOL, POOL)):
         X, Z = np.array([x]), np.array([z])
         data = layout.encode({"N": 1}, {"X": X, "Y": np.zeros(1), "Z": Z})
@@ -52,3 +52,9 @@ def test_harness_and_numpy_agree_on_every_pair(oracle_build, tmp_path, tol):
         path.write_bytes(data)
         expected = bool(differing(X, Z, tol).any())
         assert verdict(harness, path, env) == expected, (x, z, tol)
+
+
+def test_the_built_harness_exits_with_the_protocols_statuses(oracle_build):
+    _, harness = oracle_build
+    source = (harness.dir / "harness.cpp").read_text()
+    assert "enum HgStatus { " + ", ".join(f"HG_{e.name} = {int(e)}" for e in Exit) + " };" in source

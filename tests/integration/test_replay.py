@@ -8,7 +8,7 @@ from harnessgen import seeds
 from harnessgen.build import build
 from harnessgen.constraints import derive
 from harnessgen.cutout import whole_program_pair
-from harnessgen.oracle import Tolerance
+from harnessgen.runtime import Tolerance
 from harnessgen.outcome import Outcome
 from harnessgen.replay import replay
 from harnessgen.targets.loaders import load_python_program

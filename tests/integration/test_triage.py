@@ -66,3 +66,33 @@ def test_post_crash_becomes_one_minimal_reproducer(build_cache, tmp_path):
     (alone / "repro.py").write_text((finding.folder / "repro.py").read_text())
     proc = subprocess.run([sys.executable, "repro.py"], cwd=alone, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "post died (signal SIGSEGV)" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_triage_of_an_afl_sync_directory_collects_every_instances_crashes(build_cache, tmp_path):
+    """`--jobs 3` with race mode on one instance: main, s1, s2 and race each keep crashes in their
+    own folder (and hangs in theirs); triage of the sync directory, or of one instance folder
+    in it, takes every one of them."""
+    from harnessgen.engines import FuzzJob
+    from harnessgen.engines.afl import instance_names
+    from harnessgen.triage import triage_directory
+
+    pair = make_pair("sigmoid", f"{BROKEN}:NullWrite")
+    layout = layout_of(pair)
+    harness = build(pair, layout, build_cache, afl=True)
+    inputs = [d for _, d in seeds.sample(layout, 5, 0)]
+    job = FuzzJob(build=harness, seeds_dir=tmp_path, out_dir=tmp_path / "sync", time_s=1, parallel=3, race_threads=2)
+    names = instance_names(job)
+    assert names == ["main", "s1", "s2", "race"]
+    sync = tmp_path / "sync"
+    for n, name in enumerate(names):
+        (sync / name / "crashes").mkdir(parents=True)
+        (sync / name / "cmdline").write_text(f"{harness.harness_afl}\n")
+        (sync / name / "crashes" / f"id:000000,sig:06,src:000000,time:{n},execs:{n}").write_bytes(inputs[n])
+    (sync / "s2" / "hangs").mkdir()
+    (sync / "s2" / "hangs" / "id:000000,src:000001,time:9,execs:9").write_bytes(inputs[4])
+    (sync / "queue").mkdir()                        # not an instance folder
+    for where in (sync, sync / "s1"):
+        [(instance, result)] = triage_directory(where, tmp_path / "crashes", TriageOptions(work_dir=build_cache))
+        assert instance == pair.instance.id and result.raw_total == 5
+        [finding] = result.findings
+        assert finding.outcome == Outcome.POST_CRASH and len(finding.raw) == 5
