@@ -50,8 +50,6 @@ def _add_fuzz(sub) -> None:
                         "instance on a machine without a GPU ends so anyway)")
     _add_instance_options(p)
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="show DaCe's warnings as they come (always written to <out>/warnings.log)")
     p.set_defaults(func=cmd_fuzz)
 
 
@@ -83,6 +81,8 @@ def _add_instance_options(p) -> None:
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
     _add_tolerance_flags(p)
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show DaCe's warnings as they come (always written to warnings.log in the output directory)")
     p.add_argument("--max-size", type=int, default=16, help="largest value of a size symbol (default 16)")
     p.add_argument("--float-bound", type=float, default=1e6, help="floats are decoded into [-B, B] (default 1e6)")
     p.add_argument("--nonfinite", action="store_true", help="let NaN and Inf through the decoder")
@@ -120,7 +120,7 @@ def _fuzz_options(args, **fields):
         float_bound=args.float_bound, nonfinite=args.nonfinite, work_dir=args.work_dir, corpus_root=args.corpus_dir,
         crashes_root=args.crashes_dir, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
         seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
-        race_check=args.race_check, audit=args.audit, audit_time_s=args.audit_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
+        race_check=args.race_check, audit=args.audit, verbose=args.verbose, audit_time_s=args.audit_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def _redo_list(text: str) -> tuple:
@@ -141,7 +141,7 @@ def cmd_fuzz(args) -> int:
 
     options = _fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
                             out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress,
-                            build_only=args.build_only, verbose=args.verbose)
+                            build_only=args.build_only)
     console = _console()
     # live afl-fuzz statistics come from this process only: with --jobs over several instances, a
     # line per instance (on one instance, --jobs means afl-fuzz instances, still run from here)

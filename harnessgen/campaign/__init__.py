@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from ..errors import ConfigError, HarnessgenError, Unsupported
+from .. import runlog
 from ..files import clear_stale_omp_registrations
 from .executors import ExecutorSpec, open_executor
 from .state import CampaignState
@@ -164,8 +165,6 @@ def run_campaign(config: CampaignConfig, executor: ExecutorSpec, progress=None,
     """Plan (or continue) the campaign in ``config.directory`` and run every pending instance.
     ``progress`` receives ``start(state, executor)``, ``update(running)``, ``finished(result)``
     and ``stop()`` (see ``progress.LiveProgress``)."""
-    from . import report
-
     started = time.monotonic()
     clear_stale_omp_registrations()
     directory = Path(config.directory)
@@ -174,29 +173,37 @@ def run_campaign(config: CampaignConfig, executor: ExecutorSpec, progress=None,
         shutil.rmtree(directory / "instances", ignore_errors=True)
     state = CampaignState(directory / DB_NAME)
     try:
-        state.check_same(config.identity)
-        config = _with_target_constraints(config)
-        if not state.is_planned():
-            target, sdfgs, classes, xform_rows, rows = plan(config)
-            state.record_plan(config.identity, xform_rows, rows)
-            remember(config.program, target, sdfgs, classes)
-        recovered = state.recover(lambda instance_id: instance_dir(directory, instance_id) / RESULT_FILE)
-        recovered["redo"] = state.redo(config.redo)
-        if on_planned:
-            on_planned(state)
-        run = state.start_run(executor.kind, executor.workers, config.options.command_line)
-        ran = 0
-        try:
-            ran = _run_pending(config, executor, state, run, progress)
-        finally:
-            state.finish_run(run, ran)
-        counts = state.counts()
-        outcome = CampaignOutcome(directory, sum(counts.values()), counts["done"], ran, recovered,
-                                  round(time.monotonic() - started, 2), executor.kind)
-        outcome.report = report.write(directory, state)
-        return outcome
+        with runlog.captured_warnings(directory, echo=config.options.verbose):
+            return _run_planned_campaign(config, executor, state, directory, started, progress, on_planned)
     finally:
         state.close()
+
+
+def _run_planned_campaign(config: CampaignConfig, executor: ExecutorSpec, state: CampaignState, directory: Path,
+                          started: float, progress, on_planned) -> CampaignOutcome:
+    from . import report
+
+    state.check_same(config.identity)
+    config = _with_target_constraints(config)
+    if not state.is_planned():
+        target, sdfgs, classes, xform_rows, rows = plan(config)
+        state.record_plan(config.identity, xform_rows, rows)
+        remember(config.program, target, sdfgs, classes)
+    recovered = state.recover(lambda instance_id: instance_dir(directory, instance_id) / RESULT_FILE)
+    recovered["redo"] = state.redo(config.redo)
+    if on_planned:
+        on_planned(state)
+    run = state.start_run(executor.kind, executor.workers, config.options.command_line)
+    ran = 0
+    try:
+        ran = _run_pending(config, executor, state, run, progress)
+    finally:
+        state.finish_run(run, ran)
+    counts = state.counts()
+    outcome = CampaignOutcome(directory, sum(counts.values()), counts["done"], ran, recovered,
+                              round(time.monotonic() - started, 2), executor.kind)
+    outcome.report = report.write(directory, state)
+    return outcome
 
 
 def _with_target_constraints(config: CampaignConfig) -> CampaignConfig:

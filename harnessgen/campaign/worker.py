@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Dict, Tuple
 
+from .. import runlog
 from ..files import write_json
 
 RESULT_FILE = "result.json"
@@ -68,10 +69,12 @@ def run_task(task: Task) -> Dict:
     started = time.monotonic()
     target, sdfg = program(task.program_spec, inst.program)
     runner = InstanceRunner(target, sdfg, transformation(task.spec), task.options)
-    result = runner.run(inst)
+    with runlog.captured_warnings(task.options.out_dir, echo=task.options.verbose):
+        result = runner.run(inst)
     result.wall_seconds = round(time.monotonic() - started, 3)
     entry = result.to_json()
-    entry.update(attempt=task.attempt, spec=task.spec, finished_at=time.time())
+    entry.update(attempt=task.attempt, spec=task.spec, finished_at=time.time(),
+                 warnings=runlog.count(task.options.out_dir))
     write_json(result_path(task.options), entry)
     return entry
 

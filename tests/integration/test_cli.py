@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,20 @@ def test_fuzz_writes_the_summary_contract(tmp_path):
     assert entry["seconds_to_first_finding"] is None and entry["crashes"] == []
     seeds = list((tmp_path / "corpus" / "ratio" / entry["id"]).glob("hg-seed-*.bin"))
     assert len(seeds) >= 8
+
+
+def test_library_warnings_go_to_the_runs_log_not_between_the_verdict_lines(tmp_path):
+    ratio = PROGRAMS / "ratio.py"
+    proc = run_cli(["fuzz", "--program", f"{ratio}:ratio", "--transformation", f"{ratio}:RecipThatWarns", "--all",
+                    "--time", "1", "--no-audit"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "a library warning while applying" not in proc.stdout + proc.stderr
+    assert "library warning(s) (DaCe's) in" in proc.stdout + proc.stderr
+    log = summary_of(tmp_path)["warnings"]
+    assert log["count"] >= 1 and "a library warning while applying" in Path(log["log"]).read_text()
+    proc = run_cli(["fuzz", "--program", f"{ratio}:ratio", "--transformation", f"{ratio}:RecipThatWarns", "--all",
+                    "--time", "1", "--no-audit", "--fresh", "-v"], tmp_path)
+    assert "a library warning while applying" in proc.stderr
 
 
 @pytest.mark.parametrize("xform,verdict", [("RaisesOnApply", "FAILED_TO_APPLY"),

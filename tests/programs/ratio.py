@@ -13,3 +13,13 @@ def ratio(A: dace.float64[N], B: dace.float64[N], C: dace.float64[N]):
 
 class Recip(ReciprocalDivision):
     """The same rewrite, defined next to the program it is meant for."""
+
+
+class RecipThatWarns(ReciprocalDivision):
+    """The same rewrite, warning as DaCe's passes do (a UserWarning while it applies)."""
+
+    def apply(self, graph, sdfg):
+        import warnings
+
+        warnings.warn("RecipThatWarns: a library warning while applying", UserWarning)
+        return super().apply(graph, sdfg)
