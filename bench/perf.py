@@ -43,7 +43,9 @@ sys.path.insert(0, str(REPO))
 from harnessgen.build import HarnessBuild, build  # noqa: E402
 from harnessgen.constraints import derive  # noqa: E402
 from harnessgen.cutout import extract  # noqa: E402
-from harnessgen.fuzz import FuzzOptions, InstanceRunner, plan_instances  # noqa: E402
+from harnessgen.records import FuzzOptions  # noqa: E402
+from harnessgen.runner import InstanceRunner  # noqa: E402
+from harnessgen.subjects import plan  # noqa: E402
 from harnessgen.layout import build_layout  # noqa: E402
 from harnessgen.runtime import Tolerance, compare  # noqa: E402
 from harnessgen.zoo import PLANTED  # noqa: E402
@@ -107,26 +109,36 @@ def options(root: Path, time_s: float, **kw) -> FuzzOptions:
 @dataclasses.dataclass
 class Prepared:
     subject: Subject
-    target: object
-    sdfg: object
-    cls: type
+    source: object                  # harnessgen.subjects.sdfg.SdfgSubject: the program and transformation
     instance: object
     constraints: Path
 
+    @property
+    def target(self):
+        return self.source.target
+
+    @property
+    def sdfg(self):
+        return self.source.sdfg(self.instance.program)
+
+    @property
+    def cls(self) -> type:
+        return self.source.transformation(self.subject.transformation)
+
     def runner(self, opts: FuzzOptions) -> InstanceRunner:
-        return InstanceRunner(self.target, self.sdfg, self.cls, opts)
+        return InstanceRunner(self.source, opts)
 
 
 def prepare(subject: Subject, root: Path) -> Prepared:
     """The subject's instance, and a constraints file: the target's ranges with the sizes fixed."""
-    target, sdfgs, classes, planned = plan_instances(subject.program, subject.transformation, None,
-                                                     list(subject.settings) or None)
-    inst = next(i for _, i in planned if subject.match in i.description)
+    run_plan = plan(subject.program, subject.transformation, None, list(subject.settings) or None)
+    inst = next(i for _, i in run_plan.planned if subject.match in i.description)
+    target = run_plan.subject.target
     ranges = json.loads(target.constraints_file.read_text()) if target.constraints_file else {}
     ranges.update({name: [str(v), str(v)] for name, v in subject.sizes.items()})
     path = root / f"{subject.key}.constraints.json"
     path.write_text(json.dumps(ranges, indent=1))
-    return Prepared(subject, target, sdfgs[inst.program], classes[subject.transformation], inst, path)
+    return Prepared(subject, run_plan.subject, inst, path)
 
 
 def build_of(prep: Prepared, work: Path):
@@ -156,7 +168,7 @@ def overhead(prep: Prepared, root: Path, time_s: float, reps: int) -> Dict:
     runs = []
     for rep in range(reps):
         opts = options(root, time_s, seed=rep, constraints=prep.constraints)
-        result = prep.runner(opts).run(prep.instance)
+        result = prep.runner(opts).run(prep.subject.transformation, prep.instance)
         if result.verdict != "PASS":
             raise SystemExit(f"{prep.subject.label}: expected PASS, got {result.verdict}: {result.message}")
         harness = HarnessBuild.open(Path(result.build_dir))
@@ -230,7 +242,7 @@ def first_build_on_machine(prep: Prepared, root: Path) -> float:
 
 
 # ------------------------------------------------------------------ 4. time to first verdict
-def first_verdicts(label: str, target, sdfg, cls, inst, root: Path, seeds: int, time_s: float, race: bool) -> Dict:
+def first_verdicts(label: str, source, spec: str, inst, root: Path, seeds: int, time_s: float, race: bool) -> Dict:
     """Per seed mode, over ``seeds`` seeds: extraction + build (empty cache) + fuzzing until the
     first crash (``to_crash``) and until its finding is triaged (``to_finding``)."""
     out = {"subject": label, "instance": inst.id}
@@ -238,9 +250,9 @@ def first_verdicts(label: str, target, sdfg, cls, inst, root: Path, seeds: int, 
         runs = []
         for seed in range(seeds):
             opts = options(root, time_s, seed=seed, seed_mode=mode, until_crash=True, work_dir=fresh_work(root),
-                           race_threads=4 if race else 0, constraints=target.constraints_file)
+                           race_threads=4 if race else 0, constraints=source.target.constraints_file)
             started = time.perf_counter()
-            result = InstanceRunner(target, sdfg, cls, opts).run(inst)
+            result = InstanceRunner(source, opts).run(spec, inst)
             wall = time.perf_counter() - started
             first = result.findings[0] if result.findings else {}
             found = bool(result.findings) or (bool(result.crashes) and not result.build_dir)
@@ -267,9 +279,9 @@ def planted_verdicts(root: Path, seeds: int, time_s: float, names: List[str]) ->
     for name in names:
         bug = PLANTED[name]
         spec = f"harnessgen.zoo.planted:{name}"
-        target, sdfgs, classes, planned = plan_instances(f"kernels:{bug.program}", spec, None)
-        inst = planned[0][1]
-        row = first_verdicts(name, target, sdfgs[inst.program], classes[spec], inst, root, seeds, time_s, bug.race)
+        run_plan = plan(f"kernels:{bug.program}", spec, None)
+        inst = run_plan.planned[0][1]
+        row = first_verdicts(name, run_plan.subject, spec, inst, root, seeds, time_s, bug.race)
         row["size_dependent"] = bug.size_dependent
         rows.append(row)
         print(f"  {name}: {row['boundary']['to_finding_s']}", flush=True)
@@ -280,9 +292,9 @@ def cloudsc_verdicts(root: Path, seeds: int, time_s: float, quick: bool) -> List
     rows = []
     for spec, ids in CLOUDSC_FINDINGS.items():
         ids = ids[:1] if quick else ids
-        target, sdfgs, classes, planned = plan_instances("cloudsc", spec, ids)
-        for _, inst in planned:
-            row = first_verdicts(inst.id, target, sdfgs[inst.program], classes[spec], inst, root, seeds, time_s, False)
+        run_plan = plan("cloudsc", spec, ids)
+        for _, inst in run_plan.planned:
+            row = first_verdicts(inst.id, run_plan.subject, spec, inst, root, seeds, time_s, False)
             rows.append(row)
             print(f"  {inst.id}: {row['boundary']['to_finding_s']}", flush=True)
     return rows

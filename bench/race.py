@@ -24,7 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessgen.fuzz import FuzzOptions, fuzz  # noqa: E402
+from harnessgen.fuzz import fuzz  # noqa: E402
+from harnessgen.records import FuzzOptions  # noqa: E402
 from harnessgen.instances import enumerate_instances, load_transformation, parse_settings  # noqa: E402
 from harnessgen.targets import resolve  # noqa: E402
 

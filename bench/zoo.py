@@ -23,7 +23,8 @@ sys.path.insert(0, str(REPO))
 
 from harnessgen.constraints import derive  # noqa: E402
 from harnessgen.cutout import extract  # noqa: E402
-from harnessgen.fuzz import FuzzOptions, fuzz  # noqa: E402
+from harnessgen.fuzz import fuzz  # noqa: E402
+from harnessgen.records import FuzzOptions  # noqa: E402
 from harnessgen.instances import enumerate_instances, load_transformation  # noqa: E402
 from harnessgen.layout import build_layout  # noqa: E402
 from harnessgen.targets import resolve  # noqa: E402

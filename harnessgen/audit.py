@@ -34,7 +34,7 @@ from .instances import Instance
 from .layout import InputLayout, build_layout
 from .runtime import Tolerance
 from .outcome import Outcome
-from .triage import TriageOptions, triage_build
+from .triage import Triage, TriageOptions
 
 # A whole program with at most this many nodes (all states and nested SDFGs) is audited by
 # default: every kernel of our suite is, the CLOUDSC port (thousands) is not.
@@ -158,13 +158,12 @@ def _triage_difference(build_dir: Path, differing: List[Path], kind: str, option
         target = options.keep_root / "raw" / f"audit-{path.name}"
         write_atomic(target, path.read_bytes())
         kept.append(RawCrash(target, None, kind))     # "race": triage replays it on several threads
-    triaged = triage_build(build_dir, kept, TriageOptions(tolerance=options.tolerance, keep_root=options.keep_root,
-                                                          work_dir=options.work_dir, localize=False,
-                                                          command_line=options.command_line,
-                                                          race_threads=max(options.race_threads, 2),
-                                                          # one confirmed difference is the audit's answer
-                                                          max_raw=4, tsan=False, shrink_seconds=options.shrink_seconds,
-                                                          shrink_budget=3000 if options.shrink_seconds else 0))
+    triaged = Triage(build_dir, TriageOptions(
+        tolerance=options.tolerance, keep_root=options.keep_root, work_dir=options.work_dir, localize=False,
+        command_line=options.command_line, race_threads=max(options.race_threads, 2),
+        # one confirmed difference is the audit's answer
+        max_raw=4, tsan=False, shrink_seconds=options.shrink_seconds,
+        shrink_budget=3000 if options.shrink_seconds else 0)).run(kept)
     if triaged.findings:
         first = triaged.findings[0]
         record.verdict, record.outcome, record.finding = DIFFERS, first.outcome.name, str(first.folder)

@@ -95,7 +95,7 @@ class HarnessBuild:
     def parallelism_changed(self) -> bool:
         """Post runs something in parallel that pre does not, or differently (its OpenMP
         directives differ): post must be judged on several threads, not on one only."""
-        return "kernel" not in self.manifest and self.openmp_directives("pre") != self.openmp_directives("post")
+        return self.openmp_directives("pre") != self.openmp_directives("post")
 
     @property
     def tolerance(self) -> Tolerance:
@@ -216,7 +216,8 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
     import dace
 
     manifest = {
-        "key": key, "instance": pair.instance.id, "harnessgen": __version__, "dace": dace.__version__,
+        "key": key, "subject": "sdfg", "instance": pair.instance.id, "harnessgen": __version__,
+        "dace": dace.__version__,
         "compilers": compiler_versions(afl), "flags": CXXFLAGS, "oracle": tolerance.to_json(),
         "afl": afl, "cmplog": cmplog, "codegen_seconds": round(codegen_s, 3),
         "build_seconds": round(time.perf_counter() - started, 3),

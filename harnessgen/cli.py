@@ -31,8 +31,10 @@ def _add_fuzz(sub) -> None:
                    help="set a transformation property, VALUE as JSON (e.g. tile_sizes=[4,4])")
     p.add_argument("--time", type=float, default=60.0, metavar="SECONDS",
                    help="budget per instance: seed screening plus afl-fuzz (default 60)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="instances fuzzed at the same time (default 1); with a single instance, afl-fuzz "
-                        "instances on it sharing one sync directory: -M main, -S s1 (with CMPLOG), -S s2, ...")
+    _add_executor_flags(p, default=1, jobs_help=(
+        "instances fuzzed at the same time, in local worker processes (default 1: in this process, with live "
+        "statistics); with a single instance, afl-fuzz instances on it sharing one sync directory: -M main, "
+        "-S s1 (with CMPLOG), -S s2, ..."))
     p.add_argument("--budget", type=float, metavar="SECONDS",
                    help="whole run: no instance starts after this; the same command again continues "
                         "with the instances not yet done (default: no limit)")
@@ -43,7 +45,7 @@ def _add_fuzz(sub) -> None:
                         "these verdicts or belong to these transformations (e.g. UNSUPPORTED after "
                         "upgrading harnessgen, or MyTransformation after changing it)")
     p.add_argument("--out", type=Path, default=Path(".harnessgen/runs/latest"), metavar="DIR",
-                   help="where summary.json and AFL++'s output go")
+                   help="the run directory: summary.json, report.html, campaign.db (its state) and AFL++'s output")
     p.add_argument("--until-crash", action="store_true", help="stop an instance at its first crash")
     p.add_argument("--build-only", action="store_true",
                    help="build every instance's libraries and harness, fuzz none (verdict BUILT; a GPU "
@@ -113,7 +115,7 @@ def _add_instance_options(p) -> None:
 
 def _fuzz_options(args, **fields):
     """FuzzOptions from the flags _add_instance_options declares (plus ``fields``)."""
-    from .fuzz import FuzzOptions
+    from .records import FuzzOptions
 
     return FuzzOptions(
         constraints=args.constraints, tolerance=_tolerance(args), max_size=args.max_size,
@@ -125,7 +127,7 @@ def _fuzz_options(args, **fields):
 
 def _redo_list(text: str) -> tuple:
     """Verdicts (upper case) and transformation class names, comma-separated."""
-    from .fuzz import VERDICTS
+    from .records import VERDICTS
 
     names = tuple(v.strip() for v in text.split(",") if v.strip())
     unknown = [v for v in names if v.isupper() and v not in VERDICTS]
@@ -137,7 +139,8 @@ def _redo_list(text: str) -> tuple:
 
 def cmd_fuzz(args) -> int:
     from .campaign.progress import VERDICT_COLOURS
-    from .fuzz import fuzz, split_ids
+    from .fuzz import fuzz
+    from .subjects import split_ids
 
     options = _fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
                             out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress,
@@ -180,7 +183,7 @@ def cmd_fuzz(args) -> int:
                           f"in {r.audit['seconds']:.1f} s")
 
     results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result,
-                   settings=args.set, jobs=max(1, args.jobs), on_plan=on_plan)
+                   settings=args.set, jobs=max(1, args.jobs or 1), on_plan=on_plan, executor=elsewhere(args))
     _print_summary(console, results)
     counts = {}
     for r in results:
@@ -213,7 +216,7 @@ def _print_summary(console, results) -> None:
     """Per transformation: instances, verdicts, findings, median time to a verdict, reproducers."""
     from rich.table import Table
 
-    from .fuzz import per_transformation
+    from .records import per_transformation
 
     rows = per_transformation(results)
     if not rows:
@@ -276,9 +279,16 @@ def _add_campaign(sub) -> None:
     p.add_argument("--fresh", action="store_true", help="start the campaign in --out over")
     p.add_argument("--redo", type=_redo_list, default=(), metavar="VERDICT|Class[,...]",
                    help="run again the finished instances with these verdicts or of these transformations")
+    _add_executor_flags(p, default=None, jobs_help="local worker processes (default: the number of cores)")
+    _add_instance_options(p)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_campaign)
+
+
+def _add_executor_flags(p, default, jobs_help: str) -> None:
+    """Where instances run: --jobs (local), --dask-local, --scheduler or --slurm (and its options)."""
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--jobs", type=int, default=None, metavar="N",
-                       help="local worker processes (default: the number of cores)")
+    where.add_argument("--jobs", type=int, default=default, metavar="N", help=jobs_help)
     where.add_argument("--dask-local", type=int, metavar="N", help="run on a Dask LocalCluster of N workers")
     where.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786 or a "
                                                                 "scheduler file); workers must see --out's path")
@@ -292,15 +302,10 @@ def _add_campaign(sub) -> None:
     slurm.add_argument("--slurm-jobs", type=int, default=1, help="jobs to submit (default 1)")
     slurm.add_argument("--slurm-directive", action="append", default=[], metavar="TEXT",
                        help="one more #SBATCH directive, e.g. --slurm-directive=--constraint=mc (repeatable)")
-    _add_instance_options(p)
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=cmd_campaign)
 
 
-def executor_spec(args):
-    """The executor the campaign flags ask for."""
-    import os
-
+def elsewhere(args):
+    """The executor --dask-local, --scheduler or --slurm ask for; None without them."""
     from .campaign.executors import ExecutorSpec, SlurmOptions
 
     if args.slurm:
@@ -311,7 +316,16 @@ def executor_spec(args):
         return ExecutorSpec("dask", scheduler=args.scheduler)
     if args.dask_local:
         return ExecutorSpec("dask-local", workers=args.dask_local)
-    return ExecutorSpec("local", workers=args.jobs or os.cpu_count() or 1)
+    return None
+
+
+def executor_spec(args):
+    """The campaign's executor: as _add_executor_flags ask, else --jobs local workers (default the cores)."""
+    import os
+
+    from .campaign.executors import ExecutorSpec
+
+    return elsewhere(args) or ExecutorSpec("local", workers=args.jobs or os.cpu_count() or 1)
 
 
 def cmd_campaign(args) -> int:
@@ -325,7 +339,7 @@ def cmd_campaign(args) -> int:
     executor = executor_spec(args)
     progress = None if args.no_progress else LiveProgress(console)
 
-    def on_planned(state) -> None:
+    def on_planned(state, selection) -> None:
         counts = state.counts()
         applying = sum(1 for t in state.transformations() if t["instances"])
         console.print(f"campaign {args.out}: {sum(counts.values())} instance(s) of {len(state.transformations())} "
@@ -368,28 +382,10 @@ def _add_instances(sub) -> None:
 
 
 def cmd_instances(args) -> int:
-    from .cutout import extract, volume_at_probe
-    from .fuzz import plan_instances
+    from .subjects import plan
 
-    target, sdfgs, classes, planned = plan_instances(args.program, args.transformation, None, args.set)
-    rows = []
-    for spec, inst in planned:
-        row = {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description}
-        if classes[spec] is None:          # a CUDA kernel: no cutout, its arrays are its inputs
-            kernel = sdfgs[inst.program]
-            row.update(status="KERNEL", inputs=[a.name for a in kernel.arrays if a.role != "out"],
-                       outputs=[a.name for a in kernel.arrays if a.role != "in"], expect=kernel.expect)
-            rows.append(row)
-            continue
-        try:
-            pair = extract(sdfgs[inst.program], inst, classes[spec])
-            row.update(before=pair.input_volume_before, after=pair.input_volume_after,
-                       before_at_20=volume_at_probe(pair.input_volume_before),
-                       after_at_20=volume_at_probe(pair.input_volume_after),
-                       inputs=pair.input_config, outputs=pair.output_config, status=pair.verdict.name)
-        except Unsupported as exc:
-            row.update(status="UNSUPPORTED", reason=str(exc))
-        rows.append(row)
+    run_plan = plan(args.program, args.transformation, None, args.set)
+    rows = [run_plan.subject.describe(spec, inst) for spec, inst in run_plan.planned]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -470,7 +466,8 @@ def _add_triage(sub) -> None:
 
 
 def cmd_triage(args) -> int:
-    from .triage import TriageOptions, triage_directory
+    from .retriage import triage_directory
+    from .triage import TriageOptions
 
     if not args.directory.is_dir():
         raise ConfigError(f"triage: no such directory {str(args.directory)!r}")
@@ -501,7 +498,7 @@ def _add_barriers(sub) -> None:
 
 
 def cmd_barriers(args) -> int:
-    from .cuda import barriers, kernels
+    from .gpukernels import barriers, spec as kernels
     from .files import write_json
 
     target, specs = kernels.resolve(args.program)

@@ -19,11 +19,11 @@ import numpy as np
 from . import __version__
 from . import expr as ex
 from . import protocol
+from .data import TEMPLATES
 from .errors import BuildError, InternalError
 from .layout import MAX_INPUT_BYTES, InputLayout
 from .runtime import CTYPES, GUARD_BYTES, Tolerance, parse_prototypes
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 
 

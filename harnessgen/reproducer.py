@@ -28,7 +28,8 @@ from typing import Dict, List, Optional
 
 import jinja2
 
-from .emit import FRESH_STATE_HEADER, TEMPLATES
+from .data import TEMPLATES
+from .emit import FRESH_STATE_HEADER
 from .layout import DecodedInput
 
 RUNTIME_SOURCE = Path(__file__).resolve().with_name("runtime.py")

@@ -32,7 +32,6 @@ from . import __version__
 from .build import CXX, CXXFLAGS, HarnessBuild
 from .cutout import CutoutPair
 from .engines import RawCrash
-from .engines import afl as afl_layout
 from .errors import HarnessgenError
 from .files import clear_stale_omp_registrations
 from .instances import Instance
@@ -391,76 +390,3 @@ def _tsan_lines(meta: Dict) -> List[str]:
     lines = [f"    ThreadSanitizer ({meta['threads']} threads): {report['reports']} data-race report(s) in post"]
     lines += [f"      {loc['access']:<5} {loc['file']}:{loc['line']}  {loc['code']}" for loc in report["locations"]]
     return lines + [""]
-
-
-def triage_build(build_dir: Path, raw: List[RawCrash], options: TriageOptions) -> TriageResult:
-    from .cuda.triage import KernelTriage, is_kernel_build
-
-    triage = KernelTriage if is_kernel_build(build_dir) else Triage
-    return triage(build_dir, options).run(raw)
-
-
-# ---------------------------------------------------------------- triage of a directory
-def _afl_crashes(afl_root: Path) -> List[RawCrash]:
-    """Raw crashes of every afl-fuzz instance under a sync directory (race: found in race mode)."""
-    return [RawCrash(path, None, kind) for path, kind in afl_layout.crash_files(afl_root)]
-
-
-def _afl_build_dir(afl_out: Path) -> Optional[Path]:
-    """The build a default/ AFL++ output directory fuzzed (from its cmdline file)."""
-    cmdline = afl_out / "cmdline"
-    if not cmdline.is_file():
-        return None
-    harness = Path(cmdline.read_text().splitlines()[0])
-    return harness.parent if (harness.parent / "manifest.json").is_file() else None
-
-
-def triage_directory(path: Path, crashes_root: Path, options: TriageOptions) -> List[Tuple[str, TriageResult]]:
-    """Triage a ``harnessgen fuzz --out`` directory (updating its summary.json) or one AFL++ output
-    directory (``.../default`` or its parent)."""
-    from .errors import ConfigError
-
-    path = Path(path)
-    summary_path = path / "summary.json"
-    if summary_path.is_file():
-        return _triage_run(path, summary_path, crashes_root, options)
-    root = afl_layout.sync_dir(path)
-    build_dir = next((b for b in map(_afl_build_dir, afl_layout.instance_dirs(root)) if b is not None), None)
-    if build_dir is None:
-        raise ConfigError(f"triage: {path} is neither a harnessgen run directory (with summary.json) nor an "
-                          "AFL++ output directory of a harnessgen harness (with default/cmdline)")
-    instance = json.loads((build_dir / "instance.json").read_text())
-    keep = crashes_root / (instance["target"] or instance["program"]) / instance["id"]
-    result = triage_build(build_dir, _afl_crashes(root), dataclasses.replace(options, keep_root=keep))
-    return [(instance["id"], result)]
-
-
-def _triage_run(run: Path, summary_path: Path, crashes_root: Path, options: TriageOptions):
-    summary = json.loads(summary_path.read_text())
-    done = []
-    for entry in summary["instances"]:
-        build_dir = entry.get("build_dir")
-        if not build_dir or not Path(build_dir, "manifest.json").is_file():
-            continue
-        raw = [RawCrash(Path(p), None, Path(p).name.split("-")[0]) for p in entry.get("crashes", [])
-               if Path(p).is_file() and Path(p).parent.name == "raw"]
-        known = {hashlib.sha1(c.path.read_bytes()).hexdigest() for c in raw}
-        for crash in _afl_crashes(run / "afl" / entry["id"]):
-            if hashlib.sha1(crash.path.read_bytes()).hexdigest() not in known:
-                raw.append(crash)
-        if not raw:
-            continue
-        keep = (raw[0].path.parent.parent if raw[0].path.parent.name == "raw"
-                else crashes_root / (entry.get("target") or entry["program"]) / entry["id"])
-        result = triage_build(Path(build_dir), raw, dataclasses.replace(options, keep_root=keep))
-        entry["verdict"] = result.verdict.name
-        entry["findings"] = [f.to_json() for f in result.findings]
-        entry["triage"] = {"raw": result.raw_total, "findings": len(result.findings),
-                           "invalid_inputs": len(result.invalid), "flaky": len(result.flaky),
-                           "seconds": result.seconds}
-        done.append((entry["id"], result))
-    tmp = summary_path.with_name(f".summary.json.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(summary, indent=1, default=str) + "\n")
-    os.replace(tmp, summary_path)
-    return done
-

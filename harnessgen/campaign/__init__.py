@@ -1,38 +1,40 @@
-"""Stage 8: campaigns. Every instance of every selected transformation goes through build ->
-fuzz -> triage with a per-instance budget, through an executor (``executors``), with its
-state in SQLite (``state``) so that the same command continues a killed campaign, and a
-report (``report``) at the end.
+"""The driver of every run, ``harnessgen fuzz`` and ``harnessgen campaign`` alike: every
+planned instance goes through the runner (prepare -> fuzz -> triage) with a per-instance
+budget, through an executor (``executors``: in this process, forked local workers, Dask,
+Slurm), with its state in SQLite (``state``) so that the same command continues a killed run,
+and a report (``report``) at the end.
 
-Campaign directory::
+Run directory::
 
     campaign.db                      state: plan, instance states and results, runs
-    instances/<id>/                  one per instance: result.json, afl/<id>/ (afl-fuzz), errors/
+    results/<id>.json                each finished instance's result, written by its worker
+    afl/<id>/                        the instance's afl-fuzz sync directory
+    errors/<id>.txt, warnings.log    harnessgen's own errors; library warnings
     report.html, report.md, report/  the report (plots as PNG files for the Markdown one)
     summary.json                     per transformation and per instance, for scripts
 
-Findings go where ``harnessgen fuzz`` puts them (``crashes/<target>/<instance>/``) and builds
-are shared through the build cache (``.harnessgen/builds``): instances with identical
-cutouts build once.
+Findings go to ``crashes/<target>/<instance>/`` and builds are shared through the build cache
+(``.harnessgen/builds``): instances with identical cutouts build once.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import json
 import re
 import shutil
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
+from .. import runlog, subjects
 from ..errors import ConfigError, HarnessgenError, Unsupported
-from .. import runlog
 from ..files import clear_stale_omp_registrations
 from .executors import ExecutorSpec, open_executor
 from .state import CampaignState
-from .worker import RESULT_FILE, Task, error_result, remember, result_path, run_task
+from .worker import RESULTS_DIR, Task, error_result, remember, result_file, run_task, worker_subject
 
 DB_NAME = "campaign.db"
-ALL = "all"
 # a worker that dies this many times on one instance (a crash in DaCe or the compiler) ends it as ERROR
 MAX_ATTEMPTS = 3
 
@@ -71,13 +73,25 @@ class Budget:
 
 @dataclasses.dataclass
 class CampaignConfig:
-    program: str                          # target spec, as for fuzz --program
+    program: str                          # --program
     transformations: str                  # "all", "" (the target's default set), or comma-separated specs
     directory: Path
-    budget: Budget
-    options: object                       # harnessgen.fuzz.FuzzOptions: oracle, seeds, work/corpus/crashes dirs
+    budget: Budget                        # per instance
+    options: object                       # harnessgen.records.FuzzOptions: oracle, seeds, work/corpus/crashes dirs
     fresh: bool = False
-    redo: tuple = ()
+    redo: tuple = ()                      # finished instances with these verdicts or transformations run again
+    instance_ids: Optional[List[str]] = None   # --instance: only these
+    settings: Optional[List[str]] = None       # --set: properties of the one transformation
+    run_budget_s: Optional[float] = None       # no instance starts after this many seconds of the run
+    # plan on every run and run that plan only, starting the state over when the program or the
+    # transformations differ from the directory's (fuzz: its default --out serves every command);
+    # else plan once and continue that plan, refusing a directory that holds another campaign
+    replan: bool = False
+    # a transformation that cannot be enumerated ends the command; else it is recorded and skipped
+    strict_plan: bool = False
+    planned: Optional[tuple] = None       # what plan() returned, where the caller has planned already
+    summary: str = "campaign"             # which summary.json it writes (report.SUMMARIES)
+    run_settings: Dict = dataclasses.field(default_factory=dict)   # what a "run" summary records of it
 
     @property
     def identity(self) -> Dict[str, str]:
@@ -96,64 +110,47 @@ class CampaignOutcome:
     report: Optional[Path] = None
 
 
-def campaign_specs(target, transformations: str) -> List[str]:
-    """``all``: every DaCe built-in that makes CPU code plus the target's own (``module:Class``)
-    transformations; empty: the target's default set; else the comma-separated list."""
-    from ..fuzz import transformation_specs
-    from ..instances import cpu_builtin_transformations
-
-    if transformations.strip().lower() != ALL:
-        return transformation_specs(target, transformations)
-    custom = [spec for spec in target.default_transformations if ":" in spec]
-    return cpu_builtin_transformations() + custom
-
-
 def plan(config: CampaignConfig):
-    """Enumerate every instance: (target, SDFGs, classes, transformation rows, instance rows).
-    A transformation DaCe cannot match is recorded with its reason, not fatal."""
-    from ..fuzz import interleave
-    from ..instances import enumerate_instances, load_transformation
-    from ..targets import resolve
-
-    target, program = resolve(config.program)
-    specs = campaign_specs(target, config.transformations)
-    programs = target.select(program)
-    sdfgs = {p.name: p.build() for p in programs}
-    classes, xform_rows, planned = {}, [], []
+    """Enumerate every instance: (subject, transformation rows, instance rows in run order). A
+    transformation that cannot be matched is recorded with its reason (unless ``strict_plan``)."""
+    subject = subjects.load(config.program)
+    specs = subject.transformation_specs(config.transformations or None)
+    if config.settings and len(specs) != 1:
+        raise ConfigError("--set applies to one transformation: pass exactly one --transformation")
+    xform_rows, planned = [], []
     for position, spec in enumerate(specs):
         row = {"spec": spec, "position": position, "class_name": None, "instances": 0, "status": "ok", "message": ""}
         try:
-            classes[spec] = cls = load_transformation(spec)
-            row["class_name"] = cls.__name__
-            found = enumerate_instances(target, programs, cls, spec, sdfgs)
-            row["instances"] = len(found)
+            found = subject.instances(spec, config.settings)
+            row.update(class_name=subject.transformation_name(spec), instances=len(found))
             planned += [(spec, inst) for inst in found]
-        except Unsupported as exc:
-            row.update(status="UNSUPPORTED", message=str(exc))
         except ConfigError:
             raise                      # a misspelt --transformation: the user must act
+        except Unsupported as exc:
+            if config.strict_plan:
+                raise
+            row.update(status="UNSUPPORTED", message=str(exc))
         except Exception as exc:       # DaCe failed while matching: recorded, the campaign goes on
+            if config.strict_plan:
+                raise
             row.update(status="ERROR", message=f"matching failed: {type(exc).__name__}: {exc}")
         xform_rows.append(row)
+    planned = subjects.select(subject, planned, config.instance_ids, config.program, specs)
     rows = [{"id": inst.id, "position": i, "spec": spec, "transformation": inst.transformation,
              "program": inst.program, "instance": inst.to_json()}
-            for i, (spec, inst) in enumerate(interleave(planned))]
-    return target, sdfgs, classes, xform_rows, rows
+            for i, (spec, inst) in enumerate(subjects.interleave(planned))]
+    return subject, xform_rows, rows
 
 
-def _instance_options(config: CampaignConfig, instance_id: str):
-    """Absolute paths: a Dask worker may run anywhere the campaign directory is mounted."""
+def _instance_options(config: CampaignConfig):
+    """Absolute paths: a Dask worker may run anywhere the run directory is mounted."""
     opts = config.options
     return dataclasses.replace(
-        opts, out_dir=instance_dir(config.directory, instance_id).resolve(), time_s=config.budget.seconds,
+        opts, out_dir=Path(config.directory).resolve(), time_s=config.budget.seconds,
         max_execs=config.budget.execs, budget_s=None, resume=True, show_progress=False,
         work_dir=Path(opts.work_dir).resolve(), corpus_root=Path(opts.corpus_root).resolve(),
         crashes_root=Path(opts.crashes_root).resolve(),
         constraints=Path(opts.constraints).resolve() if opts.constraints else None)
-
-
-def instance_dir(directory: Path, instance_id: str) -> Path:
-    return Path(directory) / "instances" / instance_id
 
 
 class _BrokenExecutor(Exception):
@@ -161,45 +158,67 @@ class _BrokenExecutor(Exception):
 
 
 def run_campaign(config: CampaignConfig, executor: ExecutorSpec, progress=None,
-                 on_planned: Optional[Callable[[CampaignState], None]] = None) -> CampaignOutcome:
-    """Plan (or continue) the campaign in ``config.directory`` and run every pending instance.
-    ``progress`` receives ``start(state, executor)``, ``update(running)``, ``finished(result)``
-    and ``stop()`` (see ``progress.LiveProgress``)."""
+                 on_planned: Optional[Callable[[CampaignState, Optional[List[str]]], None]] = None) -> CampaignOutcome:
+    """Plan (or continue) the run in ``config.directory`` and run every pending instance of the
+    plan. ``progress`` receives ``start(state, executor)``, ``update(running)``,
+    ``finished(result)`` and ``stop()`` (see ``progress.LiveProgress``); ``on_planned(state,
+    selection)`` the state once planned and the ids this run is about (None: all)."""
     started = time.monotonic()
     clear_stale_omp_registrations()
     directory = Path(config.directory)
     if config.fresh:
-        (directory / DB_NAME).unlink(missing_ok=True)
-        shutil.rmtree(directory / "instances", ignore_errors=True)
+        _start_over(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    with runlog.captured_warnings(directory, echo=config.options.verbose):
+        state = _open_state(config, directory)
+        try:
+            return _run_planned(config, executor, state, directory, started, progress, on_planned)
+        finally:
+            state.close()
+
+
+def _start_over(directory: Path) -> None:
+    """--fresh: the state, every result, afl-fuzz's folders and the warnings go; findings stay."""
+    (directory / DB_NAME).unlink(missing_ok=True)
+    (directory / runlog.LOG_NAME).unlink(missing_ok=True)
+    for folder in (RESULTS_DIR, "afl", "instances"):
+        shutil.rmtree(directory / folder, ignore_errors=True)
+
+
+def _open_state(config: CampaignConfig, directory: Path) -> CampaignState:
     state = CampaignState(directory / DB_NAME)
-    try:
-        with runlog.captured_warnings(directory, echo=config.options.verbose):
-            return _run_planned_campaign(config, executor, state, directory, started, progress, on_planned)
-    finally:
+    if config.replan and not state.is_same(config.identity):
         state.close()
+        (directory / DB_NAME).unlink()
+        state = CampaignState(directory / DB_NAME)
+    state.check_same(config.identity)
+    return state
 
 
-def _run_planned_campaign(config: CampaignConfig, executor: ExecutorSpec, state: CampaignState, directory: Path,
-                          started: float, progress, on_planned) -> CampaignOutcome:
+def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: CampaignState, directory: Path,
+                 started: float, progress, on_planned) -> CampaignOutcome:
     from . import report
 
-    state.check_same(config.identity)
-    config = _with_target_constraints(config)
-    if not state.is_planned():
-        target, sdfgs, classes, xform_rows, rows = plan(config)
+    selection = None
+    if config.replan or not state.is_planned():
+        subject, xform_rows, rows = config.planned or plan(config)
         state.record_plan(config.identity, xform_rows, rows)
-        remember(config.program, target, sdfgs, classes)
-    recovered = state.recover(lambda instance_id: instance_dir(directory, instance_id) / RESULT_FILE)
+        remember(config.program, subject)
+        selection = [row["id"] for row in rows] if config.replan else None
+    config = _with_target_constraints(config)
+    state.set_meta({"summary": config.summary, "run_settings": json.dumps(config.run_settings),
+                    "selection": json.dumps(selection)})
+    recovered = state.recover(lambda instance_id: result_file(directory, instance_id))
     recovered["redo"] = state.redo(config.redo)
     if on_planned:
-        on_planned(state)
+        on_planned(state, selection)
     run = state.start_run(executor.kind, executor.workers, config.options.command_line)
     ran = 0
     try:
-        ran = _run_pending(config, executor, state, run, progress)
+        ran = _run_pending(config, executor, state, run, progress, selection, started)
     finally:
         state.finish_run(run, ran)
-    counts = state.counts()
+    counts = state.counts(selection)
     outcome = CampaignOutcome(directory, sum(counts.values()), counts["done"], ran, recovered,
                               round(time.monotonic() - started, 2), executor.kind)
     outcome.report = report.write(directory, state)
@@ -207,26 +226,27 @@ def _run_planned_campaign(config: CampaignConfig, executor: ExecutorSpec, state:
 
 
 def _with_target_constraints(config: CampaignConfig) -> CampaignConfig:
-    from ..fuzz import with_target_constraints
-    from ..targets import resolve
-
-    target, _ = resolve(config.program)
-    return dataclasses.replace(config, options=with_target_constraints(config.options, target))
+    """The target's own constraints file (afl_configs/<target>.constraints.json) unless one is given."""
+    options = config.options
+    target = worker_subject(config.program).target
+    if options.constraints is None and target.constraints_file is not None:
+        options = dataclasses.replace(options, constraints=target.constraints_file)
+    return dataclasses.replace(config, options=options)
 
 
 def _warm(config: CampaignConfig, pending: List[Dict]) -> None:
     """Parse the programs and load the transformations once, before local workers fork."""
-    from .worker import program, transformation
-
+    subject = worker_subject(config.program)
     for spec in sorted({row["spec"] for row in pending}):
-        transformation(spec)
-    for name in sorted({row["instance"]["program"] for row in pending}):
-        program(config.program, name)
+        subject.transformation_name(spec)
+    for row in pending:
+        subject.warm(row["instance"]["program"])
 
 
-def _run_pending(config: CampaignConfig, executor: ExecutorSpec, state: CampaignState, run: int, progress) -> int:
-    pending = state.pending()
-    if executor.kind == "local" and pending:
+def _run_pending(config: CampaignConfig, executor: ExecutorSpec, state: CampaignState, run: int, progress,
+                 selection: Optional[List[str]], started: float) -> int:
+    pending = state.pending(selection)
+    if executor.kind in ("local", "inline") and pending:
         _warm(config, pending)
     ran = 0
     if progress:
@@ -237,7 +257,7 @@ def _run_pending(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
                 with open_executor(executor) as opened:
                     if progress:
                         progress.describe(opened.description)
-                    ran += _drive(config, opened, state, run, pending, progress)
+                    ran += _drive(config, opened, state, run, pending, progress, started)
             except _BrokenExecutor:
                 continue           # a fresh pool for what is left
     finally:
@@ -246,17 +266,24 @@ def _run_pending(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
     return ran
 
 
-def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, pending: List[Dict], progress) -> int:
-    """Keep ``opened.capacity`` instances in flight until ``pending`` is empty."""
+def _may_start(config: CampaignConfig, started: float) -> bool:
+    return config.run_budget_s is None or time.monotonic() - started < config.run_budget_s
+
+
+def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, pending: List[Dict], progress,
+           started: float) -> int:
+    """Keep ``opened.capacity`` instances in flight until ``pending`` is empty (or the run's budget
+    allows no more to start: they stay pending for the next run)."""
     inflight: Dict[cf.Future, Task] = {}
     ran = 0
     broken = False
-    while (pending and not broken) or inflight:
-        while pending and not broken and len(inflight) < opened.capacity:
+    live = getattr(progress, "live_stats", None) if opened.in_process else None
+    while (pending and not broken and _may_start(config, started)) or inflight:
+        while pending and not broken and len(inflight) < opened.capacity and _may_start(config, started):
             row = pending.pop(0)
             attempt = state.start(row["id"], run)
-            task = Task(config.program, row["spec"], row["instance"], _instance_options(config, row["id"]), attempt)
-            inflight[opened.executor.submit(run_task, task)] = task
+            task = Task(config.program, row["spec"], row["instance"], _instance_options(config), attempt)
+            inflight[opened.executor.submit(run_task, task, live)] = task
         done, _ = cf.wait(list(inflight), timeout=1.0, return_when=cf.FIRST_COMPLETED)
         for future in done:
             task = inflight.pop(future)
@@ -272,6 +299,7 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, pendi
             progress.update(list(inflight.values()))
     if broken:
         raise _BrokenExecutor()
+    pending.clear()                 # what the budget did not start stays pending in the state
     return ran
 
 
@@ -292,5 +320,4 @@ def _result_of(future: cf.Future, task: Task, state: CampaignState, pending: Lis
         return error_result(task, f"the worker failed: {type(exc).__name__}: {exc}")
 
 
-__all__ = ["Budget", "CampaignConfig", "CampaignOutcome", "ExecutorSpec", "run_campaign", "plan", "campaign_specs",
-           "instance_dir", "result_path"]
+__all__ = ["Budget", "CampaignConfig", "CampaignOutcome", "ExecutorSpec", "run_campaign", "plan", "result_file"]

@@ -1,6 +1,8 @@
 """Where a campaign's instances run: behind one small interface, a ``concurrent.futures``
 executor plus how many instances it runs at once.
 
+``inline``      this process, one instance at a time (``fuzz`` with one job: live afl-fuzz
+                statistics on the terminal, nothing forked)
 ``local``       forked worker processes on this machine (the default; no server needed)
 ``dask``        an existing Dask scheduler (``--scheduler ADDRESS``)
 ``dask-local``  a Dask ``LocalCluster`` of N single-threaded worker processes (``--dask-local N``)
@@ -48,6 +50,24 @@ class Opened:
     executor: cf.Executor
     capacity: int                     # instances to keep in flight
     description: str
+    in_process: bool = False          # tasks run in the driver's process (they may report live)
+
+
+class _InlineExecutor(cf.Executor):
+    """Runs each task in the calling thread when it is submitted."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = cf.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:       # the driver reads it from the future, as from a pool's
+            future.set_exception(exc)
+        return future
+
+
+@contextlib.contextmanager
+def _inline(spec: ExecutorSpec) -> Iterator[Opened]:
+    yield Opened(_InlineExecutor(), 1, "this process", in_process=True)
 
 
 @contextlib.contextmanager
@@ -142,6 +162,7 @@ def _slurm(spec: ExecutorSpec) -> Iterator[Opened]:
 
 
 EXECUTORS: Dict[str, Callable[[ExecutorSpec], contextlib.AbstractContextManager]] = {
+    "inline": _inline,
     "local": _local,
     "dask": _dask,
     "dask-local": _dask_local,

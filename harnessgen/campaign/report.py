@@ -1,23 +1,28 @@
-"""A campaign's report: ``report.html`` (self-contained: plots embedded), ``report.md`` (plots
-as PNG files under ``report/``) and ``summary.json``, all from ``campaign.db``; rendered from
+"""A run's report: ``report.html`` (self-contained: plots embedded), ``report.md`` (plots as PNG
+files under ``report/``) and ``summary.json`` (the campaign's, or ``harnessgen fuzz``'s
+contract: the kind the run recorded), all from ``campaign.db``; rendered from
 ``templates/report.*.j2``. ``harnessgen report DIR`` redraws them at any time, also while the
-campaign runs (the database is read, never written)."""
+run goes on (the database is read, never written)."""
 from __future__ import annotations
 
 import base64
 import dataclasses
 import datetime
 import io
+import json
 import os
 import statistics
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import jinja2
 
-from ..emit import TEMPLATES
+from .. import runlog
+from ..data import TEMPLATES
 from ..files import write_atomic, write_json
+from ..records import InstanceResult
+from ..records import run_summary as records_summary
 from .state import CampaignState
 
 # verdicts that mean "the transformation is wrong", in the order the report lists them
@@ -65,10 +70,11 @@ def _median(values: List[float]) -> Optional[float]:
     return round(statistics.median(values), 1) if values else None
 
 
-def collect(directory: Path, state: CampaignState) -> ReportData:
+def collect(directory: Path, state: CampaignState, selection: Optional[List[str]] = None) -> ReportData:
+    """What the report shows: every instance of the plan (``selection``: these only)."""
     directory = Path(directory)
     meta = state.meta()
-    rows = list(state.instances())
+    rows = state.instances(selection)
     instances, by_spec = [], {}
     for row in rows:
         result = row["result"] or {}
@@ -104,7 +110,7 @@ def collect(directory: Path, state: CampaignState) -> ReportData:
     return ReportData(
         title=f"harnessgen campaign: {meta.get('program', '?')} x {meta.get('transformations', '?')}",
         generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), meta=meta,
-        runs=runs, wall_seconds=round(wall, 1), counts=state.counts(),
+        runs=runs, wall_seconds=round(wall, 1), counts=state.counts(selection),
         verdicts=dict(Counter(i["verdict"] for i in done)), transformations=transformations,
         instances=instances, findings=findings)
 
@@ -191,10 +197,34 @@ def _render(name: str, autoescape: bool, **context) -> str:
     return env.get_template(name).render(**context)
 
 
-def summary_json(data: ReportData) -> Dict:
+def campaign_summary(directory: Path, state: CampaignState, data: ReportData) -> Dict:
+    """summary.json of ``harnessgen campaign``: per transformation and per instance, for scripts."""
     return {"program": data.meta.get("program"), "transformations": data.meta.get("transformations"),
             "counts": data.counts, "verdicts": data.verdicts, "wall_seconds": data.wall_seconds, "runs": data.runs,
             "per_transformation": data.transformations, "instances": data.instances, "findings": data.findings}
+
+
+def run_summary(directory: Path, state: CampaignState, data: Optional[ReportData] = None) -> Dict:
+    """summary.json of ``harnessgen fuzz`` (records.run_summary): the instances of its last
+    run's selection that are done, in plan order."""
+    meta = state.meta()
+    selection = json.loads(meta.get("selection", "null"))
+    rows = state.instances(selection)
+    results = [InstanceResult.from_json(r["result"]) for r in rows if r["state"] == "done" and r["result"]]
+    warnings = {"count": runlog.count(directory), "log": str(Path(directory) / runlog.LOG_NAME)}
+    return records_summary(json.loads(meta.get("run_settings", "{}")), results, len(rows), warnings)
+
+
+# which summary.json a run writes (the "summary" its state records)
+SUMMARIES: Dict[str, Callable] = {"campaign": campaign_summary, "run": run_summary}
+
+
+def write_summary(directory: Path, state: CampaignState, data: Optional[ReportData] = None) -> None:
+    """summary.json alone, of the kind the run asked for."""
+    kind = state.meta().get("summary", "campaign")
+    if kind == "campaign" and data is None:
+        data = collect(directory, state, json.loads(state.meta().get("selection", "null")))
+    write_json(Path(directory) / "summary.json", SUMMARIES[kind](directory, state, data))
 
 
 def write(directory: Path, state: Optional[CampaignState] = None) -> Path:
@@ -204,10 +234,16 @@ def write(directory: Path, state: Optional[CampaignState] = None) -> Path:
     if own:
         state = CampaignState(directory / "campaign.db", readonly=True)
     try:
-        data = collect(directory, state)
+        data = collect(directory, state, json.loads(state.meta().get("selection", "null")))
+        _write_files(directory, data)
+        write_summary(directory, state, data)
     finally:
         if own:
             state.close()
+    return directory / "report.html"
+
+
+def _write_files(directory: Path, data: ReportData) -> None:
     images = plots(data)
     for name, png in images.items():
         write_atomic(directory / "report" / f"{name}.png", png)
@@ -215,5 +251,3 @@ def write(directory: Path, state: Optional[CampaignState] = None) -> Path:
     context = dict(data=data, colours=COLOURS, finding_verdicts=FINDING_VERDICTS)
     write_atomic(directory / "report.html", _render("report.html.j2", True, images=embedded, **context).encode())
     write_atomic(directory / "report.md", _render("report.md.j2", False, images=sorted(images), **context).encode())
-    write_json(directory / "summary.json", summary_json(data))
-    return directory / "report.html"

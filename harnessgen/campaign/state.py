@@ -14,7 +14,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, List, Optional
 
 from ..errors import ConfigError
 
@@ -60,8 +60,18 @@ class CampaignState:
     def meta(self) -> Dict[str, str]:
         return {row["key"]: row["value"] for row in self.db.execute("SELECT key, value FROM meta")}
 
+    def set_meta(self, values: Dict[str, str]) -> None:
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(values.items()))
+
     def is_planned(self) -> bool:
         return self.meta().get("planned") == "1"
+
+    def is_same(self, identity: Dict[str, str]) -> bool:
+        """This state belongs to the run ``identity`` describes (or to none yet)."""
+        meta = self.meta()
+        return int(meta.get("schema", SCHEMA_VERSION)) == SCHEMA_VERSION and \
+            all(meta.get(key, value) == value for key, value in identity.items())
 
     def check_same(self, identity: Dict[str, str]) -> None:
         """A campaign directory belongs to one (target, transformations) campaign."""
@@ -138,11 +148,13 @@ class CampaignState:
                                      f"(verdict IN ({marks}) OR transformation IN ({marks}))", names + names)
         return cursor.rowcount
 
-    def pending(self) -> List[Dict]:
-        rows = self.db.execute("SELECT id, spec, instance, attempts FROM instances WHERE state = 'pending' "
+    def pending(self, selection: Optional[List[str]] = None) -> List[Dict]:
+        """Pending instances in plan order (``selection``: only these ids, in its order)."""
+        rows = self.db.execute("SELECT id, spec, instance, attempts, position FROM instances WHERE state = 'pending' "
                                "ORDER BY position")
-        return [{"id": r["id"], "spec": r["spec"], "instance": json.loads(r["instance"]), "attempts": r["attempts"]}
-                for r in rows]
+        out = [{"id": r["id"], "spec": r["spec"], "instance": json.loads(r["instance"]), "attempts": r["attempts"]}
+               for r in rows]
+        return out if selection is None else _in_order(out, selection)
 
     def start(self, instance_id: str, run: int) -> int:
         """Mark handed to a worker; returns the attempt number."""
@@ -157,10 +169,12 @@ class CampaignState:
                             "completions = completions + 1 WHERE id = ?",
                             (result.get("verdict"), json.dumps(result, default=str), time.time(), instance_id))
 
-    def counts(self) -> Dict[str, int]:
+    def counts(self, selection: Optional[List[str]] = None) -> Dict[str, int]:
         out = {"pending": 0, "running": 0, "done": 0}
-        for row in self.db.execute("SELECT state, COUNT(*) AS n FROM instances GROUP BY state"):
-            out[row["state"]] = row["n"]
+        wanted = None if selection is None else set(selection)
+        for row in self.db.execute("SELECT id, state FROM instances"):
+            if wanted is None or row["id"] in wanted:
+                out[row["state"]] += 1
         return out
 
     def verdicts(self) -> Dict[str, int]:
@@ -168,13 +182,21 @@ class CampaignState:
         return {row["verdict"]: row["n"] for row in self.db.execute(
             "SELECT verdict, COUNT(*) AS n FROM instances WHERE state = 'done' GROUP BY verdict")}
 
-    def instances(self) -> Iterator[Dict]:
-        """Every instance in plan order: its row, with the result decoded (None until done)."""
+    def instances(self, selection: Optional[List[str]] = None) -> List[Dict]:
+        """Every instance in plan order (``selection``: only these ids, in its order): its row,
+        with the result decoded (None until done)."""
+        out = []
         for row in self.db.execute("SELECT * FROM instances ORDER BY position"):
-            out = dict(row)
-            out["instance"] = json.loads(out["instance"])
-            out["result"] = json.loads(out["result"]) if out["result"] else None
-            yield out
+            entry = dict(row)
+            entry["instance"] = json.loads(entry["instance"])
+            entry["result"] = json.loads(entry["result"]) if entry["result"] else None
+            out.append(entry)
+        return out if selection is None else _in_order(out, selection)
+
+
+def _in_order(rows: List[Dict], selection: List[str]) -> List[Dict]:
+    by_id = {row["id"]: row for row in rows}
+    return [by_id[i] for i in selection if i in by_id]
 
 
 def _read_result(path: Path) -> Optional[Dict]:

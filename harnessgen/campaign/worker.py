@@ -1,17 +1,17 @@
-"""What a campaign worker runs: one instance, build -> fuzz -> triage, given a picklable
-``Task``. Workers may be forked local processes (they inherit the parsed programs) or Dask
-workers anywhere (they parse each program once per process and keep it)."""
+"""What a worker runs: one instance through the runner, given a picklable ``Task``. Workers
+may be this process (``inline``), forked local processes (they inherit the loaded subject) or
+Dask workers anywhere (they load each subject once per process and keep it)."""
 from __future__ import annotations
 
 import dataclasses
 import time
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Callable, Dict, Optional
 
-from .. import runlog
+from .. import runlog, subjects
 from ..files import write_json
 
-RESULT_FILE = "result.json"
+RESULTS_DIR = "results"
 
 
 @dataclasses.dataclass
@@ -19,63 +19,45 @@ class Task:
     program_spec: str
     spec: str                       # transformation spec, as planned
     instance: Dict                  # Instance JSON
-    options: object                 # harnessgen.fuzz.FuzzOptions (out_dir: the instance's directory)
+    options: object                 # harnessgen.records.FuzzOptions (out_dir: the run directory)
     attempt: int
 
 
-# (program spec) -> (target, {program name: SDFG}); (spec) -> class. Filled by the first task a
-# process runs, or by the campaign process before it forks its local workers.
-_TARGETS: Dict[str, Tuple[object, Dict[str, object]]] = {}
-_CLASSES: Dict[str, type] = {}
+# --program value -> its loaded subject (programs parsed, transformations loaded as asked for).
+# Filled by the first task a process runs, or by the driver before it forks its local workers.
+_SUBJECTS: Dict[str, subjects.Subject] = {}
 
 
-def program(program_spec: str, name: str):
-    from ..targets import resolve
-
-    if program_spec not in _TARGETS:
-        target, _ = resolve(program_spec)
-        _TARGETS[program_spec] = (target, {})
-    target, sdfgs = _TARGETS[program_spec]
-    if name not in sdfgs:
-        sdfgs[name] = target.programs[name].build()
-    return target, sdfgs[name]
+def worker_subject(program_spec: str) -> subjects.Subject:
+    if program_spec not in _SUBJECTS:
+        _SUBJECTS[program_spec] = subjects.load(program_spec)
+    return _SUBJECTS[program_spec]
 
 
-def transformation(spec: str) -> type:
-    from ..instances import load_transformation
-
-    if spec not in _CLASSES:
-        _CLASSES[spec] = load_transformation(spec)
-    return _CLASSES[spec]
+def remember(program_spec: str, subject: subjects.Subject) -> None:
+    """Keep what the driver has already loaded (forked workers inherit it)."""
+    _SUBJECTS[program_spec] = subject
 
 
-def remember(program_spec: str, target, sdfgs: Dict[str, object], classes: Dict[str, type]) -> None:
-    """Seed the caches with what the campaign process has already parsed."""
-    _TARGETS[program_spec] = (target, dict(sdfgs))
-    _CLASSES.update(classes)
+def result_file(directory: Path, instance_id: str) -> Path:
+    return Path(directory) / RESULTS_DIR / f"{instance_id}.json"
 
 
-def result_path(options) -> Path:
-    return Path(options.out_dir) / RESULT_FILE
-
-
-def run_task(task: Task) -> Dict:
-    """Run one instance; its result goes to ``<instance dir>/result.json`` (atomically) before
-    it is returned, so a campaign process killed meanwhile still finds it."""
-    from ..fuzz import InstanceRunner
+def run_task(task: Task, live: Optional[Callable] = None) -> Dict:
+    """Run one instance; its result goes to ``results/<id>.json`` (atomically) before it is
+    returned, so a driver killed meanwhile still finds it. ``live(inst, stats)``: the engine's
+    statistics as they come (a worker in the driver's own process only)."""
     from ..instances import Instance
+    from ..runner import InstanceRunner
 
     inst = Instance.from_json(task.instance)
-    started = time.monotonic()
-    target, sdfg = program(task.program_spec, inst.program)
-    runner = InstanceRunner(target, sdfg, transformation(task.spec), task.options)
-    with runlog.captured_warnings(task.options.out_dir, echo=task.options.verbose):
-        result = runner.run(inst)
-    result.wall_seconds = round(time.monotonic() - started, 3)
+    options = task.options
+    with runlog.captured_warnings(options.out_dir, echo=options.verbose):
+        runner = InstanceRunner(worker_subject(task.program_spec), options, live)
+        result = runner.run(task.spec, inst)
     entry = result.to_json()
-    entry.update(attempt=task.attempt, spec=task.spec, finished_at=time.time(),
-                 warnings=runlog.count(task.options.out_dir))
-    write_json(result_path(task.options), entry)
+    entry.update(attempt=task.attempt, spec=task.spec, finished_at=time.time())
+    write_json(result_file(options.out_dir, inst.id), entry)
     return entry
 
 

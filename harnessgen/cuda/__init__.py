@@ -1,3 +1,4 @@
-"""CUDA: the toolchain that builds GPU code (``toolkit``), and the ``cuda-kernels`` target's
-hand-written kernels, their manifests and the synchronization oracle (``kernels``,
-``sanitizer``)."""
+"""The CUDA toolchain, which lower stages use: the compiler and runtime that build GPU code
+(``toolkit``) and compute-sanitizer (``sanitizer``). Nothing here imports a pipeline stage; the
+``gpukernels`` feature (hand-written kernels against their references) lives in
+``harnessgen.gpukernels``."""

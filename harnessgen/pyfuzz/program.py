@@ -17,6 +17,7 @@ import numpy as np
 
 from ..emit import template_environment
 from .ops import INTS, OPS_BY_NAME, Op
+from .rendering import render_body
 
 FUNCTION = "program"
 # input values: floats uniform in (-INPUT_BOUND, INPUT_BOUND), integers in [-INT_INPUT_BOUND, INT_INPUT_BOUND]
@@ -88,8 +89,6 @@ class Program:
 
     # ------------------------------------------------------------ source
     def source(self) -> str:
-        from .mutations import render_body
-
         helpers, body = render_body(self)
         template = template_environment().get_template("pyprogram.py.j2")
         return template.render(compiler=self.compiler, function=FUNCTION, helpers=helpers, body=body,

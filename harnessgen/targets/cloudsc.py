@@ -13,7 +13,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from . import GPU_TRANSFORMATIONS, Program, Target
+from .base import GPU_TRANSFORMATIONS, Program, Target
 
 # built-in DaCe transformations engineers apply to such code, then our engineer-style ones
 DEFAULT_TRANSFORMATIONS = [

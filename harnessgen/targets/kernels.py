@@ -15,7 +15,7 @@ from pathlib import Path
 import dace
 import numpy as np
 
-from . import GPU_TRANSFORMATIONS, Program, Target
+from .base import GPU_TRANSFORMATIONS, Program, Target
 
 NI, NJ, NK, NL, NM = (dace.symbol(s) for s in ("NI", "NJ", "NK", "NL", "NM"))
 N, M = dace.symbol("N"), dace.symbol("M")

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..errors import ConfigError
-from . import Program, Target, with_afl_configs
+from .base import Program, Target, with_afl_configs
 
 
 def prepare_sdfg(sdfg):

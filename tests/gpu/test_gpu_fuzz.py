@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from harnessgen.cuda import kernels, toolkit
+from harnessgen.cuda import toolkit
+from harnessgen.gpukernels import spec as kernels
 from tests.conftest import run_cli, summary_of
 
 REASON = toolkit.gpu_unavailable() if toolkit.available() else "no CUDA toolchain (make setup-cuda)"

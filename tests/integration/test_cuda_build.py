@@ -10,8 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from harnessgen.cuda import kernels, toolkit
-from harnessgen.cuda.kernel_build import build_kernel
+from harnessgen.cuda import toolkit
+from harnessgen.gpukernels import spec as kernels
+from harnessgen.gpukernels.build import build_kernel
 from harnessgen.replay import execute
 from tests.conftest import REPO, run_cli, summary_of
 from tests.integration.test_decoder_agreement import check_agreement, random_inputs
@@ -117,7 +118,7 @@ def test_a_gpu_cutout_reproducer_builds_post_with_nvcc(tmp_path, build_cache):
 
 
 def test_a_kernel_reproducer_is_generated_and_needs_a_gpu_to_judge(tmp_path, kernel_builds):
-    from harnessgen.cuda.reproducer import launch_geometry, write_kernel_finding
+    from harnessgen.gpukernels.reproducer import launch_geometry, write_kernel_finding
 
     build = kernel_builds["transpose_racy"]
     decoded = _decoded(build, {"ROWS": 40, "COLS": 33, "BLOCK_ROWS": 8}, 4)
@@ -219,7 +220,7 @@ def test_the_kernel_reproducer_marshals_launches_and_judges_them(tmp_path, kerne
     """repro.py against a stand-in pycuda (a NumPy transpose behind its driver API): the right
     arguments and geometry reach the launch, outputs come back and are compared with the
     reference, and a kernel wrong in some launches exits 1."""
-    from harnessgen.cuda.reproducer import launch_geometry, write_kernel_finding
+    from harnessgen.gpukernels.reproducer import launch_geometry, write_kernel_finding
 
     for name, text in FAKE_PYCUDA.items():
         (tmp_path / "fake" / name).parent.mkdir(parents=True, exist_ok=True)
@@ -246,7 +247,7 @@ def test_the_kernel_reproducer_judges_by_the_harness_rule(tmp_path, kernel_build
     import itertools
     import runpy
 
-    from harnessgen.cuda.reproducer import launch_geometry, write_kernel_finding
+    from harnessgen.gpukernels.reproducer import launch_geometry, write_kernel_finding
     from harnessgen.runtime import Tolerance, differing
     from tests.integration.test_oracle_agreement import POOL
 

@@ -3,6 +3,8 @@ sync directory, one of them with CMPLOG; the same command after an interruption 
 session (-i -) for the time left instead of starting over."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from tests.conftest import run_cli, summary_of
@@ -32,7 +34,9 @@ def test_jobs_on_one_instance_run_main_and_secondaries_and_resume(tmp_path, buil
     assert first["execs"] >= int(main["execs_done"]) + int(s1["execs_done"])
     queue_before = len(list((sync / "main" / "queue").glob("id:*")))
 
-    (tmp_path / "out" / "summary.json").unlink()         # as if the first session had been interrupted
+    # as if the first session had been killed before it recorded the instance's result
+    (tmp_path / "out" / "campaign.db").unlink()
+    shutil.rmtree(tmp_path / "out" / "results")
     proc = run_cli(ARGS + ["--time", "8"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     main_again = stats(sync / "main")

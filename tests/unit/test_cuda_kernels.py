@@ -6,9 +6,10 @@ import json
 import pytest
 
 from harnessgen import expr as ex
-from harnessgen.cuda import kernels, toolkit
+from harnessgen.cuda import toolkit
+from harnessgen.gpukernels import spec as kernels
 from harnessgen.errors import ConfigError
-from harnessgen.fuzz import transformation_specs
+from harnessgen.subjects.sdfg import transformation_specs
 from harnessgen.targets import GPU_TRANSFORMATIONS, resolve
 
 BASE = {
@@ -118,7 +119,7 @@ def test_a_cuda_home_without_nvcc_is_named(tmp_path):
 
 
 def test_launch_geometry_is_evaluated_like_the_decoder(tmp_path):
-    from harnessgen.cuda.reproducer import launch_geometry
+    from harnessgen.gpukernels.reproducer import launch_geometry
 
     (tmp_path / "transformation.json").write_text(json.dumps(BASE))
     assert launch_geometry(tmp_path, {"N": 10, "T": 4}) == {"grid": [3, 1, 1], "block": [4, 1, 1], "shared_bytes": 32}
@@ -126,7 +127,7 @@ def test_launch_geometry_is_evaluated_like_the_decoder(tmp_path):
 
 
 def test_barrier_sites_are_the_kernels_own_and_a_variant_drops_exactly_one(tmp_path):
-    from harnessgen.cuda import barriers
+    from harnessgen.gpukernels import barriers
 
     _, specs = kernels.resolve("gpukernels:transpose_extra_barrier")
     spec = specs[0]

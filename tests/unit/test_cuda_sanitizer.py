@@ -59,7 +59,7 @@ def test_a_report_survives_its_json_round_trip():
 
 
 def test_the_synchronization_verdict_weighs_sanitizer_then_self_disagreement():
-    from harnessgen.cuda.triage import sync_verdict
+    from harnessgen.gpukernels.triage import sync_verdict
 
     race = [sanitizer.parse("racecheck", RACECHECK)]
     divergent = [sanitizer.parse("synccheck", SYNCCHECK)]

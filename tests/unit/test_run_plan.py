@@ -5,8 +5,10 @@ from harnessgen.errors import ConfigError
 import dataclasses
 import json
 
-from harnessgen.fuzz import (FuzzOptions, InstanceResult, _previous_results, interleave, per_transformation,
-                             transformation_specs)
+from harnessgen.campaign.state import CampaignState
+from harnessgen.records import InstanceResult, per_transformation
+from harnessgen.subjects import interleave
+from harnessgen.subjects.sdfg import transformation_specs
 from harnessgen.targets import Target
 
 
@@ -45,15 +47,29 @@ def test_summary_rows_count_verdicts_findings_and_time_to_verdict():
 
 
 def test_a_resumed_run_keeps_finished_instances_except_errors_and_redone_verdicts(tmp_path):
-    entries = [dataclasses.asdict(result("X", v, float(i))) for i, v in
-               enumerate(["PASS", "UNSUPPORTED", "ERROR", "MISMATCH"])]
-    (tmp_path / "summary.json").write_text(json.dumps({"program": "p", "transformation": "X", "instances": entries}))
+    """What `harnessgen fuzz` continues: its state keeps every finished instance; it always
+    redoes ERROR (fuzz.fuzz adds it to --redo), and --redo names verdicts or transformations."""
+    verdicts = ["PASS", "UNSUPPORTED", "ERROR", "MISMATCH"]
+    identity = {"program": "p", "transformations": "X"}
 
-    def kept(**options):
-        return sorted(r.verdict for r in _previous_results(FuzzOptions(out_dir=tmp_path, **options), "p", "X").values())
+    def kept(redo=(), fresh=False):
+        path = tmp_path / ("fresh" if fresh else "resumed") / f"{'-'.join(redo) or 'none'}.db"
+        state = CampaignState(path)
+        rows = [{"id": f"X-{i}", "position": i, "spec": "X", "transformation": "X", "program": "p",
+                 "instance": {"id": f"X-{i}"}} for i in range(len(verdicts))]
+        state.record_plan(identity, [], rows)
+        if not fresh:
+            for i, verdict in enumerate(verdicts):
+                state.finish(f"X-{i}", dataclasses.asdict(result("X", verdict, float(i))))
+        state.redo(tuple(redo) + ("ERROR",))
+        done = sorted(r["verdict"] for r in state.instances() if r["state"] == "done")
+        state.close()
+        return done
 
     assert kept() == ["MISMATCH", "PASS", "UNSUPPORTED"]
     assert kept(redo=("UNSUPPORTED", "MISMATCH")) == ["PASS"]
     assert kept(redo=("X",)) == []                      # every instance of transformation X
-    assert kept(resume=False) == []
-    assert _previous_results(FuzzOptions(out_dir=tmp_path), "p", "another transformation") == {}
+    assert kept(fresh=True) == []
+    state = CampaignState(tmp_path / "other.db")
+    state.record_plan(identity, [], [])
+    assert state.is_same(identity) and not state.is_same({"program": "p", "transformations": "another"})

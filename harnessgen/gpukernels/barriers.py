@@ -20,9 +20,9 @@ from typing import Dict, List, Optional
 from .. import protocol, seeds as seedlib
 from ..protocol import HarnessEnv
 from ..errors import BuildError, ConfigError
-from . import sanitizer
-from .kernel_build import build_kernel
-from .kernels import KernelSpec, layout
+from ..cuda import sanitizer
+from .build import build_kernel
+from .spec import KernelSpec, layout
 
 BARRIER = "__syncthreads()"
 REPEAT = 10

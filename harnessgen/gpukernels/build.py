@@ -21,8 +21,8 @@ from ..build import AFL_CXX, AFL_ENV, CXX, CXXFLAGS, RPATH, HarnessBuild, Job, c
 from ..emit import SideSource, render_harness, template_sources
 from ..files import write_json
 from ..runtime import Tolerance
-from . import toolkit
-from .kernels import KernelSpec, layout as kernel_layout, render_side, side_signature
+from ..cuda import toolkit
+from .spec import KernelSpec, layout as kernel_layout, render_side, side_signature
 
 
 # post's launches per input while fuzzing (HARNESSGEN_REPEAT overrides): a race that changes
@@ -80,7 +80,8 @@ def _build_into(out: Path, key: str, spec: KernelSpec, target: str, tolerance: T
     for obj in out.glob("*.o"):
         obj.unlink()
     manifest = {
-        "key": key, "instance": instance.id, "harnessgen": __version__, "compilers": compiler_versions(afl),
+        "key": key, "subject": "kernel", "instance": instance.id, "harnessgen": __version__,
+        "compilers": compiler_versions(afl),
         "flags": CXXFLAGS, "oracle": tolerance.to_json(), "afl": afl, "cmplog": False,
         "build_seconds": round(time.perf_counter() - started, 3),
         "pre": {"name": "hg_pre", "init_args": init_args, "program_args": program_args, "gpu": "kernel" in spec.reference},

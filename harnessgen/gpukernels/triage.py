@@ -21,14 +21,14 @@ from .. import __version__
 from ..outcome import Outcome
 from ..replay import ReplayResult, ReplayWorker, execute
 from ..triage import Finding, Key, Triage
-from . import sanitizer
+from ..cuda import sanitizer
 from .reproducer import launch_geometry, write_kernel_finding
 
 SYNC_RUNS = 20
 
 
 class KernelTriage(Triage):
-    """Triage for builds made by ``kernel_build`` (their manifest has a ``kernel`` entry)."""
+    """Triage for builds of the kernel subject (gpukernels/build.py)."""
 
     def _classify(self, worker: ReplayWorker, data: bytes, kind: str) -> Optional[ReplayResult]:
         result = self._replay(worker, data) if kind != "hang" else super()._classify(worker, data, kind)
@@ -102,7 +102,7 @@ class KernelTriage(Triage):
         summary = _summary(outcome, result, evidence)
         meta = {
             "target": self.instance.target, "instance": self.instance.id, "program": self.instance.program,
-            "transformation": "kernel", "kernel": kernel, "outcome": outcome.name, "stage": "post",
+            "transformation": self.instance.transformation, "kernel": kernel, "outcome": outcome.name, "stage": "post",
             "container": container, "index": result.detail.get("multi_index"), "pre_value": result.detail.get("pre"),
             "post_value": result.detail.get("post"), "differing": result.detail.get("differing"),
             "total": result.detail.get("total"), "max_abs_diff": result.detail.get("max_abs_diff"),
@@ -143,6 +143,3 @@ def _summary(outcome: Outcome, result: ReplayResult, evidence: Dict) -> str:
                 f"{runs['runs']} runs on this input{where}")
     return result.describe() + where
 
-
-def is_kernel_build(build_dir: Path) -> bool:
-    return "kernel" in json.loads((Path(build_dir) / "manifest.json").read_text())

@@ -48,7 +48,9 @@ from ..layout import ContainerSlot, InputLayout, SymbolSlot
 from ..outcome import Outcome
 from ..runtime import CTYPES
 
-BUILTIN_DIR = Path(__file__).resolve().parent / "gpukernels"   # the built-in target's kernels
+# the one "transformation" of every kernel instance: the kernel replacing its reference
+KERNEL = "kernel"
+BUILTIN_DIR = Path(__file__).resolve().parent / "shipped"   # the built-in target's kernels
 ROLES = ("in", "out", "inout", "value")
 SYMBOL_DTYPE = "int32"
 FLOAT_TINY = 1e-300
@@ -107,7 +109,7 @@ class KernelSpec:
 
     def instance(self, target: str) -> Instance:
         return Instance(id=f"{self.name}-{self.digest()}", target=target, program=self.name,
-                        transformation="kernel", transformation_spec=str(self.manifest),
+                        transformation=KERNEL, transformation_spec=str(self.manifest),
                         match=_resolved(self.manifest), description=self.description)
 
 

@@ -1,0 +1,201 @@
+"""One instance, whatever its subject: prepare (the subject builds its harness or gives a
+verdict) -> seeds, screened by the replay binary (a seed that already crashes is a finding at
+once) -> the engine -> every raw crash kept and triaged into findings -> what the subject does
+after the verdict. Seeds go to ``corpus/<target>/<instance>/``, findings and raw crashes to
+``crashes/<target>/<instance>/``, working files under the output directory.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shutil
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, List, Optional
+
+from . import seeds as seedlib
+from .build import HarnessBuild
+from .engines import FuzzJob, RawCrash, get_engine
+from .engines.afl import read_options
+from .errors import ConfigError, Unsupported
+from .files import write_atomic, write_json
+from .instances import Instance
+from .outcome import Outcome
+from .records import AUTO_RACE_MIN_S, AUTO_RACE_THREADS, FuzzOptions, InstanceResult
+from .subjects import Subject
+from .triage import TriageOptions
+
+
+class InstanceRunner:
+    def __init__(self, subject: Subject, options: FuzzOptions, progress: Optional[Callable] = None):
+        self.subject = subject
+        self.target = subject.target
+        self.options = options
+        self.progress = progress
+
+    def run(self, spec: str, inst: Instance) -> InstanceResult:
+        """The instance's verdict; an error of harnessgen's (or DaCe's) is recorded as ERROR."""
+        started = time.monotonic()
+        result = _blank(inst)
+        try:
+            self.judge(spec, inst, result=result)
+            self.subject.after_verdict(spec, inst, self.options, result,
+                                       lambda variant, past: self.judge(spec, variant, past=past))
+        except Unsupported as exc:
+            result.verdict, result.message = "UNSUPPORTED", str(exc)
+        except (ConfigError, KeyboardInterrupt):
+            raise                      # the user must act; every other instance would fail the same way
+        except Exception as exc:       # a bug in harnessgen (or DaCe): record it, go on with the others
+            where = self.options.out_dir / "errors" / f"{inst.id}.txt"
+            write_atomic(where, traceback.format_exc().encode())
+            result.verdict = "ERROR"
+            result.message = f"{type(exc).__name__}: {exc} (traceback in {where})"
+        result.wall_seconds = round(time.monotonic() - started, 3)
+        return result
+
+    def judge(self, spec: str, inst: Instance, result: Optional[InstanceResult] = None,
+              past: int = 0) -> InstanceResult:
+        """Prepare, fuzz and triage one instance (``past``: in a cutout that many steps larger)."""
+        result = result if result is not None else _blank(inst)
+        started = time.monotonic()
+        harness = self.subject.prepare(spec, inst, self.options, result, started, past)
+        if harness is not None:
+            result.build_dir = str(harness.dir)
+            self._fuzz_built(inst, harness, result, started)
+        return result
+
+    def _fuzz_built(self, inst: Instance, harness: HarnessBuild, result: InstanceResult, started: float) -> None:
+        opts = self.options
+        result.setup_seconds = round(time.monotonic() - started, 3)
+        if opts.build_only:
+            result.verdict, result.message = "BUILT", f"built in {harness.dir} (--build-only: not fuzzed)"
+            return
+        missing = harness.gpu_missing()
+        if missing:
+            result.verdict = "BUILT"
+            result.message = (f"post runs on a GPU and this machine cannot run it ({missing}); built in "
+                              f"{harness.dir}: fuzz it where a GPU is")
+            return
+        self._fuzz(inst, harness, result)
+
+    def _fuzz(self, inst: Instance, harness: HarnessBuild, result: InstanceResult) -> None:
+        opts = self.options
+        fuzz_started = time.monotonic()
+        corpus = opts.corpus_root / inst.target / inst.id
+        if opts.seed_mode == "random":
+            generated = seedlib.random_inputs(seed=opts.seed)
+        elif opts.seed_mode == "none":
+            generated = []
+        else:
+            generated = seedlib.sample(harness.layout, opts.num_seeds, opts.seed)
+        seed_paths = seedlib.write(generated, corpus)
+        user_files = [p for p in sorted(corpus.iterdir()) if p.is_file()
+                      and not p.name.startswith((".",) + seedlib.OWN_PREFIXES)]
+        if not seed_paths and not user_files:
+            raise ConfigError(f"--seed-mode none: put seed inputs into {corpus} first")
+        passing, crashing = seedlib.screen_seeds(harness, seed_paths + user_files)
+        raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, "seed", execs=position)
+                               for p, position in crashing]
+        raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
+                for p in self.subject.passing_checks(harness, passing)]
+        # post runs in parallel where pre does not: judged on several threads without being asked
+        auto_race = opts.race_check and opts.race_threads <= 1 and harness.parallelism_changed
+        race_threads = opts.check_threads if opts.race_threads > 1 or auto_race else 0
+        if race_threads:   # the passing seeds once more, in race mode
+            passing, racing = seedlib.screen_seeds(harness, passing, threads=race_threads, repeat=opts.race_repeat * 5)
+            raw += [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=len(crashing) + position)
+                    for p, position in racing]
+            crashing += racing
+            result.race_check = (f"--race {race_threads}" if not auto_race else
+                                 f"post's OpenMP regions differ from pre's: seeds on {race_threads} threads")
+
+        work = opts.out_dir / "afl" / inst.id
+        screened = opts.out_dir / "afl" / f"{inst.id}.seeds"
+        shutil.rmtree(screened, ignore_errors=True)
+        screened.mkdir(parents=True)
+        for p in passing:
+            shutil.copy(p, screened / p.name)
+        remaining = opts.time_s - (time.monotonic() - fuzz_started)
+        if passing and remaining >= 1 and not (crashing and opts.until_crash):
+            engine = get_engine(opts.engine)
+            job = FuzzJob(build=harness, seeds_dir=screened, out_dir=work, time_s=remaining,
+                          options=read_options(self.target.options_file), dict_file=self.target.dict_file,
+                          until_crash=opts.until_crash, seed=opts.seed, progress=self._progress_hook(inst),
+                          race_threads=opts.race_threads, race_repeat=opts.race_repeat,
+                          parallel=opts.afl_jobs, max_execs=opts.max_execs, resume=opts.resume)
+            engine_started = time.monotonic() - fuzz_started
+            res = engine.run(job)
+            result.execs, result.execs_per_sec = res.execs, round(res.execs_per_sec, 1)
+            if "race_execs_per_sec" in res.stats:
+                result.race_execs_per_sec = float(res.stats["race_execs_per_sec"])
+            for crash in res.crashes:
+                crash.seconds = None if crash.seconds is None else engine_started + crash.seconds
+                if crash.execs is not None:
+                    crash.execs += len(passing) + len(crashing)
+            raw += sorted(res.crashes, key=lambda c: (c.seconds is None, c.seconds or 0.0, c.path.name))
+            if auto_race:
+                raw += self._race_check_queue(harness, res.queue, fuzz_started, result)
+        result.execs += len(passing) + len(crashing)
+        result.fuzz_seconds = round(time.monotonic() - fuzz_started, 3)
+        self._triage(inst, harness, raw, result)
+
+    def _race_check_queue(self, harness: HarnessBuild, queue: List[Path], fuzz_started: float,
+                          result: InstanceResult) -> List[RawCrash]:
+        """The engine's final queue in race mode, for at most a quarter of the instance's time
+        (at least AUTO_RACE_MIN_S): the inputs its coverage found worth keeping."""
+        deadline = time.monotonic() + max(AUTO_RACE_MIN_S, self.options.time_s / 4)
+        passing, racing = seedlib.screen_seeds(harness, queue, threads=AUTO_RACE_THREADS,
+                                               repeat=self.options.race_repeat * 5, deadline=deadline)
+        result.race_check += f", final queue {len(passing) + len(racing)} of {len(queue)}"
+        return [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=None) for p, _ in racing]
+
+    def _progress_hook(self, inst: Instance):
+        if self.progress is None:
+            return None
+        return lambda stats: self.progress(inst, stats)
+
+    def _triage(self, inst: Instance, harness: HarnessBuild, raw: List[RawCrash], result: InstanceResult) -> None:
+        """Keep every raw crash, then triage them into findings (reproducer directories)."""
+        opts = self.options
+        keep = opts.keep_dir(inst)
+        kept: List[RawCrash] = []
+        for crash in raw:
+            data = crash.path.read_bytes()
+            target = keep / "raw" / f"{crash.kind}-{hashlib.sha1(data).hexdigest()[:12]}.bin"
+            if not target.exists():
+                write_atomic(target, data)
+            kept.append(dataclasses.replace(crash, path=target))
+        result.crashes = [str(c.path) for c in kept]
+        if kept:  # lets `harnessgen replay <raw crash>` find the libraries
+            write_json(keep / "build.json", {"build_dir": str(harness.dir), "instance": inst.id})
+        if not kept:
+            result.verdict = Outcome.PASS.name
+            return
+        triage = self.subject.triage_class()(harness.dir, TriageOptions(
+            tolerance=opts.tolerance, keep_root=keep, work_dir=opts.work_dir, max_raw=opts.max_replays,
+            command_line=opts.command_line, race_threads=max(opts.race_threads, 2) if opts.race_threads else 4))
+        triaged = triage.run(kept)
+        when = {str(c.path): (c.seconds, c.kind, c.execs) for c in kept}
+        for finding in triaged.findings:
+            entry = finding.to_json()
+            times = sorted((when[p] for p in finding.raw if p in when), key=lambda t: (t[0] is None, t[0] or 0))
+            entry.update(input=str(finding.folder / "input.bin"), seconds=times[0][0] if times else None,
+                         kind=times[0][1] if times else None, execs=times[0][2] if times else None)
+            result.findings.append(entry)
+        found_at = [f["seconds"] for f in result.findings if f["seconds"] is not None]
+        result.seconds_to_first_finding = round(min(found_at), 3) if found_at else None
+        result.verdict = triaged.verdict.name
+        result.triage = {"raw": triaged.raw_total, "findings": len(triaged.findings),
+                         "invalid_inputs": len(triaged.invalid), "flaky": len(triaged.flaky),
+                         "seconds": triaged.seconds, "confirmed_seconds": triaged.confirmed_seconds}
+        if result.findings:
+            result.message = result.findings[0]["summary"]
+        elif triaged.invalid:
+            result.message = (f"{len(triaged.invalid)} raw crash(es) were pre failing on its own input "
+                              f"(missing constraint; see {keep / 'notes.json'})")
+
+
+def _blank(inst: Instance) -> InstanceResult:
+    return InstanceResult(id=inst.id, transformation=inst.transformation, program=inst.program, target=inst.target,
+                          verdict=Outcome.PASS.name)

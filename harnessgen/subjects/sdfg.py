@@ -1,0 +1,228 @@
+"""The SDFG subject: a DaCe transformation at one place in a program, judged in a cutout.
+
+Per instance: cutout -> constraints -> layout -> build (or a static verdict: FAILED_TO_APPLY,
+INVALID_SDFG, BUILD_FAILURE, each with a reproducer); after the verdict the whole-program
+audit, and where it shows the cutout missing a difference, the next larger cutouts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from ..audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap
+from ..build import CXX, CXXFLAGS, build
+from ..constraints import derive
+from ..cutout import CutoutPair, extract, volume_at_probe
+from ..errors import BuildError, ConfigError, Unsupported
+from ..files import write_json
+from ..instances import Instance, cpu_builtin_transformations, enumerate_instances, load_transformation, parse_settings
+from ..layout import InputLayout, build_layout
+from ..outcome import Outcome
+from ..reproducer import write_static_finding
+from ..targets import resolve
+from ..triage import Triage
+from . import Subject
+
+# how many larger cutouts an instance is judged in after the audit showed its cutout missing a
+# difference of the whole program (the ladder has at most two: the nested SDFG, the program)
+MAX_GROWTH_AFTER_AUDIT = 2
+# --transformation all: every DaCe built-in that makes CPU code plus the target's own
+ALL = "all"
+
+
+class SdfgSubject(Subject):
+    kind = "sdfg"
+
+    @classmethod
+    def claims(cls, program_spec: str) -> bool:
+        return True              # every --program value no other kind takes: a target, file.sdfg, file.py:function
+
+    def __init__(self, program_spec: str):
+        super().__init__(program_spec)
+        self.target, self.program = resolve(program_spec)
+        self._sdfgs: Dict[str, object] = {}
+        self._classes: Dict[str, type] = {}
+
+    # ---------------------------------------------------------------- programs and transformations
+    def sdfg(self, name: str):
+        """A program's SDFG, built once per process."""
+        if name not in self._sdfgs:
+            self._sdfgs[name] = self.target.programs[name].build()
+        return self._sdfgs[name]
+
+    def transformation(self, spec: str) -> type:
+        if spec not in self._classes:
+            self._classes[spec] = load_transformation(spec)
+        return self._classes[spec]
+
+    def transformation_specs(self, xform_spec: Optional[str]) -> List[str]:
+        return transformation_specs(self.target, xform_spec)
+
+    def transformation_name(self, spec: str) -> str:
+        return self.transformation(spec).__name__
+
+    def warm(self, program: str) -> None:
+        self.sdfg(program)
+
+    def instances(self, spec: str, settings: Optional[List[str]] = None) -> List[Instance]:
+        cls = self.transformation(spec)
+        programs = self.target.select(self.program)
+        sdfgs = {p.name: self.sdfg(p.name) for p in programs}
+        return enumerate_instances(self.target, programs, cls, spec, sdfgs,
+                                   parse_settings(settings, cls) if settings else None)
+
+    # ---------------------------------------------------------------- one instance
+    def prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0):
+        pair = extract(self.sdfg(inst.program), inst, self.transformation(spec), past=past)
+        result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
+        result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
+        if not pair.ok:
+            return _static_finding(options, pair, pair.verdict, pair.error, result, started)
+        constraints = derive(pair, max_size=options.max_size, user_file=options.constraints,
+                             float_bound=options.float_bound, allow_nonfinite=options.nonfinite,
+                             strict_names=len(self.target.programs) == 1)
+        layout = build_layout(pair, constraints)
+        try:
+            harness = build(pair, layout, options.work_dir, options.tolerance, afl=options.engine == "afl",
+                            cmplog=options.cmplog or options.afl_jobs > 1)
+        except BuildError as exc:
+            if exc.side != "hg_post":
+                raise Unsupported(f"the cutout itself does not build ({exc})") from exc
+            _static_finding(options, pair, Outcome.BUILD_FAILURE, f"{exc}\n{exc.log}", result, started)
+            result.message = str(exc)
+            return None
+        write_json(harness.dir / "constraints.json", constraints.to_json())
+        return harness
+
+    def after_verdict(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
+        self._audit(spec, inst, options, result)
+        if result.verdict == CUTOUT_MISSED:
+            self._grow_after_audit(inst, result, judge)
+
+    def describe(self, spec: str, inst: Instance) -> Dict:
+        row = {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description}
+        try:
+            pair = extract(self.sdfg(inst.program), inst, self.transformation(spec))
+            row.update(before=pair.input_volume_before, after=pair.input_volume_after,
+                       before_at_20=volume_at_probe(pair.input_volume_before),
+                       after_at_20=volume_at_probe(pair.input_volume_after),
+                       inputs=pair.input_config, outputs=pair.output_config, status=pair.verdict.name)
+        except Unsupported as exc:
+            row.update(status="UNSUPPORTED", reason=str(exc))
+        return row
+
+    @classmethod
+    def triage_class(cls) -> type:
+        return Triage
+
+    # ---------------------------------------------------------------- the whole-program audit
+    def _audit(self, spec: str, inst: Instance, options, result) -> None:
+        """After the cutout's verdict: CUTOUT_MISSED where the program differs and the cutout
+        passed; each finding marked observable or latent."""
+        if result.verdict in ("BUILT", "UNSUPPORTED", "ERROR"):
+            return
+        sdfg = self.sdfg(inst.program)
+        if not (options.audit if options.audit is not None else is_cheap(sdfg)):
+            result.audit = {"verdict": SKIPPED, "reason": "--no-audit" if options.audit is False else
+                            "the whole program is too large to run by default (--audit runs it)"}
+            return
+        record = audit(sdfg, inst, self.transformation(spec), AuditOptions(
+            keep_root=options.keep_dir(inst) / "audit", work_dir=options.work_dir, tolerance=options.tolerance,
+            time_s=options.audit_time_s, seed=options.seed, constraints=options.constraints,
+            command_line=options.command_line, race_threads=options.check_threads if options.race_check else 0,
+            race_repeat=options.race_repeat * 5,
+            shrink_seconds=30.0 if result.verdict == Outcome.PASS.name else 0.0,
+            **_instance_inputs(options, inst, result)))
+        label = classify(result.verdict, record)
+        result.audit = {**record.to_json(), "classification": label}
+        if label == CUTOUT_MISSED:
+            result.verdict = CUTOUT_MISSED
+            result.message = (f"the whole program differs ({record.outcome}) while the cutout passed: the cutout "
+                              f"did not compute what its place in the program computes (a harnessgen defect); "
+                              f"whole-program reproducer {record.finding}")
+        elif label:
+            for finding in result.findings:
+                finding["observable"] = label == "observable"
+                _mark_finding(Path(finding["path"]), label, record)
+
+    def _grow_after_audit(self, inst: Instance, result, judge: Callable) -> None:
+        """The cutout passed where the whole program differs: judge the instance again in the
+        next larger cutouts that hold the match (the whole nested SDFG, then the whole program),
+        under an instance folder of their own, until one shows a finding. The verdict becomes
+        that finding; the audit keeps saying CUTOUT_MISSED of the smaller cutout."""
+        for past in range(1, MAX_GROWTH_AFTER_AUDIT + 1):
+            grown = dataclasses.replace(inst, id=f"{inst.id}-grown{past}")
+            try:
+                again = judge(grown, past)
+            except Unsupported as exc:
+                result.message += f"; {exc}"
+                return
+            step = {"cutout": past, "verdict": again.verdict, "execs": again.execs, "build_dir": again.build_dir,
+                    "findings": len(again.findings), "message": again.message[:300]}
+            result.audit.setdefault("grown", []).append(step)
+            result.execs += again.execs
+            if again.verdict != Outcome.PASS.name:
+                for finding in again.findings:
+                    finding["observable"] = True            # the audit saw the whole program differ
+                result.verdict, result.findings = again.verdict, again.findings
+                result.crashes, result.triage = again.crashes, again.triage
+                result.message = (f"found in a larger cutout ({past} step(s) up) after the whole-program audit "
+                                  f"showed the smaller one missing it (CUTOUT_MISSED, a harnessgen defect; "
+                                  f"whole-program reproducer {result.audit.get('finding')}): {again.message}")
+                return
+
+
+def transformation_specs(target, xform_spec: Optional[str]) -> List[str]:
+    """Empty: the target's default set; ``all``: every CPU built-in plus the target's own
+    (``module:Class``) ones; ``gpu``: its GPU set; otherwise a comma-separated list (``gpu``
+    may be one of its items)."""
+    if not xform_spec:
+        if not target.default_transformations:
+            raise ConfigError(f"target {target.name!r} has no default transformations: pass --transformation")
+        return list(target.default_transformations)
+    if xform_spec.strip().lower() == ALL:
+        return cpu_builtin_transformations() + [s for s in target.default_transformations if ":" in s]
+    specs: List[str] = []
+    for spec in (s.strip() for s in xform_spec.split(",") if s.strip()):
+        if spec == "gpu":
+            if not target.gpu_transformations:
+                raise ConfigError(f"target {target.name!r} has no GPU transformations: name them in "
+                                  "--transformation")
+            specs += [s for s in target.gpu_transformations if s not in specs]
+        elif spec not in specs:
+            specs.append(spec)
+    return specs
+
+
+def _static_finding(options, pair: CutoutPair, verdict: Outcome, message: str, result, started: float) -> None:
+    """FAILED_TO_APPLY / INVALID_SDFG / BUILD_FAILURE: the verdict, and what reproduces it kept."""
+    folder = options.keep_dir(pair.instance) / verdict.name.lower()
+    result.verdict, result.message = verdict.name, message
+    result.crashes = [str(write_static_finding(folder, pair, verdict.name, message, CXX, CXXFLAGS))]
+    result.seconds_to_first_finding = round(time.monotonic() - started, 3)
+    return None
+
+
+def _mark_finding(folder: Path, label: str, record) -> None:
+    """meta.json of a finding says whether the whole program shows it (observable) or not (latent)."""
+    meta_path = folder / "meta.json"
+    if not meta_path.is_file():
+        return
+    meta = json.loads(meta_path.read_text())
+    meta["audit"] = {"classification": label, "whole_program": record.to_json()}
+    write_json(meta_path, meta)
+
+
+def _instance_inputs(options, inst: Instance, result) -> Dict:
+    """The cutout's layout and inputs for the audit: each finding's input, then the corpus
+    (seeds and the user's files); none where nothing was built."""
+    if not result.build_dir:
+        return {}
+    corpus = options.corpus_root / inst.target / inst.id
+    paths = [Path(f["path"]) / "input.bin" for f in result.findings]
+    paths += sorted(p for p in corpus.iterdir() if p.is_file()) if corpus.is_dir() else []
+    inputs = [(p.parent.name if p.name == "input.bin" else p.name, p.read_bytes()) for p in paths if p.is_file()]
+    return {"instance_layout": InputLayout.load(Path(result.build_dir) / "layout.json"), "instance_inputs": inputs}

@@ -1,0 +1,59 @@
+"""What a target is (its programs and its defaults), apart from how targets are found, so
+that target modules and loaders depend on this and on nothing above it."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from ..data import AFL_CONFIGS
+from ..errors import ConfigError
+
+# what --transformation gpu means for the built-in targets
+GPU_TRANSFORMATIONS = ["GPUTransformMap", "GPUTransformSDFG", "harnessgen.targets.cloudsc_xforms:GPUOffloadMap"]
+
+@dataclasses.dataclass
+class Program:
+    """One program of a target: a name and a function that builds its SDFG."""
+
+    name: str
+    build: Callable[[], "object"]  # () -> dace.SDFG, simplified, library nodes expanded
+    description: str = ""
+
+
+@dataclasses.dataclass
+class Target:
+    """What the pipeline needs to know about a program source."""
+
+    name: str
+    programs: Dict[str, Program]
+    default_transformations: List[str] = dataclasses.field(default_factory=list)
+    # --transformation gpu: those that move code onto a GPU (their post is CUDA)
+    gpu_transformations: List[str] = dataclasses.field(default_factory=list)
+    constraints_file: Optional[Path] = None
+    options_file: Optional[Path] = None
+    dict_file: Optional[Path] = None
+    # the file a ``file.py:function`` target came from (a transformation may
+    # live in the same file: it is loaded once)
+    source_module: Optional[object] = None
+
+    def select(self, program: Optional[str]) -> List[Program]:
+        if program is None:
+            return [self.programs[k] for k in sorted(self.programs)]
+        if program not in self.programs:
+            raise ConfigError(f"target {self.name!r} has no program {program!r}; "
+                              f"choose one of: {', '.join(sorted(self.programs))}")
+        return [self.programs[program]]
+
+
+def _afl_config(name: str, suffix: str) -> Optional[Path]:
+    path = AFL_CONFIGS / f"{name}{suffix}"
+    return path if path.is_file() else None
+
+
+def with_afl_configs(target: Target) -> Target:
+    """Attach ``afl_configs/<target>.options|.dict|.constraints.json`` when present."""
+    target.options_file = target.options_file or _afl_config(target.name, ".options")
+    target.dict_file = target.dict_file or _afl_config(target.name, ".dict")
+    target.constraints_file = target.constraints_file or _afl_config(target.name, ".constraints.json")
+    return target
