@@ -274,7 +274,7 @@ def _add_campaign(sub) -> None:
     p.add_argument("--budget", default="60s", metavar="BUDGET",
                    help="per instance: seconds (60, 60s, 5m), executions (200000x) or both (60s,200000x); default 60s")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
-                   help="campaign directory: campaign.db, instances/, report.html, report.md (the same DIR "
+                   help="campaign directory: campaign.db, results/, afl/, report.html, report.md (the same DIR "
                         "again continues the campaign)")
     p.add_argument("--fresh", action="store_true", help="start the campaign in --out over")
     p.add_argument("--redo", type=_redo_list, default=(), metavar="VERDICT|Class[,...]",

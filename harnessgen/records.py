@@ -18,6 +18,12 @@ from .runtime import Tolerance
 AUTO_RACE_THREADS = 4
 AUTO_RACE_MIN_S = 10.0
 
+def engine_dir(run_dir: Path, instance_id: str) -> Path:
+    """Where an instance's engine works in a run directory: its afl-fuzz sync directory
+    (``afl/<id>/``; the screened seeds beside it in ``afl/<id>.seeds``)."""
+    return Path(run_dir) / "afl" / instance_id
+
+
 # every verdict an instance can end with: the triage outcomes plus BUILT (built, not fuzzed),
 # UNSUPPORTED, ERROR (a harnessgen bug) and CUTOUT_MISSED (the whole-program audit's)
 VERDICTS = tuple(o.name for o in Outcome) + ("BUILT", "UNSUPPORTED", "ERROR", CUTOUT_MISSED)

@@ -13,6 +13,7 @@ from .engines import RawCrash
 from .engines import afl as afl_layout
 from .errors import ConfigError
 from .files import write_json
+from .records import engine_dir
 from .subjects import triage_build
 from .triage import TriageOptions, TriageResult
 
@@ -59,7 +60,7 @@ def _triage_run(run: Path, summary_path: Path, crashes_root: Path, options: Tria
         raw = [RawCrash(Path(p), None, Path(p).name.split("-")[0]) for p in entry.get("crashes", [])
                if Path(p).is_file() and Path(p).parent.name == "raw"]
         known = {hashlib.sha1(c.path.read_bytes()).hexdigest() for c in raw}
-        for crash in _afl_crashes(run / "afl" / entry["id"]):
+        for crash in _afl_crashes(engine_dir(run, entry["id"])):
             if hashlib.sha1(crash.path.read_bytes()).hexdigest() not in known:
                 raw.append(crash)
         if not raw:

@@ -22,7 +22,7 @@ from .errors import ConfigError, Unsupported
 from .files import write_atomic, write_json
 from .instances import Instance
 from .outcome import Outcome
-from .records import AUTO_RACE_MIN_S, AUTO_RACE_THREADS, FuzzOptions, InstanceResult
+from .records import AUTO_RACE_MIN_S, AUTO_RACE_THREADS, FuzzOptions, InstanceResult, engine_dir
 from .subjects import Subject
 from .triage import TriageOptions
 
@@ -110,8 +110,8 @@ class InstanceRunner:
             result.race_check = (f"--race {race_threads}" if not auto_race else
                                  f"post's OpenMP regions differ from pre's: seeds on {race_threads} threads")
 
-        work = opts.out_dir / "afl" / inst.id
-        screened = opts.out_dir / "afl" / f"{inst.id}.seeds"
+        work = engine_dir(opts.out_dir, inst.id)
+        screened = work.with_name(f"{inst.id}.seeds")
         shutil.rmtree(screened, ignore_errors=True)
         screened.mkdir(parents=True)
         for p in passing:

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Dict, List
 
 from ..engines.afl import lead_stats
+from ..records import engine_dir
 
 VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
                    "ERROR": "magenta", "CUTOUT_MISSED": "bold white on red"}
 
 
 def _live_stats(task) -> Dict[str, str]:
-    return lead_stats(Path(task.options.out_dir) / "afl" / task.instance["id"])
+    return lead_stats(engine_dir(task.options.out_dir, task.instance["id"]))
 
 
 class LiveProgress:
