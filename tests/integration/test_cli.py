@@ -26,6 +26,23 @@ def test_fuzz_writes_the_summary_contract(tmp_path):
     assert entry["seconds_to_first_finding"] is None and entry["crashes"] == []
     seeds = list((tmp_path / "corpus" / "ratio" / entry["id"]).glob("hg-seed-*.bin"))
     assert len(seeds) >= 8
+    # the main command writes the report as a campaign does, from its run's state
+    assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "out" / "campaign.db").is_file()
+    assert summary["executor"] == "inline" and entry["id"] in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_fuzz_runs_on_a_dask_cluster_with_the_same_summary_contract(tmp_path):
+    """One driver: --dask-local works for fuzz, and its summary.json is fuzz's contract."""
+    pytest.importorskip("distributed", reason="Dask is the optional extra harnessgen[dask]; `make setup` installs it")
+    ratio = PROGRAMS / "ratio.py"
+    proc = run_cli(["fuzz", "--program", f"{ratio}:ratio", "--transformation", f"{ratio}:Recip", "--all",
+                    "--time", "2", "--no-audit", "--dask-local", "1"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = summary_of(tmp_path)
+    [entry] = summary["instances"]
+    assert CONTRACT <= set(entry) and entry["verdict"] == "PASS" and entry["execs"] > 100
+    assert summary["executor"] == "dask-local" and summary["finished"] == summary["planned"] == 1
+    assert (tmp_path / "out" / "report.html").is_file()
 
 
 def test_library_warnings_go_to_the_runs_log_not_between_the_verdict_lines(tmp_path):
