@@ -34,7 +34,9 @@ def test_a_non_editable_install_runs_one_instance_outside_the_checkout(tmp_path,
     python = str(venv / "bin" / "python")
     where = subprocess.run([python, "-c", "import harnessgen.data as d; from harnessgen.targets import resolve; "
                                           "print(d.__file__, d.TEMPLATES, d.AFL_CONFIGS); "
-                                          "print(resolve('kernels')[0].constraints_file)"],
+                                          "print(resolve('kernels')[0].constraints_file); "
+                                          "from harnessgen.gpukernels.spec import resolve as kernels; "
+                                          "print(kernels('gpukernels')[1][0].source)"],
                            capture_output=True, text=True, cwd=tmp_path)
     assert where.returncode == 0, where.stderr
     assert all(line.startswith(str(site)) for line in where.stdout.split()), where.stdout
