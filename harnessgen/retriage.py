@@ -7,7 +7,7 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from .engines import RawCrash
 from .engines import afl as afl_layout
@@ -74,6 +74,28 @@ def _triage_run(run: Path, summary_path: Path, crashes_root: Path, options: Tria
                            "invalid_inputs": len(result.invalid), "flaky": len(result.flaky),
                            "seconds": result.seconds}
         done.append((entry["id"], result))
-    write_json(summary_path, summary)
+    _record(run, summary_path, summary, {instance_id for instance_id, _ in done})
     return done
+
+
+def _record(run: Path, summary_path: Path, summary: Dict, changed: Set[str]) -> None:
+    """The new verdicts go where the run keeps its results: its state, from which summary.json
+    and the report are written (a later `harnessgen report` keeps them), else summary.json."""
+    from .campaign import DB_NAME
+    from .campaign.report import write_summary
+    from .campaign.state import CampaignState
+
+    if not (run / DB_NAME).is_file():
+        write_json(summary_path, summary)
+        return
+    state = CampaignState(run / DB_NAME)
+    try:
+        recorded = {row["id"]: row["result"] for row in state.instances() if row["result"]}
+        for entry in summary["instances"]:
+            if entry["id"] in changed and entry["id"] in recorded:
+                state.finish(entry["id"], {**recorded[entry["id"]], **{k: entry[k] for k in
+                                                                       ("verdict", "findings", "triage")}})
+        write_summary(run, state)
+    finally:
+        state.close()
 

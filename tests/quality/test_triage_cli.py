@@ -32,6 +32,12 @@ def test_triage_of_a_run_directory_and_of_an_afl_directory(tmp_path):
     assert "1 finding(s)" in proc.stderr
     [again] = summary_of(tmp_path)["instances"][0]["findings"]
     assert again["path"] == finding["path"] and Path(again["path"], "repro.py").is_file()
+    # the run's state has the new triage too: a report drawn again keeps it
+    retriaged = summary_of(tmp_path)["instances"][0]["triage"]
+    assert retriaged != entry["triage"]
+    proc = run_cli(["report", str(tmp_path / "out")], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert summary_of(tmp_path)["instances"][0]["triage"] == retriaged
 
     afl_out = tmp_path / "out" / "afl" / inst.id
     assert list((afl_out / "default" / "crashes").glob("id:*")), "afl-fuzz saved no crash"
