@@ -192,8 +192,9 @@ def cmd_fuzz(args) -> int:
                   + f"; summary in {args.out / 'summary.json'}")
     from . import runlog
 
-    if runlog.count(args.out) and not args.verbose:
-        console.print(f"{runlog.count(args.out)} library warning(s) (DaCe's) in {args.out / runlog.LOG_NAME}; "
+    logged = runlog.count(args.out)
+    if logged and not args.verbose:
+        console.print(f"{logged} library warning(s) (DaCe's) in {args.out / runlog.LOG_NAME}; "
                       "-v shows them as they come")
     regrown = [r for r in results if r.verdict != "CUTOUT_MISSED" and (r.audit or {}).get("grown")]
     if regrown:
@@ -418,7 +419,6 @@ def _add_replay(sub) -> None:
 def cmd_replay(args) -> int:
     from .build import HarnessBuild
     from .replay import replay
-    from .runtime import Tolerance
 
     if args.input.is_dir():
         return _run_reproducer(args)
@@ -431,7 +431,7 @@ def cmd_replay(args) -> int:
             build_dir = Path(json.loads(sidecar.read_text())["build_dir"])
     if build_dir is None or not (build_dir / "manifest.json").is_file():
         raise ConfigError("replay: pass --build DIR (the instance's build directory, see summary.json build_dir)")
-    tol = _tolerance(args, Tolerance.from_json(HarnessBuild.open(build_dir).manifest["oracle"]))
+    tol = _tolerance(args, HarnessBuild.open(build_dir).tolerance)
     result = replay(build_dir, args.input.read_bytes(), tol)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))

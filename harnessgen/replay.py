@@ -306,8 +306,7 @@ class _Replayer:
         self.layout = self.build.layout
         self.pre = side_library(self.build, "pre")
         self.post = side_library(self.build, "post")
-        oracle = self.build.manifest["oracle"]
-        self.default_tolerance = Tolerance(oracle["rtol"], oracle["atol"], oracle["exact"])
+        self.default_tolerance = self.build.tolerance
 
     def run(self, data: bytes, tolerance: Tolerance, progress, threads: int = 1, repeat: int = 1) -> ReplayResult:
         return _replay_loaded(self.layout, self.pre, self.post, data, tolerance, progress, threads, repeat)

@@ -208,8 +208,7 @@ def run_summary(directory: Path, state: CampaignState, data: Optional[ReportData
     """summary.json of ``harnessgen fuzz`` (records.run_summary): the instances of its last
     run's selection that are done, in plan order."""
     meta = state.meta()
-    selection = json.loads(meta.get("selection", "null"))
-    rows = state.instances(selection)
+    rows = state.instances(state.selection())
     results = [InstanceResult.from_json(r["result"]) for r in rows if r["state"] == "done" and r["result"]]
     warnings = {"count": runlog.count(directory), "log": str(Path(directory) / runlog.LOG_NAME)}
     return records_summary(json.loads(meta.get("run_settings", "{}")), results, len(rows), warnings)
@@ -223,7 +222,7 @@ def write_summary(directory: Path, state: CampaignState, data: Optional[ReportDa
     """summary.json alone, of the kind the run asked for."""
     kind = state.meta().get("summary", "campaign")
     if kind == "campaign" and data is None:
-        data = collect(directory, state, json.loads(state.meta().get("selection", "null")))
+        data = collect(directory, state, state.selection())
     write_json(Path(directory) / "summary.json", SUMMARIES[kind](directory, state, data))
 
 
@@ -234,7 +233,7 @@ def write(directory: Path, state: Optional[CampaignState] = None) -> Path:
     if own:
         state = CampaignState(directory / "campaign.db", readonly=True)
     try:
-        data = collect(directory, state, json.loads(state.meta().get("selection", "null")))
+        data = collect(directory, state, state.selection())
         _write_files(directory, data)
         write_summary(directory, state, data)
     finally:

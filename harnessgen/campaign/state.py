@@ -64,6 +64,10 @@ class CampaignState:
         with self.db:
             self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(values.items()))
 
+    def selection(self) -> Optional[List[str]]:
+        """The ids the last run was about (a run that replans: fuzz); None: every planned one."""
+        return json.loads(self.meta().get("selection", "null"))
+
     def is_planned(self) -> bool:
         return self.meta().get("planned") == "1"
 
@@ -150,7 +154,7 @@ class CampaignState:
 
     def pending(self, selection: Optional[List[str]] = None) -> List[Dict]:
         """Pending instances in plan order (``selection``: only these ids, in its order)."""
-        rows = self.db.execute("SELECT id, spec, instance, attempts, position FROM instances WHERE state = 'pending' "
+        rows = self.db.execute("SELECT id, spec, instance, attempts FROM instances WHERE state = 'pending' "
                                "ORDER BY position")
         out = [{"id": r["id"], "spec": r["spec"], "instance": json.loads(r["instance"]), "attempts": r["attempts"]}
                for r in rows]
