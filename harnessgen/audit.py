@@ -22,7 +22,7 @@ import dataclasses
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from . import seeds as seedlib
 from .build import build
@@ -112,12 +112,13 @@ def transformed_program(program_sdfg, instance: Instance, cls: type) -> CutoutPa
     return pair
 
 
-def audit(program_sdfg, instance: Instance, cls: type, options: AuditOptions) -> AuditRecord:
-    """Whole-pre against whole-post on the audit's inputs; a difference is triaged into an
-    ordinary finding under ``options.keep_root``."""
+def audit(whole_pair: Callable[[], CutoutPair], options: AuditOptions) -> AuditRecord:
+    """Whole-pre against whole-post (``whole_pair()``: the program, and the program after the
+    instance's change) on the audit's inputs; a difference is triaged into an ordinary finding
+    under ``options.keep_root``."""
     started = time.monotonic()
     try:
-        pair = transformed_program(program_sdfg, instance, cls)
+        pair = whole_pair()
     except Unsupported as exc:
         return AuditRecord(verdict=SKIPPED, reason=str(exc), seconds=_since(started))
     if not pair.ok:

@@ -78,10 +78,17 @@ def _tolerance(args, recorded=None):
     return dataclasses.replace(base, **given)
 
 
+def _add_simplify_flag(p) -> None:
+    p.add_argument("--no-simplify", dest="simplify", action="store_false",
+                   help="pattern transformations meet the program as its frontend wrote it, not simplified "
+                        "(passes such as simplify always start from it)")
+
+
 def _add_instance_options(p) -> None:
     """What every instance is fuzzed with: oracle, decoder ranges, seeds, where files go."""
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
+    _add_simplify_flag(p)
     _add_tolerance_flags(p)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="show DaCe's warnings as they come (always written to warnings.log in the output directory)")
@@ -122,7 +129,7 @@ def _fuzz_options(args, **fields):
         float_bound=args.float_bound, nonfinite=args.nonfinite, work_dir=args.work_dir, corpus_root=args.corpus_dir,
         crashes_root=args.crashes_dir, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
         seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
-        race_check=args.race_check, audit=args.audit, verbose=args.verbose, audit_time_s=args.audit_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
+        race_check=args.race_check, audit=args.audit, verbose=args.verbose, simplify=args.simplify, audit_time_s=args.audit_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def _redo_list(text: str) -> tuple:
@@ -378,6 +385,7 @@ def _add_instances(sub) -> None:
     p.add_argument("--transformation", help="as for fuzz (default: the target's default set)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="set a transformation property, VALUE as JSON")
+    _add_simplify_flag(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_instances)
 
@@ -385,7 +393,7 @@ def _add_instances(sub) -> None:
 def cmd_instances(args) -> int:
     from .subjects import plan
 
-    run_plan = plan(args.program, args.transformation, None, args.set)
+    run_plan = plan(args.program, args.transformation, None, args.set, simplify=args.simplify)
     rows = [run_plan.subject.describe(spec, inst) for spec, inst in run_plan.planned]
     if args.json:
         print(json.dumps(rows, indent=1))

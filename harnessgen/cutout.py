@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import traceback
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import envs
 from .aliasing import alias_groups, alibi_groups, joint_layout
@@ -672,6 +672,84 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
             return pair
     _scalars_to_arrays(pair.pre, everything)
     _scalars_to_arrays(pair.post, everything)
+    return pair
+
+
+def extract_change(program_sdfg, instance: Instance, apply: Callable[[Any], None], past: int = 0) -> CutoutPair:
+    """A pass at one SDFG of a program (``instance.match``: ``{"pass", "sdfg"}``, the SDFG's path
+    in ``passes.sdfg_paths``). A nested SDFG is cut out with the state around it, and the pass
+    applied to that cutout, where the pass then makes of the nested SDFG exactly what it makes
+    of it in the whole program: the cutout holds the whole change. Otherwise (the top level, a
+    nested SDFG the pass removed, or one it treats differently inside the cutout), and after
+    the audit (``past``), the whole program is pre and the program after the pass is post."""
+    path = instance.match.get("sdfg", "")
+    if past == 0 and path:
+        pair = _nested_change(program_sdfg, instance, apply, path)
+        if pair is not None:
+            return pair
+    if past > (1 if path else 0):
+        raise Unsupported(f"{instance.id}: the whole program was judged already; no larger cutout exists")
+    pair = whole_program_pair(program_sdfg, instance.id, transform=apply)
+    pair.instance, pair.translated_match = instance, copy.deepcopy(instance.match)
+    pair.grown_for = "the pass: the whole program" + (" (after the audit)" if past else "")
+    pair.input_volume_before = pair.input_volume_after = input_volume(pair.pre, pair.input_config)
+    return pair
+
+
+def _nested_change(program_sdfg, instance: Instance, apply: Callable[[Any], None], path: str) -> Optional[CutoutPair]:
+    from . import passes
+
+    whole_post = _plain_copy(program_sdfg, program_sdfg.name)
+    try:
+        apply(whole_post)
+    except Exception:       # the whole program's pair says how the pass fails
+        return None
+    after = passes.sdfg_paths(whole_post).get(path)
+    if after is None:
+        return None
+    state, node = passes.nested_node(program_sdfg, path)
+    try:
+        cutout = _cut_around(state, node)
+    except Exception:       # noqa: BLE001 -- DaCe could not cut it out: the whole program instead
+        return None
+    pre = _plain_copy(cutout, PRE_NAME)
+    try:
+        pre.validate()
+    except Exception:       # noqa: BLE001 -- a cutout DaCe made invalid is not judged
+        return None
+    before = passes.fingerprint(node.sdfg)
+    inside = [p for p, sub in passes.sdfg_paths(pre).items()
+              if p and p.rsplit("/", 1)[-1] == path.rsplit("/", 1)[-1] and passes.fingerprint(sub) == before]
+    if len(inside) != 1:
+        return None
+    post = _plain_copy(cutout, POST_NAME)
+    try:
+        apply(post)
+    except Exception:
+        return None
+    made = passes.sdfg_paths(post).get(inside[0])
+    if made is None or passes.fingerprint(made) != passes.fingerprint(after):
+        return None                 # the pass does something else here than in the program
+    input_config, output_config = _configs(cutout)
+    pair = CutoutPair(instance=instance, pre=pre, post=None, input_config=input_config,
+                      output_config=output_config, program_sdfg=program_sdfg,
+                      translated_match=copy.deepcopy(instance.match),
+                      input_volume_before=input_volume(pre, input_config),
+                      input_volume_after=input_volume(pre, input_config))
+    try:
+        post.validate()
+    except Exception as exc:
+        pair.post = post
+        return _failed(pair, Outcome.INVALID_SDFG, exc)
+    problem = _check_interface(pre, post)
+    if problem:
+        pair.post = post
+        pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the cutout's interface: {problem}"
+        return pair
+    writable = sorted(set(output_config) | set(input_config))
+    _scalars_to_arrays(pre, writable)
+    _scalars_to_arrays(post, writable)
+    pair.post = post
     return pair
 
 

@@ -30,6 +30,10 @@ class Instance:
     transformation_spec: str     # how to load the class again
     match: Dict[str, Any]        # the transformation's JSON, relative to the program's SDFG
     description: str = ""
+    # which SDFG of the program the match lies in: the simplified one (what DaCe users run, and
+    # what pattern transformations meet by default) or the one the frontend wrote (--no-simplify,
+    # and every pass: simplify would leave them nothing to do)
+    simplified: bool = True
 
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
@@ -82,34 +86,42 @@ def cpu_builtin_transformations() -> List[str]:
     return sorted(names)
 
 
-def load_transformation(spec: str) -> type:
-    """Resolve a ``--transformation`` value to a transformation class."""
-    from dace.transformation.transformation import PatternTransformation, SubgraphTransformation
-
+def load_class(spec: str) -> type:
+    """The class a ``module:Class`` or ``path/file.py:Class`` value names."""
     from .targets.loaders import load_module
 
+    where, _, name = spec.rpartition(":")
+    if where.endswith(".py"):
+        module = load_module(Path(where))
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise ConfigError(f"--transformation {spec!r}: cannot import module {where!r} ({exc})") from exc
+    cls = getattr(module, name, None)
+    if cls is None:
+        raise ConfigError(f"--transformation {spec!r}: {where} has no class {name!r}")
+    return cls
+
+
+def load_transformation(spec: str) -> type:
+    """Resolve a ``--transformation`` value to a pattern transformation class."""
+    from dace.transformation.transformation import PatternTransformation, SubgraphTransformation
+
     if ":" in spec:
-        where, _, name = spec.rpartition(":")
-        if where.endswith(".py"):
-            module = load_module(Path(where))
-        else:
-            try:
-                module = importlib.import_module(where)
-            except ImportError as exc:
-                raise ConfigError(f"--transformation {spec!r}: cannot import module {where!r} ({exc})") from exc
-        cls = getattr(module, name, None)
-        if cls is None:
-            raise ConfigError(f"--transformation {spec!r}: {where} has no class {name!r}")
+        cls = load_class(spec)
     else:
         builtins = builtin_transformations()
         cls = builtins.get(spec)
         if cls is None:
-            close = difflib.get_close_matches(spec, sorted(builtins), n=3, cutoff=0.6)
+            from .passes import close_pass_names
+
+            close = difflib.get_close_matches(spec, sorted(builtins), n=3, cutoff=0.6) + close_pass_names(spec)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise ConfigError(f"--transformation {spec!r} is not a DaCe built-in transformation{hint}; "
-                              "custom ones are given as path/file.py:Class or module:Class")
+            raise ConfigError(f"--transformation {spec!r} is neither a DaCe built-in transformation nor a DaCe "
+                              f"pass{hint}; custom ones are given as path/file.py:Class or module:Class")
     if not (isinstance(cls, type) and issubclass(cls, (PatternTransformation, SubgraphTransformation))):
-        raise ConfigError(f"--transformation {spec!r} is not a DaCe transformation class")
+        raise ConfigError(f"--transformation {spec!r} is not a DaCe transformation or pass class")
     return cls
 
 

@@ -62,6 +62,7 @@ class FuzzOptions:
     audit: Optional[bool] = None         # whole-program audit; None: where the whole program is cheap
     audit_time_s: float = 60.0           # the audit's inputs, per instance (its build is extra)
     verbose: bool = False                # library warnings on the terminal too (always in warnings.log)
+    simplify: bool = True                # plan pattern instances on the simplified program (--no-simplify)
 
     def keep_dir(self, inst) -> Path:
         """Where an instance's findings and raw crashes are kept: crashes/<target>/<instance>/."""

@@ -95,7 +95,8 @@ class CampaignConfig:
 
     @property
     def identity(self) -> Dict[str, str]:
-        return {"program": self.program, "transformations": self.transformations or "default"}
+        return {"program": self.program, "transformations": self.transformations or "default",
+                "simplify": "yes" if getattr(self.options, "simplify", True) else "no"}
 
 
 @dataclasses.dataclass
@@ -113,7 +114,7 @@ class CampaignOutcome:
 def plan(config: CampaignConfig):
     """Enumerate every instance: (subject, transformation rows, instance rows in run order). A
     transformation that cannot be matched is recorded with its reason (unless ``strict_plan``)."""
-    subject = subjects.load(config.program)
+    subject = subjects.load(config.program, config.options.simplify)
     specs = subject.transformation_specs(config.transformations or None)
     if config.settings and len(specs) != 1:
         raise ConfigError("--set applies to one transformation: pass exactly one --transformation")
@@ -240,7 +241,7 @@ def _warm(config: CampaignConfig, pending: List[Dict]) -> None:
     for spec in sorted({row["spec"] for row in pending}):
         subject.transformation_name(spec)
     for row in pending:
-        subject.warm(row["instance"]["program"])
+        subject.warm(row["instance"])
 
 
 def _run_pending(config: CampaignConfig, executor: ExecutorSpec, state: CampaignState, run: int, progress,

@@ -35,8 +35,10 @@ class Subject(abc.ABC):
 
     kind: ClassVar[str]
 
-    def __init__(self, program_spec: str):
+    def __init__(self, program_spec: str, simplify: bool = True):
         self.program_spec = program_spec
+        # False (--no-simplify): plan on the program as its frontend wrote it, where a kind has one
+        self.simplify = simplify
         self.target = None                  # harnessgen.targets.Target: its afl_configs and constraints
 
     # ---------------------------------------------------------------- planning
@@ -57,8 +59,8 @@ class Subject(abc.ABC):
         """What a transformation spec is called in reports (loading it, where that is needed)."""
         return spec
 
-    def warm(self, program: str) -> None:
-        """Load what every instance of ``program`` needs, before workers fork and inherit it."""
+    def warm(self, instance: Dict) -> None:
+        """Load what an instance (its JSON record) needs, before workers fork and inherit it."""
 
     def names(self, inst) -> List[str]:
         """What ``--instance`` may call an instance."""
@@ -101,12 +103,12 @@ def subject_class(kind: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def load(program_spec: str) -> Subject:
+def load(program_spec: str, simplify: bool = True) -> Subject:
     """The subject a ``--program`` value names, loaded (targets resolved, kernels read)."""
     for kind in SUBJECTS:
         cls = subject_class(kind)
         if cls.claims(program_spec):
-            return cls(program_spec)
+            return cls(program_spec, simplify)
     raise ConfigError(f"--program {program_spec}: no kind of subject takes it")
 
 
@@ -136,9 +138,9 @@ class Plan:
 
 
 def plan(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[List[str]] = None,
-         settings: Optional[List[str]] = None) -> Plan:
+         settings: Optional[List[str]] = None, simplify: bool = True) -> Plan:
     """Every instance ``--program``/``--transformation``/``--instance`` select, in their order."""
-    subject = load(program_spec)
+    subject = load(program_spec, simplify)
     specs = subject.transformation_specs(xform_spec)
     if settings and len(specs) != 1:
         raise ConfigError("--set applies to one transformation: pass exactly one --transformation")

@@ -1,8 +1,12 @@
-"""The SDFG subject: a DaCe transformation at one place in a program, judged in a cutout.
+"""The SDFG subject: a change DaCe makes at one place in a program, judged in a cutout.
 
+Two kinds of change, each a ``Change`` (how its instances are found and how one is cut out
+and applied): a pattern transformation at one of its matches (``Patterns``), and a pass or
+pipeline (simplify, FuseStates, ...) at one SDFG of the program it changed (``Passes``).
 Per instance: cutout -> constraints -> layout -> build (or a static verdict: FAILED_TO_APPLY,
 INVALID_SDFG, BUILD_FAILURE, each with a reproducer); after the verdict the whole-program
-audit, and where it shows the cutout missing a difference, the next larger cutouts.
+audit, and where it shows the cutout missing a difference, the next larger cutouts; for a
+pipeline that changed results, the bisection to its first and its fewest guilty passes.
 """
 from __future__ import annotations
 
@@ -12,13 +16,15 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from ..audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap
+from .. import passes
+from ..audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap, transformed_program
 from ..build import CXX, CXXFLAGS, build
 from ..constraints import derive
-from ..cutout import CutoutPair, extract, volume_at_probe
+from ..cutout import CutoutPair, extract, extract_change, volume_at_probe, whole_program_pair
 from ..errors import BuildError, ConfigError, Unsupported
 from ..files import write_json
-from ..instances import Instance, cpu_builtin_transformations, enumerate_instances, load_transformation, parse_settings
+from ..instances import (Instance, cpu_builtin_transformations, enumerate_instances, instance_id, load_transformation,
+                         parse_settings)
 from ..layout import InputLayout, build_layout
 from ..outcome import Outcome
 from ..reproducer import write_static_finding
@@ -33,6 +39,102 @@ MAX_GROWTH_AFTER_AUDIT = 2
 ALL = "all"
 
 
+class Change:
+    """One kind of change DaCe makes to a program, loaded from one ``--transformation`` value."""
+
+    name: str
+    spec: str
+    simplified: bool           # which form of the program its instances lie in
+
+    def instances(self, target, programs, sdfg_of: Callable, settings) -> List[Instance]:
+        raise NotImplementedError
+
+    def extract(self, program_sdfg, inst: Instance, past: int) -> CutoutPair:
+        """The instance's pre and post (``past``: how many smaller cutouts were judged already)."""
+        raise NotImplementedError
+
+    def whole_program(self, program_sdfg, inst: Instance) -> CutoutPair:
+        """The whole program before and after the instance's change (the audit's pair)."""
+        raise NotImplementedError
+
+    def judged_whole(self, inst: Instance, past: int) -> bool:
+        """Whether the instance's cutout is the whole program already (no audit needed)."""
+        return False
+
+
+class Patterns(Change):
+    """A pattern transformation: every match, cut out by DaCe's ``SDFGCutout``."""
+
+    def __init__(self, spec: str, simplified: bool):
+        self.spec, self.simplified = spec, simplified
+        self.cls = load_transformation(spec)
+        self.name = self.cls.__name__
+
+    def instances(self, target, programs, sdfg_of, settings) -> List[Instance]:
+        found = enumerate_instances(target, programs, self.cls, self.spec,
+                                    {p.name: sdfg_of(p.name, self.simplified) for p in programs},
+                                    parse_settings(settings, self.cls) if settings else None)
+        if not self.simplified:     # the same match in another SDFG is another instance
+            found = [dataclasses.replace(i, simplified=False, id=instance_id(f"{i.program}(unsimplified)",
+                                                                             self.name, i.match)) for i in found]
+        return found
+
+    def extract(self, program_sdfg, inst, past):
+        return extract(program_sdfg, inst, self.cls, past=past)
+
+    def whole_program(self, program_sdfg, inst):
+        return transformed_program(program_sdfg, inst, self.cls)
+
+
+class Passes(Change):
+    """A pass or pipeline: one instance per SDFG of a program it changed (the top level and each
+    nested SDFG), on the program as the frontend wrote it (simplify has been applied to every
+    simplified program already: it would leave nothing to do)."""
+
+    simplified = False
+
+    def __init__(self, pspec: "passes.PassSpec"):
+        self.pspec, self.spec, self.name = pspec, pspec.spec, pspec.name
+
+    def apply(self, sdfg) -> None:
+        passes.run_pass(self.pspec, sdfg)
+
+    def instances(self, target, programs, sdfg_of, settings) -> List[Instance]:
+        if settings:
+            raise ConfigError(f"--set: {self.name} is a pass; --set gives properties of a pattern transformation")
+        found = []
+        for program in programs:
+            pre = sdfg_of(program.name, False)
+            post = passes.applied_copy(self.pspec, pre)
+            for path in passes.changed_paths(pre, post):
+                match = {"pass": self.name, "sdfg": path}
+                where = f"nested SDFG {path}" if path else "the top-level SDFG"
+                found.append(Instance(id=instance_id(program.name, self.name, match), target=target.name,
+                                      program=program.name, transformation=self.name, transformation_spec=self.spec,
+                                      match=match, description=f"{self.name} changes {where}", simplified=False))
+        found.sort(key=lambda inst: (inst.program, inst.id))
+        return found
+
+    def extract(self, program_sdfg, inst, past):
+        return extract_change(program_sdfg, inst, self.apply, past=past)
+
+    def whole_program(self, program_sdfg, inst):
+        pair = whole_program_pair(program_sdfg, f"{inst.id}-whole", transform=self.apply)
+        pair.instance = dataclasses.replace(inst, id=f"{inst.id}-whole")
+        pair.translated_match = dict(inst.match)
+        return pair
+
+    def judged_whole(self, inst, past) -> bool:
+        return past > 0 or not inst.match.get("sdfg")
+
+
+def load_change(spec: str, simplified: bool = True) -> Change:
+    """The change a ``--transformation`` value names: a pass (``simplify``, a pass class by name,
+    ``module:Class`` of a ``Pass``) or a pattern transformation."""
+    pspec = passes.find_pass(spec)
+    return Passes(pspec) if pspec is not None else Patterns(spec, simplified)
+
+
 class SdfgSubject(Subject):
     kind = "sdfg"
 
@@ -40,43 +142,43 @@ class SdfgSubject(Subject):
     def claims(cls, program_spec: str) -> bool:
         return True              # every --program value no other kind takes: a target, file.sdfg, file.py:function
 
-    def __init__(self, program_spec: str):
-        super().__init__(program_spec)
+    def __init__(self, program_spec: str, simplify: bool = True):
+        super().__init__(program_spec, simplify)
         self.target, self.program = resolve(program_spec)
-        self._sdfgs: Dict[str, object] = {}
-        self._classes: Dict[str, type] = {}
+        self._sdfgs: Dict[tuple, object] = {}
+        self._changes: Dict[str, Change] = {}
 
     # ---------------------------------------------------------------- programs and transformations
-    def sdfg(self, name: str):
-        """A program's SDFG, built once per process."""
-        if name not in self._sdfgs:
-            self._sdfgs[name] = self.target.programs[name].build()
-        return self._sdfgs[name]
+    def sdfg(self, name: str, simplified: bool = True):
+        """A program's SDFG (simplified, or as written), built once per process."""
+        key = (name, simplified)
+        if key not in self._sdfgs:
+            self._sdfgs[key] = self.target.programs[name].sdfg(simplified)
+        return self._sdfgs[key]
 
-    def transformation(self, spec: str) -> type:
-        if spec not in self._classes:
-            self._classes[spec] = load_transformation(spec)
-        return self._classes[spec]
+    def program_of(self, inst: Instance):
+        return self.sdfg(inst.program, inst.simplified)
+
+    def change(self, spec: str) -> Change:
+        if spec not in self._changes:
+            self._changes[spec] = load_change(spec, self.simplify)
+        return self._changes[spec]
 
     def transformation_specs(self, xform_spec: Optional[str]) -> List[str]:
         return transformation_specs(self.target, xform_spec)
 
     def transformation_name(self, spec: str) -> str:
-        return self.transformation(spec).__name__
+        return self.change(spec).name
 
-    def warm(self, program: str) -> None:
-        self.sdfg(program)
+    def warm(self, instance: Dict) -> None:
+        self.sdfg(instance["program"], instance.get("simplified", True))
 
     def instances(self, spec: str, settings: Optional[List[str]] = None) -> List[Instance]:
-        cls = self.transformation(spec)
-        programs = self.target.select(self.program)
-        sdfgs = {p.name: self.sdfg(p.name) for p in programs}
-        return enumerate_instances(self.target, programs, cls, spec, sdfgs,
-                                   parse_settings(settings, cls) if settings else None)
+        return self.change(spec).instances(self.target, self.target.select(self.program), self.sdfg, settings)
 
     # ---------------------------------------------------------------- one instance
     def prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0):
-        pair = extract(self.sdfg(inst.program), inst, self.transformation(spec), past=past)
+        pair = self.change(spec).extract(self.program_of(inst), inst, past)
         result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
         result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
         if not pair.ok:
@@ -105,7 +207,7 @@ class SdfgSubject(Subject):
     def describe(self, spec: str, inst: Instance) -> Dict:
         row = {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description}
         try:
-            pair = extract(self.sdfg(inst.program), inst, self.transformation(spec))
+            pair = self.change(spec).extract(self.program_of(inst), inst, 0)
             row.update(before=pair.input_volume_before, after=pair.input_volume_after,
                        before_at_20=volume_at_probe(pair.input_volume_before),
                        after_at_20=volume_at_probe(pair.input_volume_after),
@@ -124,12 +226,16 @@ class SdfgSubject(Subject):
         passed; each finding marked observable or latent."""
         if result.verdict in ("BUILT", "UNSUPPORTED", "ERROR"):
             return
-        sdfg = self.sdfg(inst.program)
+        change = self.change(spec)
+        if change.judged_whole(inst, 0):
+            result.audit = {"verdict": SKIPPED, "reason": "the instance's cutout is the whole program"}
+            return
+        sdfg = self.program_of(inst)
         if not (options.audit if options.audit is not None else is_cheap(sdfg)):
             result.audit = {"verdict": SKIPPED, "reason": "--no-audit" if options.audit is False else
                             "the whole program is too large to run by default (--audit runs it)"}
             return
-        record = audit(sdfg, inst, self.transformation(spec), AuditOptions(
+        record = audit(lambda: change.whole_program(sdfg, inst), AuditOptions(
             keep_root=options.keep_dir(inst) / "audit", work_dir=options.work_dir, tolerance=options.tolerance,
             time_s=options.audit_time_s, seed=options.seed, constraints=options.constraints,
             command_line=options.command_line, race_threads=options.check_threads if options.race_check else 0,

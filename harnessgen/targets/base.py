@@ -14,11 +14,24 @@ GPU_TRANSFORMATIONS = ["GPUTransformMap", "GPUTransformSDFG", "harnessgen.target
 
 @dataclasses.dataclass
 class Program:
-    """One program of a target: a name and a function that builds its SDFG."""
+    """One program of a target: a name and the functions that build its SDFG."""
 
     name: str
     build: Callable[[], "object"]  # () -> dace.SDFG, simplified, library nodes expanded
     description: str = ""
+    # () -> dace.SDFG as the frontend (or the file) gave it, library nodes expanded, not simplified
+    build_unsimplified: Optional[Callable[[], "object"]] = None
+    # what the program computes, run in Python on NumPy arrays (``reference.Reference``); checked
+    # against the loaded SDFG before anything else
+    reference: Optional["object"] = None
+
+    def sdfg(self, simplified: bool = True):
+        if simplified:
+            return self.build()
+        if self.build_unsimplified is None:
+            raise ConfigError(f"program {self.name!r} has no unsimplified form: its loader keeps only the "
+                              "simplified SDFG (drop --no-simplify, or pass a pattern transformation)")
+        return self.build_unsimplified()
 
 
 @dataclasses.dataclass

@@ -38,8 +38,9 @@ def _port():
     return cloudsc_port
 
 
-def build_sdfg():
-    """The port's SDFG, simplified; parsed once per version of the port and DaCe."""
+def build_sdfg(simplify: bool = True):
+    """The port's SDFG, simplified (or as the frontend wrote it); parsed once per version of
+    the port and DaCe."""
     from .loaders import cached_program
 
     port = _port()
@@ -49,7 +50,7 @@ def build_sdfg():
         sdfg.name = "cloudsc"
         return sdfg
 
-    return cached_program("cloudsc", Path(port.__file__).read_bytes(), parse)
+    return cached_program("cloudsc", Path(port.__file__).read_bytes(), parse, simplify)
 
 
 def shapes(sizes: Dict[str, int]) -> Dict[str, tuple]:
@@ -145,6 +146,7 @@ def run_compiled(compiled, arrays: Dict[str, object], sizes: Dict[str, int]) -> 
 
 
 def make_target() -> Target:
-    programs = {"cloudsc": Program("cloudsc", build_sdfg, "cloud microphysics scheme (our CLOUDSC port)")}
+    programs = {"cloudsc": Program("cloudsc", build_sdfg, "cloud microphysics scheme (our CLOUDSC port)",
+                                   build_unsimplified=lambda: build_sdfg(simplify=False))}
     return Target(name="cloudsc", programs=programs, default_transformations=list(DEFAULT_TRANSFORMATIONS),
                   gpu_transformations=list(GPU_TRANSFORMATIONS))

@@ -225,12 +225,12 @@ REFERENCES = {
 }
 
 
-def _builder(name: str):
+def _builder(name: str, simplify: bool = True):
     def build():
         from .loaders import cached_program
 
         return cached_program(f"kernels-{name}", Path(__file__).read_bytes(),
-                              lambda: PROGRAMS[name].to_sdfg(simplify=True))
+                              lambda: PROGRAMS[name].to_sdfg(simplify=simplify), simplify)
 
     return build
 
@@ -257,7 +257,11 @@ DESCRIPTIONS = {
 
 
 def make_target() -> Target:
-    programs = {name: Program(name, _builder(name), DESCRIPTIONS[name]) for name in PROGRAM_NAMES}
+    from ..reference import Reference
+
+    programs = {name: Program(name, _builder(name), DESCRIPTIONS[name], build_unsimplified=_builder(name, False),
+                              reference=Reference(f"kernels:{name}", REFERENCES[name]))
+                for name in PROGRAM_NAMES}
     return Target(name="kernels", programs=programs,
                   default_transformations=["MapTiling", "MapInterchange", "MapFusion"],
                   gpu_transformations=list(GPU_TRANSFORMATIONS))

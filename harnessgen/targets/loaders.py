@@ -13,8 +13,9 @@ from ..errors import ConfigError
 from .base import Program, Target, with_afl_configs
 
 
-def prepare_sdfg(sdfg):
-    """Make an SDFG ready for instance enumeration: pure library expansions, simplified, and
+def prepare_sdfg(sdfg, simplify: bool = True):
+    """Make an SDFG ready for instance enumeration: pure library expansions, simplified (unless
+    asked not to: the program as written, what a pass under test starts from), and
     passed once through its JSON form. The frontend's objects carry state a file does not keep,
     and DaCe's matchers read it (LoopToMap matched 7 loops of a freshly parsed CLOUDSC and 11
     of the same SDFG read back from its cache file): this way a parse and a cache hit enumerate
@@ -24,27 +25,29 @@ def prepare_sdfg(sdfg):
     import dace
 
     sdfg.expand_library_nodes()
-    sdfg.simplify()
+    if simplify:
+        sdfg.simplify()
     # through text, as a cache file is written and read (to_json's dictionaries still share
     # objects with the frontend's SDFG)
     return dace.SDFG.from_json(json.loads(dace.serialize.dumps(sdfg.to_json())))
 
 
-def cached_program(label: str, source: bytes, parse) -> "dace.SDFG":
+def cached_program(label: str, source: bytes, parse, simplify: bool = True) -> "dace.SDFG":
     """A built-in program's prepared SDFG, parsed once per version of its source, of this file
     and of DaCe (``HARNESSGEN_PROGRAM_CACHE``) and always read back from that file. DaCe's
     frontend is not deterministic (the same source gave gemm and softmax two different node
     orders in two runs), and an instance's id hashes its match: reading one file, every run
     enumerates the same instances. The first process to publish the file wins; the others
-    read it."""
+    read it. ``simplify=False`` keeps (and caches apart) the program as the frontend wrote it."""
     import dace
 
     from .. import envs
 
     key = hashlib.sha256(source + Path(__file__).read_bytes() + dace.__version__.encode()).hexdigest()[:16]
-    cached = Path(envs.get("HARNESSGEN_PROGRAM_CACHE")) / f"{label}-{key}.sdfg"
+    variant = "" if simplify else "-unsimplified"
+    cached = Path(envs.get("HARNESSGEN_PROGRAM_CACHE")) / f"{label}-{key}{variant}.sdfg"
     if not cached.is_file():
-        sdfg = prepare_sdfg(parse())
+        sdfg = prepare_sdfg(parse(), simplify)
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(f".tmp{os.getpid()}")
         sdfg.save(str(tmp))
@@ -82,15 +85,16 @@ def load_sdfg_file(path: Path) -> Target:
     if not path.is_file():
         raise ConfigError(f"--program: no such SDFG file {str(path)!r}")
 
-    def build():
+    def build(simplify: bool = True):
         try:
             sdfg = dace.SDFG.from_file(str(path))
         except Exception as exc:
             raise ConfigError(f"--program: {path.name} is not a readable SDFG ({exc})") from exc
-        return prepare_sdfg(sdfg)
+        return prepare_sdfg(sdfg, simplify)
 
     name = path.stem
-    return with_afl_configs(Target(name=name, programs={name: Program(name, build, f"SDFG from {path.name}")}))
+    program = Program(name, build, f"SDFG from {path.name}", build_unsimplified=lambda: build(simplify=False))
+    return with_afl_configs(Target(name=name, programs={name: program}))
 
 
 def load_python_program(path: Path, function: str) -> Target:
@@ -103,12 +107,15 @@ def load_python_program(path: Path, function: str) -> Target:
     if not hasattr(prog, "to_sdfg"):
         raise ConfigError(f"--program: {path.name}:{function} is not a @dace.program")
 
-    def build():
-        sdfg = prog.to_sdfg(simplify=True)
+    def build(simplify: bool = True):
+        sdfg = prog.to_sdfg(simplify=simplify)
         if not isinstance(sdfg, dace.SDFG):
             raise ConfigError(f"--program: {path.name}:{function} did not produce an SDFG")
-        return prepare_sdfg(sdfg)
+        return prepare_sdfg(sdfg, simplify)
 
-    target = Target(name=function, programs={function: Program(function, build, f"{path.name}:{function}")},
-                    source_module=module)
+    from ..reference import python_reference
+
+    program = Program(function, build, f"{path.name}:{function}", build_unsimplified=lambda: build(simplify=False),
+                      reference=python_reference(prog))
+    target = Target(name=function, programs={function: program}, source_module=module)
     return with_afl_configs(target)
