@@ -188,6 +188,10 @@ def cmd_fuzz(args) -> int:
         if r.audit and r.audit.get("verdict") not in (None, "SKIPPED"):
             console.print(f"    audit: whole program {r.audit['verdict']} on {r.audit['inputs']} input(s) "
                           f"in {r.audit['seconds']:.1f} s")
+        if r.bisect:
+            from .bisect import BisectRecord
+
+            console.print(f"    {BisectRecord(**r.bisect).describe()} in {r.bisect['seconds']:.1f} s")
 
     results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result,
                    settings=args.set, jobs=max(1, args.jobs or 1), on_plan=on_plan, executor=elsewhere(args))

@@ -97,6 +97,7 @@ class InstanceResult:
     findings: List[Dict] = dataclasses.field(default_factory=list)
     triage: Dict = dataclasses.field(default_factory=dict)
     audit: Dict = dataclasses.field(default_factory=dict)    # the whole-program audit (audit.py)
+    bisect: Dict = dataclasses.field(default_factory=dict)   # a pipeline's guilty passes (bisect.py)
     race_check: str = ""                 # why and on what post was run on several threads
 
     @property

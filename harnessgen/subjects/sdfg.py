@@ -18,6 +18,7 @@ from typing import Callable, Dict, List, Optional
 
 from .. import passes
 from ..audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap, transformed_program
+from ..bisect import BisectOptions, bisect
 from ..build import CXX, CXXFLAGS, build
 from ..constraints import derive
 from ..cutout import CutoutPair, extract, extract_change, volume_at_probe, whole_program_pair
@@ -37,6 +38,9 @@ from . import Subject
 MAX_GROWTH_AFTER_AUDIT = 2
 # --transformation all: every DaCe built-in that makes CPU code plus the target's own
 ALL = "all"
+# verdicts of a pipeline's instance that the bisection looks for the guilty passes of
+BISECTED_VERDICTS = ("MISMATCH", "POST_CRASH", "POST_HANG", "OOB_WRITE", "RACE", "FAILED_TO_APPLY", "INVALID_SDFG",
+                     "BUILD_FAILURE", CUTOUT_MISSED)
 
 
 class Change:
@@ -203,6 +207,19 @@ class SdfgSubject(Subject):
         self._audit(spec, inst, options, result)
         if result.verdict == CUTOUT_MISSED:
             self._grow_after_audit(inst, result, judge)
+        self._bisect(spec, inst, options, result)
+
+    def _bisect(self, spec: str, inst: Instance, options, result) -> None:
+        """A pipeline that changed what the program computes: its first and its fewest guilty passes."""
+        change = self.change(spec)
+        if not (isinstance(change, Passes) and change.pspec.is_pipeline and result.verdict in BISECTED_VERDICTS):
+            return
+        record = bisect(self.program_of(inst), change.pspec, BisectOptions(
+            work_dir=options.work_dir, tolerance=options.tolerance, constraints=options.constraints,
+            time_s=options.audit_time_s * 5, seed=options.seed, **_instance_inputs(options, inst, result)))
+        result.bisect = record.to_json()
+        for finding in result.findings:
+            _record_in_finding(Path(finding["path"]), "bisect", record.to_json())
 
     def describe(self, spec: str, inst: Instance) -> Dict:
         row = {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description}
@@ -314,11 +331,16 @@ def _static_finding(options, pair: CutoutPair, verdict: Outcome, message: str, r
 
 def _mark_finding(folder: Path, label: str, record) -> None:
     """meta.json of a finding says whether the whole program shows it (observable) or not (latent)."""
+    _record_in_finding(folder, "audit", {"classification": label, "whole_program": record.to_json()})
+
+
+def _record_in_finding(folder: Path, key: str, value: Dict) -> None:
+    """Add what a later stage learnt to a finding's meta.json."""
     meta_path = folder / "meta.json"
     if not meta_path.is_file():
         return
     meta = json.loads(meta_path.read_text())
-    meta["audit"] = {"classification": label, "whole_program": record.to_json()}
+    meta[key] = value
     write_json(meta_path, meta)
 
 

@@ -20,6 +20,9 @@ Each one reproduces a bug class reported by FuzzyFlow (SC'23):
                                 (harnessgen found this in an early ``UnrollByTwo`` on CLOUDSC)
 (j) ``PrivateCopyWithoutValues`` gives a map its own copy of a transient it reads, without
                                 the values: a read before write of a fresh buffer
+(k) ``FuseStatesMissingViews``  a state-fusion *pass* (not a pattern) that fuses two states
+                                although the second reads what the first writes through a view;
+                                ``SimplifyMissingViews`` is simplify with it in FuseStates' place
 """
 import copy
 
@@ -31,10 +34,13 @@ from dace.memlet import Memlet
 from dace.sdfg import SDFG, SDFGState
 from dace.sdfg import utils as sdutil
 from dace.sdfg.state import ControlFlowRegion
+from dace.transformation import pass_pipeline as ppl
 from dace.transformation import transformation as xf
 from dace.transformation.dataflow import StripMining
 from dace.transformation.interstate import LoopToMap
 from dace.transformation.interstate.loop_detection import DetectLoop
+from dace.transformation.passes.fusion_inline import FuseStates
+from dace.transformation.passes.simplify import SIMPLIFY_PASSES, SimplifyPass
 
 from ..sdfg_edit import copy_loop_body
 from ..targets.cloudsc_xforms import GPUOffloadMap, UnrollByTwo
@@ -375,3 +381,82 @@ class PrivateCopyWithoutValues(xf.SingleStateTransformation):
                     inner.data.data = private
             graph.add_edge(node, edge.src_conn, edge.dst, edge.dst_conn, edge.data)
             graph.remove_edge(edge)
+
+
+# ---------------------------------------------------------------- (k)
+@properties.make_properties
+class FuseStatesMissingViews(ppl.Pass):
+    """A state-fusion *pass* that checks for a dependency between two consecutive states by the
+    names on the memlets that enter code (tasklets, maps, nested SDFGs): a state that reads what
+    the previous one writes *through a view* names the view there, not the array, so the two are
+    fused without an edge between them. It fuses the first state into the second, whose nodes
+    then come first: the read runs before the write it needs."""
+
+    CATEGORY = "Simplification"
+
+    def modifies(self) -> ppl.Modifies:
+        return ppl.Modifies.States | ppl.Modifies.Nodes | ppl.Modifies.Edges | ppl.Modifies.Memlets
+
+    def should_reapply(self, modified: ppl.Modifies) -> bool:
+        return bool(modified & (ppl.Modifies.States | ppl.Modifies.Nodes))
+
+    def apply_pass(self, sdfg: SDFG, _) -> int:
+        fused = 0
+        for level in list(sdfg.all_sdfgs_recursive()):
+            pair = _fusable_states(level)
+            while pair is not None:
+                _fuse_first_into_second(level, *pair)
+                fused += 1
+                pair = _fusable_states(level)
+        return fused or None
+
+
+def _written_names(state: SDFGState) -> set:
+    return {n.data for n in state.data_nodes() if state.in_degree(n) > 0}
+
+
+def _names_read_by_code(state: SDFGState) -> set:
+    return {e.data.data for e in state.edges()
+            if e.data.data and isinstance(e.dst, (nodes.CodeNode, nodes.EntryNode))}
+
+
+def _fusable_states(level: SDFG):
+    for edge in level.edges():
+        first, second = edge.src, edge.dst
+        if not (isinstance(first, SDFGState) and isinstance(second, SDFGState)) or first is second:
+            continue
+        if not edge.data.is_unconditional() or edge.data.assignments:
+            continue
+        if level.out_degree(first) != 1 or level.in_degree(second) != 1:
+            continue
+        written, later_written = _written_names(first), _written_names(second)
+        if written & _names_read_by_code(second) or later_written & _names_read_by_code(first) \
+                or written & later_written:
+            continue
+        return first, second
+    return None
+
+
+def _fuse_first_into_second(level: SDFG, first: SDFGState, second: SDFGState) -> None:
+    was_start = level.start_state is first
+    for node in first.nodes():
+        second.add_node(node)
+        if isinstance(node, nodes.NestedSDFG):
+            node.sdfg.parent = second
+    for e in first.edges():
+        second.add_edge(e.src, e.src_conn, e.dst, e.dst_conn, e.data)
+    for e in level.in_edges(first):
+        level.add_edge(e.src, second, e.data)
+    level.remove_node(first)
+    if was_start:
+        level.start_block = level.node_id(second)
+
+
+class SimplifyMissingViews(SimplifyPass):
+    """DaCe's simplify pipeline with (k) in the place of its FuseStates: a pipeline whose
+    bisection must name (k) as the first and the only guilty pass."""
+
+    def __init__(self):
+        members = [FuseStatesMissingViews() if cls is FuseStates else cls() for cls in SIMPLIFY_PASSES]
+        ppl.FixedPointPipeline.__init__(self, passes=members)      # simplify's own __init__ picks its members
+        self.validate, self.validate_all, self.skip, self.verbose = False, False, set(), False
