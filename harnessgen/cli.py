@@ -89,6 +89,9 @@ def _add_instance_options(p) -> None:
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
     _add_simplify_flag(p)
+    p.add_argument("--no-reference-check", dest="reference_check", action="store_false",
+                   help="do not check the programs against their references before the instances (a check "
+                        "runs where a program has one: the kernels, a @dace.program run as plain Python)")
     _add_tolerance_flags(p)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="show DaCe's warnings as they come (always written to warnings.log in the output directory)")
@@ -129,7 +132,8 @@ def _fuzz_options(args, **fields):
         float_bound=args.float_bound, nonfinite=args.nonfinite, work_dir=args.work_dir, corpus_root=args.corpus_dir,
         crashes_root=args.crashes_dir, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
         seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
-        race_check=args.race_check, audit=args.audit, verbose=args.verbose, simplify=args.simplify, audit_time_s=args.audit_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
+        race_check=args.race_check, audit=args.audit, verbose=args.verbose, simplify=args.simplify,
+        reference_check=args.reference_check, audit_time_s=args.audit_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def _redo_list(text: str) -> tuple:
@@ -160,9 +164,13 @@ def cmd_fuzz(args) -> int:
                                          enabled=not args.no_progress and (args.jobs <= 1 or one_instance))
     planned, done = [0], [0]      # instances in the run, and finished ones (set by the callbacks)
 
-    def on_plan(total: int, already: int) -> None:
+    def on_plan(total: int, already: int, checks: list) -> None:
+        from .reference import describe_checks
+
         planned[0] = total
         done[0] = already
+        for line in describe_checks(checks):
+            console.print(line)
         budget = f", no instance starting after {args.budget:g} s" if args.budget else ""
         console.print(f"{total} instance(s) of {args.transformation or 'the default transformations'} in "
                       f"{args.program}; {args.time:g} s each, {args.jobs} at a time{budget}")
@@ -352,6 +360,10 @@ def cmd_campaign(args) -> int:
     progress = None if args.no_progress else LiveProgress(console)
 
     def on_planned(state, selection) -> None:
+        from .reference import describe_checks
+
+        for line in describe_checks(state.reference_checks()):
+            console.print(line)
         counts = state.counts()
         applying = sum(1 for t in state.transformations() if t["instances"])
         console.print(f"campaign {args.out}: {sum(counts.values())} instance(s) of {len(state.transformations())} "

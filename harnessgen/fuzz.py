@@ -27,7 +27,7 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
     those done (this run's and earlier runs' into the same directory). With one instance and
     several jobs the cores go to afl-fuzz instances on it. ``progress(inst, stats)``: live
     engine statistics (one job in this process only); ``on_result(result)`` after each
-    instance; ``on_plan(planned, already_done)`` once planned. With ``options.budget_s`` no
+    instance; ``on_plan(planned, already_done, reference_checks)`` once planned. With ``options.budget_s`` no
     instance starts after the budget (``options.resume``: the same command continues)."""
     config = campaign.CampaignConfig(
         program=program_spec, transformations=xform_spec or "", directory=options.out_dir,
@@ -65,7 +65,7 @@ class _RunHooks:
         rows = state.instances(selection)
         self.results = [InstanceResult.from_json(r["result"]) for r in rows if r["state"] == "done" and r["result"]]
         if self.on_plan:
-            self.on_plan(len(rows), len(self.results))
+            self.on_plan(len(rows), len(self.results), state.reference_checks())
 
     def start(self, state, executor) -> None:
         self.state, self.directory = state, state.path.parent

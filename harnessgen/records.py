@@ -63,6 +63,7 @@ class FuzzOptions:
     audit_time_s: float = 60.0           # the audit's inputs, per instance (its build is extra)
     verbose: bool = False                # library warnings on the terminal too (always in warnings.log)
     simplify: bool = True                # plan pattern instances on the simplified program (--no-simplify)
+    reference_check: bool = True         # check each program against its reference before the instances
 
     def keep_dir(self, inst) -> Path:
         """Where an instance's findings and raw crashes are kept: crashes/<target>/<instance>/."""
@@ -146,7 +147,8 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
     return out
 
 
-def run_summary(settings: Dict, results: List[InstanceResult], planned: int, warnings: Dict) -> Dict:
+def run_summary(settings: Dict, results: List[InstanceResult], planned: int, warnings: Dict,
+                reference_checks: Optional[List[Dict]] = None) -> Dict:
     """summary.json of ``harnessgen fuzz`` (the contract scripts rely on): the run's settings,
     how many instances were planned and finished, per transformation and per instance."""
     import dace
@@ -156,6 +158,7 @@ def run_summary(settings: Dict, results: List[InstanceResult], planned: int, war
     return {
         "harnessgen": __version__, "dace": dace.__version__, **settings,
         "planned": planned, "finished": len(results), "not_run": planned - len(results), "warnings": warnings,
+        "reference_checks": reference_checks or [],
         "per_transformation": per_transformation(results),
         "instances": [r.to_json() for r in results],
     }

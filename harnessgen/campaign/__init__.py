@@ -201,12 +201,14 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
     from . import report
 
     selection = None
+    config = _with_target_constraints(config)
     if config.replan or not state.is_planned():
         subject, xform_rows, rows = config.planned or plan(config)
         state.record_plan(config.identity, xform_rows, rows)
         remember(config.program, subject)
         selection = [row["id"] for row in rows] if config.replan else None
-    config = _with_target_constraints(config)
+        checks = subject.check_programs(config.options) if config.options.reference_check else []
+        state.set_meta({"reference_checks": json.dumps(checks)})
     state.set_meta({"summary": config.summary, "run_settings": json.dumps(config.run_settings),
                     "selection": json.dumps(selection)})
     recovered = state.recover(lambda instance_id: result_file(directory, instance_id))

@@ -49,6 +49,8 @@ class ReportData:
     transformations: List[Dict]
     instances: List[Dict]
     findings: List[Dict]
+    # each program against its reference, when the run was planned (reference.py)
+    reference_checks: List[Dict] = dataclasses.field(default_factory=list)
 
 
 def _findings_of(result: Dict, directory: Path) -> List[Dict]:
@@ -112,7 +114,7 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
         generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), meta=meta,
         runs=runs, wall_seconds=round(wall, 1), counts=state.counts(selection),
         verdicts=dict(Counter(i["verdict"] for i in done)), transformations=transformations,
-        instances=instances, findings=findings)
+        instances=instances, findings=findings, reference_checks=state.reference_checks())
 
 
 def _run_end(state: CampaignState, run: Dict) -> float:
@@ -201,7 +203,8 @@ def campaign_summary(directory: Path, state: CampaignState, data: ReportData) ->
     """summary.json of ``harnessgen campaign``: per transformation and per instance, for scripts."""
     return {"program": data.meta.get("program"), "transformations": data.meta.get("transformations"),
             "counts": data.counts, "verdicts": data.verdicts, "wall_seconds": data.wall_seconds, "runs": data.runs,
-            "per_transformation": data.transformations, "instances": data.instances, "findings": data.findings}
+            "per_transformation": data.transformations, "instances": data.instances, "findings": data.findings,
+            "reference_checks": data.reference_checks}
 
 
 def run_summary(directory: Path, state: CampaignState, data: Optional[ReportData] = None) -> Dict:
@@ -211,7 +214,8 @@ def run_summary(directory: Path, state: CampaignState, data: Optional[ReportData
     rows = state.instances(state.selection())
     results = [InstanceResult.from_json(r["result"]) for r in rows if r["state"] == "done" and r["result"]]
     warnings = {"count": runlog.count(directory), "log": str(Path(directory) / runlog.LOG_NAME)}
-    return records_summary(json.loads(meta.get("run_settings", "{}")), results, len(rows), warnings)
+    return records_summary(json.loads(meta.get("run_settings", "{}")), results, len(rows), warnings,
+                           state.reference_checks())
 
 
 # which summary.json a run writes (the "summary" its state records)

@@ -64,6 +64,10 @@ class CampaignState:
         with self.db:
             self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(values.items()))
 
+    def reference_checks(self) -> List[Dict]:
+        """What the programs' reference checks found when the run was planned (reference.py)."""
+        return json.loads(self.meta().get("reference_checks", "[]"))
+
     def selection(self) -> Optional[List[str]]:
         """The ids the last run was about (a run that replans: fuzz); None: every planned one."""
         return json.loads(self.meta().get("selection", "null"))

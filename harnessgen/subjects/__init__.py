@@ -62,6 +62,11 @@ class Subject(abc.ABC):
     def warm(self, instance: Dict) -> None:
         """Load what an instance (its JSON record) needs, before workers fork and inherit it."""
 
+    def check_programs(self, options) -> List[Dict]:
+        """Checks of the loaded programs themselves, run once before any instance (the SDFG
+        subject's: each program against its reference); JSON records."""
+        return []
+
     def names(self, inst) -> List[str]:
         """What ``--instance`` may call an instance."""
         return [inst.id]

@@ -28,6 +28,7 @@ from ..instances import (Instance, cpu_builtin_transformations, enumerate_instan
                          parse_settings)
 from ..layout import InputLayout, build_layout
 from ..outcome import Outcome
+from ..reference import CheckOptions, check_program
 from ..reproducer import write_static_finding
 from ..targets import resolve
 from ..triage import Triage
@@ -176,6 +177,18 @@ class SdfgSubject(Subject):
 
     def warm(self, instance: Dict) -> None:
         self.sdfg(instance["program"], instance.get("simplified", True))
+
+    def check_programs(self, options) -> List[Dict]:
+        """Each selected program that has a reference, as the frontend wrote it and simplified,
+        against it (``reference.check_program``)."""
+        checks = []
+        for program in self.target.select(self.program):
+            check = check_program(self.target.name, program, CheckOptions(
+                work_dir=options.work_dir, crashes_root=options.crashes_root, tolerance=options.tolerance,
+                constraints=options.constraints or self.target.constraints_file, seed=options.seed))
+            if check is not None:
+                checks.append(check.to_json())
+        return checks
 
     def instances(self, spec: str, settings: Optional[List[str]] = None) -> List[Instance]:
         return self.change(spec).instances(self.target, self.target.select(self.program), self.sdfg, settings)
