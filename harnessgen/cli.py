@@ -165,7 +165,7 @@ def cmd_fuzz(args) -> int:
     planned, done = [0], [0]      # instances in the run, and finished ones (set by the callbacks)
 
     def on_plan(total: int, already: int, checks: list) -> None:
-        from .reference import describe_checks
+        from .reference_check import describe_checks
 
         planned[0] = total
         done[0] = already
@@ -360,7 +360,7 @@ def cmd_campaign(args) -> int:
     progress = None if args.no_progress else LiveProgress(console)
 
     def on_planned(state, selection) -> None:
-        from .reference import describe_checks
+        from .reference_check import describe_checks
 
         for line in describe_checks(state.reference_checks()):
             console.print(line)

@@ -86,29 +86,13 @@ def cpu_builtin_transformations() -> List[str]:
     return sorted(names)
 
 
-def load_class(spec: str) -> type:
-    """The class a ``module:Class`` or ``path/file.py:Class`` value names."""
-    from .targets.loaders import load_module
-
-    where, _, name = spec.rpartition(":")
-    if where.endswith(".py"):
-        module = load_module(Path(where))
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as exc:
-            raise ConfigError(f"--transformation {spec!r}: cannot import module {where!r} ({exc})") from exc
-    cls = getattr(module, name, None)
-    if cls is None:
-        raise ConfigError(f"--transformation {spec!r}: {where} has no class {name!r}")
-    return cls
-
-
 def load_transformation(spec: str) -> type:
     """Resolve a ``--transformation`` value to a pattern transformation class."""
     from dace.transformation.transformation import PatternTransformation, SubgraphTransformation
 
     if ":" in spec:
+        from .targets.loaders import load_class
+
         cls = load_class(spec)
     else:
         builtins = builtin_transformations()

@@ -19,6 +19,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional
 from .errors import ConfigError
 
 SIMPLIFY = "simplify"
+# JSON keys a copy of an SDFG (and a cutout of it) renumbers or drops: not its content
+VOLATILE_KEYS = ("cfg_id", "sdfg_list_id", "hash", "guid", "debuginfo")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +80,7 @@ def find_pass(spec: str) -> Optional[PassSpec]:
     """The pass a ``--transformation`` value names, or None where it names none (a pattern
     transformation, or nothing: the caller says which)."""
     if ":" in spec:
-        from .instances import load_class
+        from .targets.loaders import load_class
 
         cls = load_class(spec)
         return PassSpec(spec, cls, cls.__name__) if is_pass_class(cls) else None
@@ -186,8 +188,8 @@ def _states(sdfg) -> list:
 
 
 def fingerprint(sdfg) -> str:
-    """A hash of one SDFG's own content: its nested SDFGs stand in by their labels, and the
-    ids DaCe numbers afresh in every copy are left out."""
+    """A hash of one SDFG's own content: its nested SDFGs stand in by their labels, and what a
+    copy renumbers or drops (ids, GUIDs, debug information) is left out."""
     import dace
 
     def strip(obj):
@@ -195,7 +197,7 @@ def fingerprint(sdfg) -> str:
             nested = obj.get("type") == "NestedSDFG"
             return {k: ({a: strip(v) for a, v in obj[k].items() if a != "sdfg"} if nested and k == "attributes"
                         else strip(obj[k]))
-                    for k in obj if k not in ("cfg_id", "sdfg_list_id", "hash")}
+                    for k in obj if k not in VOLATILE_KEYS}
         if isinstance(obj, list):
             return [strip(v) for v in obj]
         return obj

@@ -71,12 +71,15 @@ def program_sdfg(name: str):
 
 
 def instances_of(program: str, spec: str, settings=None):
-    from harnessgen.instances import enumerate_instances, load_transformation
+    """(the class, its instances in a kernel): a pattern transformation's matches, or the SDFGs
+    a pass changes."""
+    from harnessgen.subjects.sdfg import Patterns, load_change
 
-    cls = load_transformation(spec)
+    change = load_change(spec)
     target = kernels()
-    return cls, enumerate_instances(target, [target.programs[program]], cls, spec,
-                                    {program: program_sdfg(program)}, settings)
+    insts = change.instances(target, [target.programs[program]],
+                             lambda name, simplified: target.programs[name].sdfg(simplified), settings)
+    return (change.cls if isinstance(change, Patterns) else change.pspec.cls), insts
 
 
 def make_pair(program: str, spec: str, pick=lambda inst: True, settings=None):

@@ -28,7 +28,7 @@ from ..instances import (Instance, cpu_builtin_transformations, enumerate_instan
                          parse_settings)
 from ..layout import InputLayout, build_layout
 from ..outcome import Outcome
-from ..reference import CheckOptions, check_program
+from ..reference_check import CheckOptions, check_program
 from ..reproducer import write_static_finding
 from ..targets import resolve
 from ..triage import Triage
@@ -110,10 +110,15 @@ class Passes(Change):
         found = []
         for program in programs:
             pre = sdfg_of(program.name, False)
-            post = passes.applied_copy(self.pspec, pre)
-            for path in passes.changed_paths(pre, post):
+            try:
+                changed = passes.changed_paths(pre, passes.applied_copy(self.pspec, pre))
+            except Exception as exc:  # noqa: BLE001 -- judged as the whole program: FAILED_TO_APPLY
+                changed, failure = [""], f" (it raises: {type(exc).__name__})"
+            else:
+                failure = ""
+            for path in changed:
                 match = {"pass": self.name, "sdfg": path}
-                where = f"nested SDFG {path}" if path else "the top-level SDFG"
+                where = (f"nested SDFG {path}" if path else "the top-level SDFG") + failure
                 found.append(Instance(id=instance_id(program.name, self.name, match), target=target.name,
                                       program=program.name, transformation=self.name, transformation_spec=self.spec,
                                       match=match, description=f"{self.name} changes {where}", simplified=False))

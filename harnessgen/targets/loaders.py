@@ -3,6 +3,7 @@ through a cache of their parsed SDFGs."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import os
 import sys
@@ -77,6 +78,22 @@ def load_module(path: Path) -> ModuleType:
         del sys.modules[key]
         raise ConfigError(f"importing {path.name} failed: {type(exc).__name__}: {exc}") from exc
     return module
+
+
+def load_class(spec: str) -> type:
+    """The class a ``module:Class`` or ``path/file.py:Class`` value names."""
+    where, _, name = spec.rpartition(":")
+    if where.endswith(".py"):
+        module = load_module(Path(where))
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise ConfigError(f"--transformation {spec!r}: cannot import module {where!r} ({exc})") from exc
+    cls = getattr(module, name, None)
+    if cls is None:
+        raise ConfigError(f"--transformation {spec!r}: {where} has no class {name!r}")
+    return cls
 
 
 def load_sdfg_file(path: Path) -> Target:

@@ -20,6 +20,6 @@ def test_the_whole_program_keeps_what_can_be_applied_computed(tmp_path, build_ca
         assert pair.ok, pair.error
         fused = [s for s in pair.post.states() if ordering_edges(s)]
         assert fused, f"{inst.id}: the fused state has no ordering edge"
-        record = audit(sdfg, inst, cls, AuditOptions(keep_root=tmp_path / inst.id, work_dir=build_cache,
+        record = audit(lambda: transformed_program(sdfg, inst, cls), AuditOptions(keep_root=tmp_path / inst.id, work_dir=build_cache,
                                                      inputs=6, time_s=30))
         assert record.verdict == AGREES, record

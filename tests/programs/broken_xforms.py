@@ -2,6 +2,7 @@
 import dace
 from dace import nodes, properties
 from dace.sdfg import utils as sdutil
+from dace.transformation import pass_pipeline  # noqa: F401 (dace.transformation.pass_pipeline below)
 from dace.transformation import transformation as xf
 
 
@@ -63,3 +64,17 @@ class LeavesTaskletAlone(_TaskletRewrite):
 
     def apply(self, graph, sdfg):
         pass
+
+
+class PassThatRaises(dace.transformation.pass_pipeline.Pass):
+    """A pass that changes the SDFG and then raises: FAILED_TO_APPLY, for a pass."""
+
+    def modifies(self):
+        return dace.transformation.pass_pipeline.Modifies.Everything
+
+    def should_reapply(self, modified):
+        return False
+
+    def apply_pass(self, sdfg, _):
+        sdfg.add_symbol("hg_never_used", dace.int32)
+        raise RuntimeError("PassThatRaises: the pass gave up half-way")

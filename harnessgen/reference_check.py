@@ -1,0 +1,274 @@
+"""Stage: check each loaded program against its reference before any instance.
+
+Each form of the program, as its frontend wrote it and simplified, is built whole and run on
+the program's boundary seeds (one layout for both forms, so the same inputs judge each); its
+containers are compared with what the reference (``reference.Reference``) computes from the
+same input. A difference is a finding against the pipeline that made the first form that
+differs: the frontend, or simplify. Each gets a reproducer that needs only DaCe.
+"""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .errors import Unsupported
+from .reference import Reference
+from .runtime import Tolerance
+
+AGREES, DIFFERS, CRASHES, SKIPPED = "AGREES", "DIFFERS", "CRASHES", "SKIPPED"
+# the pipeline each form of a program comes out of: a difference in a form is a finding against
+# the first pipeline whose form differs
+FORMS = (("unsimplified", False, "the frontend"), ("simplified", True, "simplify"))
+
+
+@dataclasses.dataclass
+class CheckOptions:
+    work_dir: Path = Path(".harnessgen")
+    crashes_root: Path = Path("crashes")
+    tolerance: Tolerance = Tolerance()
+    constraints: Optional[Path] = None
+    inputs: int = 12                  # boundary seeds per form
+    max_size: int = 6                 # the whole program runs: sizes stay small, as in the audit
+    seed: int = 0
+    timeout_s: float = 60.0           # all inputs of one form
+
+
+@dataclasses.dataclass
+class FormCheck:
+    """One form of the program (as the frontend wrote it, or simplified) against the reference."""
+
+    form: str
+    verdict: str                      # AGREES, DIFFERS, CRASHES, SKIPPED
+    inputs: int = 0
+    differing: int = 0
+    first: Dict = dataclasses.field(default_factory=dict)   # container, index, expected, actual, symbols
+    finding: Optional[str] = None     # the reproducer folder
+    reason: str = ""
+
+
+@dataclasses.dataclass
+class ReferenceCheck:
+    """What the reference said of one loaded program: per form, and whom a difference blames."""
+
+    program: str
+    reference: str
+    forms: List[FormCheck] = dataclasses.field(default_factory=list)
+    blame: str = ""                   # the pipeline that made the first form that differs; "" if none
+    seconds: float = 0.0
+
+    @property
+    def verdict(self) -> str:
+        judged = [f.verdict for f in self.forms if f.verdict != SKIPPED]
+        bad = [v for v in judged if v != AGREES]
+        return bad[0] if bad else (AGREES if judged else SKIPPED)
+
+    def to_json(self) -> Dict:
+        return {**dataclasses.asdict(self), "verdict": self.verdict}
+
+    def describe(self) -> str:
+        parts = [f"{f.form} {f.verdict}" + (f" ({f.differing}/{f.inputs} inputs)" if f.verdict in (DIFFERS, CRASHES)
+                                            else f" on {f.inputs} input(s)" if f.verdict == AGREES else
+                                            f" ({f.reason})") for f in self.forms]
+        blame = f": a finding against {self.blame}" if self.blame else ""
+        return f"reference check of {self.program} against {self.reference}: {', '.join(parts)}{blame}"
+
+
+def check_program(target_name: str, program, options: CheckOptions) -> Optional[ReferenceCheck]:
+    """Check each form of ``program`` (a ``targets.Program``) against its reference on the
+    whole program's boundary seeds; None where it has no reference."""
+    if program.reference is None:
+        return None
+    started = time.monotonic()
+    check = ReferenceCheck(program.name, program.reference.label)
+    layout = _layout(program.sdfg(True), options)
+    for form, simplified, pipeline in FORMS:
+        if not simplified and program.build_unsimplified is None:
+            check.forms.append(FormCheck(form, SKIPPED, reason="the loader keeps no unsimplified form"))
+            continue
+        keep = Path(options.crashes_root) / target_name / f"reference-{program.name}"
+        result = _check_form(program.sdfg(simplified), form, program.reference, layout, keep, options)
+        check.forms.append(result)
+        if result.verdict in (DIFFERS, CRASHES) and not check.blame:
+            check.blame = pipeline
+    check.seconds = round(time.monotonic() - started, 3)
+    return check
+
+
+def _layout(sdfg, options: CheckOptions):
+    """One layout for every form: the same inputs judge each (its ranges come from the simplified
+    program, where the constraints stage sees index containers best)."""
+    from .constraints import derive
+    from .cutout import whole_program_pair
+    from .layout import build_layout
+
+    pair = whole_program_pair(sdfg, f"reference-{sdfg.name}")
+    return build_layout(pair, derive(pair, max_size=options.max_size, user_file=options.constraints,
+                                     strict_names=False))
+
+
+def _check_form(sdfg, form: str, reference: Reference, layout, keep: Path, options: CheckOptions) -> FormCheck:
+    from dace import data as dt
+
+    from . import seeds
+    from .build import build
+    from .cutout import whole_program_pair
+    from .errors import BuildError
+
+    pair = whole_program_pair(sdfg, f"reference-{sdfg.name}-{form}")
+    if sorted(c.name for c in layout.containers) != pair.containers:
+        return FormCheck(form, SKIPPED, reason=f"its containers {pair.containers} are not the simplified form's")
+    try:
+        harness = build(pair, layout, options.work_dir, options.tolerance, afl=False)
+    except BuildError as exc:
+        return FormCheck(form, SKIPPED, reason=f"the program does not build: {str(exc).splitlines()[0][:200]}")
+    scalars = {n for n, d in sdfg.arrays.items() if isinstance(d, dt.Scalar) and not d.transient}
+    inputs = seeds.sample(layout, options.inputs, options.seed)
+    outputs = run_inputs(harness.dir, inputs, options.timeout_s)
+    check = FormCheck(form, AGREES)
+    for (name, data), got in zip(inputs, outputs):
+        decoded = layout.decode(data)
+        shaped = {s.name: decoded.arrays[s.name].reshape(layout.shape(s.name, decoded.symbols))
+                  for s in layout.containers}
+        try:
+            expected = reference.run(shaped, decoded.symbols, scalars)
+        except Unsupported as exc:
+            return FormCheck(form, SKIPPED, inputs=check.inputs, reason=str(exc)[:300])
+        check.inputs += 1
+        difference = _first_difference(expected, got, layout, decoded.symbols, options.tolerance)
+        if difference is None:
+            continue
+        check.differing += 1
+        if not check.first:
+            check.verdict = CRASHES if got is None else DIFFERS
+            check.first = {**difference, "symbols": decoded.symbols, "input": name}
+            check.finding = str(_write_finding(keep / f"{form}-{difference['container']}", sdfg, reference, data,
+                                               decoded, shaped, expected, got, check))
+    return check
+
+
+def _first_difference(expected: Dict, got: Optional[Dict], layout, symbols, tolerance: Tolerance) -> Optional[Dict]:
+    """Where the program's containers first differ from the reference's (None: they agree).
+    Where values cancel, NumPy's and the program's rounding differ by up to rtol times the
+    container's largest value: that is the absolute tolerance of the comparison."""
+    from .runtime import differing
+
+    if got is None:
+        return {"container": "(crash)", "index": None, "expected": None, "actual": "the program crashed"}
+    for slot in layout.containers:
+        want = np.asarray(expected[slot.name]).reshape(-1)
+        have = got[slot.name].reshape(-1)[:want.size]
+        finite = np.abs(want[np.isfinite(want)]) if want.dtype.kind == "f" else np.zeros(0)
+        scale = float(finite.max()) if finite.size else 0.0
+        tol = dataclasses.replace(tolerance, atol=max(tolerance.atol, tolerance.rtol * scale))
+        mask = differing(want, have, tol)
+        if mask.any():
+            index = int(np.flatnonzero(mask)[0])
+            return {"container": slot.name, "index": list(np.unravel_index(index, layout.shape(slot.name, symbols))),
+                    "expected": repr(want[index].item()), "actual": repr(have[index].item()),
+                    "elements": int(mask.sum())}
+    return None
+
+
+def run_inputs(build_dir: Path, inputs: List[Tuple[str, bytes]], timeout_s: float) -> List[Optional[Dict]]:
+    """Pre's containers after each input, run in a child process (a crash takes only the child;
+    the input it crashed on gets None and the rest run in a new child)."""
+    with tempfile.TemporaryDirectory(prefix="hg-reference-") as tmp:
+        tmp = Path(tmp)
+        for i, (_, data) in enumerate(inputs):
+            (tmp / f"{i:04d}.bin").write_bytes(data)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            missing = [i for i in range(len(inputs)) if not (tmp / f"{i:04d}.npz").exists()
+                       and not (tmp / f"{i:04d}.started").exists()]
+            if not missing:
+                break
+            subprocess.run([sys.executable, "-m", "harnessgen.reference_check", str(build_dir), str(tmp)],
+                           capture_output=True, timeout=max(1.0, deadline - time.monotonic()))
+        out: List[Optional[Dict]] = []
+        for i in range(len(inputs)):
+            path = tmp / f"{i:04d}.npz"
+            if path.exists():
+                with np.load(path) as npz:
+                    out.append({k: npz[k] for k in npz.files})
+            else:
+                out.append(None)
+        return out
+
+
+def _serve(build_dir: Path, folder: Path) -> int:
+    """The child: run pre on every input of ``folder`` not yet run, writing its containers."""
+    from .layout import InputLayout
+    from .replay import execute
+
+    layout = InputLayout.load(build_dir / "layout.json")
+    for path in sorted(folder.glob("*.bin")):
+        npz, started = path.with_suffix(".npz"), path.with_suffix(".started")
+        if npz.exists() or started.exists():
+            continue
+        started.touch()              # a crash below leaves it: the parent knows which input it was
+        outputs = execute(build_dir, layout.decode(path.read_bytes()), "pre")
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, **outputs)
+        tmp.replace(npz)
+    return 0
+
+
+def _write_finding(folder: Path, sdfg, reference: Reference, data: bytes, decoded, shaped: Dict, expected: Dict,
+                   got: Optional[Dict], check: FormCheck) -> Path:
+    """A reproducer of the difference: the program, the input, the reference's answer, and a
+    repro.py that compiles the program with DaCe alone and compares (exit 1 while it differs)."""
+    import dace
+
+    from . import __version__
+    from .files import write_json
+    from .reproducer import publish, repro_environment
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+    sdfg.save(str(tmp / "program.sdfg"))
+    (tmp / "input.bin").write_bytes(data)
+    np.savez(tmp / "inputs.npz", **shaped)
+    np.savez(tmp / "expected.npz", **{k: np.asarray(v) for k, v in expected.items()})
+    if got is not None:
+        np.savez(tmp / "actual.npz", **got)
+    meta = {"kind": "reference", "form": check.form, "reference": reference.label, "program": sdfg.name,
+            "symbols": decoded.symbols, "first": check.first, "dace": dace.__version__, "harnessgen": __version__}
+    write_json(tmp / "meta.json", meta)
+    repro = tmp / "repro.py"
+    repro.write_text(repro_environment().get_template("reference_repro.py.j2").render(
+        form=check.form, reference=reference.label, program=sdfg.name, symbols=repr(decoded.symbols),
+        first=check.first, dace_version=dace.__version__, harnessgen_version=__version__))
+    repro.chmod(0o755)
+    publish(tmp, folder)
+    return folder
+
+
+if __name__ == "__main__":
+    sys.exit(_serve(Path(sys.argv[1]), Path(sys.argv[2])))
+
+
+def describe_checks(checks: List[Dict]) -> List[str]:
+    """Terminal lines for a run's reference checks (their JSON records): one per program that
+    does not agree, then a count."""
+    lines = []
+    for c in checks:
+        if c["verdict"] == AGREES:
+            continue
+        forms = ", ".join(f"{f['form']} {f['verdict']}" + (f" ({f['reason']})" if f["verdict"] == SKIPPED else "")
+                          for f in c["forms"])
+        blame = f": a finding against {c['blame']}" if c["blame"] else ""
+        found = [f["finding"] for f in c["forms"] if f.get("finding")]
+        lines.append(f"reference check {c['program']} ({c['reference']}): {forms}{blame}"
+                     + (f" -> {found[0]}" if found else ""))
+    agree = sum(1 for c in checks if c["verdict"] == AGREES)
+    if checks:
+        lines.append(f"reference check: {agree} of {len(checks)} program(s) agree with their references "
+                     f"(as written and simplified, {sum(c['seconds'] for c in checks):.0f} s)")
+    return lines
