@@ -16,7 +16,6 @@ import hashlib
 import json
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
-from .errors import ConfigError
 
 SIMPLIFY = "simplify"
 # JSON keys a copy of an SDFG (and a cutout of it) renumbers or drops: not its content

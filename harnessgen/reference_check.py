@@ -9,6 +9,7 @@ differs: the frontend, or simplify. Each gets a reproducer that needs only DaCe.
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .errors import Unsupported
+from .files import write_json
 from .reference import Reference
 from .runtime import Tolerance
 
@@ -114,9 +116,7 @@ def _layout(sdfg, options: CheckOptions):
 
 
 def _check_form(sdfg, form: str, reference: Reference, layout, keep: Path, options: CheckOptions) -> FormCheck:
-    from dace import data as dt
-
-    from . import seeds
+    """A form's record: read back where this build was checked against this reference already."""
     from .build import build
     from .cutout import whole_program_pair
     from .errors import BuildError
@@ -128,6 +128,36 @@ def _check_form(sdfg, form: str, reference: Reference, layout, keep: Path, optio
         harness = build(pair, layout, options.work_dir, options.tolerance, afl=False)
     except BuildError as exc:
         return FormCheck(form, SKIPPED, reason=f"the program does not build: {str(exc).splitlines()[0][:200]}")
+    cached = Path(harness.dir) / f"reference-check-{_record_key(reference, form, options)}.json"
+    if cached.is_file():
+        record = FormCheck(**json.loads(cached.read_text()))
+        if record.finding is None or Path(record.finding).is_dir():
+            return record
+    record = _run_check(sdfg, form, reference, layout, harness, keep, options)
+    write_json(cached, dataclasses.asdict(record))
+    return record
+
+
+def _record_key(reference: Reference, form: str, options: CheckOptions) -> str:
+    """What a form's record depends on besides its build (whose folder is named by its content):
+    the reference's code, and how it is judged."""
+    import hashlib
+    import inspect
+
+    try:
+        code = inspect.getsource(reference.function)
+    except (OSError, TypeError):
+        code = repr(reference.function)
+    blob = json.dumps([reference.label, code, form, options.tolerance.to_json(), options.inputs, options.seed,
+                       str(Path(options.crashes_root).resolve())], default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _run_check(sdfg, form: str, reference: Reference, layout, harness, keep: Path, options: CheckOptions) -> FormCheck:
+    from dace import data as dt
+
+    from . import seeds
+
     scalars = {n for n, d in sdfg.arrays.items() if isinstance(d, dt.Scalar) and not d.transient}
     inputs = seeds.sample(layout, options.inputs, options.seed)
     outputs = run_inputs(harness.dir, inputs, options.timeout_s)
@@ -227,7 +257,6 @@ def _write_finding(folder: Path, sdfg, reference: Reference, data: bytes, decode
     import dace
 
     from . import __version__
-    from .files import write_json
     from .reproducer import publish, repro_environment
 
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,11 @@ from ..errors import ConfigError
 
 # what --transformation gpu means for the built-in targets
 GPU_TRANSFORMATIONS = ["GPUTransformMap", "GPUTransformSDFG", "harnessgen.targets.cloudsc_xforms:GPUOffloadMap"]
+# in every built-in target's defaults: DaCe's simplify pipeline and each of its passes, in its
+# order (tests/unit/test_pass_specs.py checks the list against DaCe's own)
+SIMPLIFY_DEFAULTS = ["simplify", "InlineSDFGs", "ScalarToSymbolPromotion", "FuseStates", "OptionalArrayInference",
+                     "ConstantPropagation", "DeadDataflowElimination", "DeadStateElimination", "RemoveUnusedSymbols",
+                     "ReferenceToView", "ArrayElimination", "ConsolidateEdges"]
 
 @dataclasses.dataclass
 class Program:

@@ -13,14 +13,14 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from .base import GPU_TRANSFORMATIONS, Program, Target
+from .base import GPU_TRANSFORMATIONS, SIMPLIFY_DEFAULTS, Program, Target
 
 # built-in DaCe transformations engineers apply to such code, then our engineer-style ones
 DEFAULT_TRANSFORMATIONS = [
     "LoopUnroll", "TaskletFusion", "MapFusion", "LoopToMap", "MoveLoopIntoMap", "MapTiling",
     "Vectorization", "MapExpansion", "StateFusion",
     "harnessgen.targets.cloudsc_xforms:OffloadMap", "harnessgen.targets.cloudsc_xforms:UnrollByTwo",
-]
+] + SIMPLIFY_DEFAULTS
 SIZES = ("KLON", "KLEV", "KIDIA", "KFDIA", "NCLDTOP")
 INPUTS = ("PT", "PQ", "PA", "TENDENCY_TMP_T", "TENDENCY_TMP_Q", "TENDENCY_TMP_A", "TENDENCY_TMP_CLD", "PVERVEL",
           "PHRSW", "PHRLW", "PAP", "PAPH", "PLSM", "LDCUM", "KTYPE", "PLUDE", "PLU", "PSNDE", "PMFU", "PMFD",

@@ -15,7 +15,7 @@ from pathlib import Path
 import dace
 import numpy as np
 
-from .base import GPU_TRANSFORMATIONS, Program, Target
+from .base import GPU_TRANSFORMATIONS, SIMPLIFY_DEFAULTS, Program, Target
 
 NI, NJ, NK, NL, NM = (dace.symbol(s) for s in ("NI", "NJ", "NK", "NL", "NM"))
 N, M = dace.symbol("N"), dace.symbol("M")
@@ -263,5 +263,5 @@ def make_target() -> Target:
                               reference=Reference(f"kernels:{name}", REFERENCES[name]))
                 for name in PROGRAM_NAMES}
     return Target(name="kernels", programs=programs,
-                  default_transformations=["MapTiling", "MapInterchange", "MapFusion"],
+                  default_transformations=["MapTiling", "MapInterchange", "MapFusion"] + SIMPLIFY_DEFAULTS,
                   gpu_transformations=list(GPU_TRANSFORMATIONS))

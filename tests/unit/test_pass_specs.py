@@ -97,3 +97,13 @@ def test_an_instance_record_without_the_form_is_a_simplified_one():
     record = {"id": "X-1", "target": "kernels", "program": "gemm", "transformation": "MapTiling",
               "transformation_spec": "MapTiling", "match": {}, "description": ""}
     assert Instance.from_json(record).simplified
+
+
+def test_the_targets_default_to_simplify_and_each_of_its_passes():
+    from harnessgen.targets import resolve
+    from harnessgen.targets.base import SIMPLIFY_DEFAULTS
+
+    assert SIMPLIFY_DEFAULTS == ["simplify"] + passes.simplify_member_names()
+    for name in ("kernels", "cloudsc"):
+        target, _ = resolve(name)
+        assert target.default_transformations[-len(SIMPLIFY_DEFAULTS):] == SIMPLIFY_DEFAULTS
