@@ -61,6 +61,7 @@ def _cut(program: str, inst_json: dict) -> dict:
 def _instances(program: str, spec: str):
     from harnessgen.errors import Unsupported
     from harnessgen.instances import cpu_builtin_transformations, enumerate_instances, load_transformation
+    from harnessgen.passes import find_pass
     from harnessgen.targets import resolve
 
     target, name = resolve(program)
@@ -70,6 +71,8 @@ def _instances(program: str, spec: str):
     sdfgs = {p.name: _sdfg(program, p.name) for p in programs}
     found = []
     for xform in names:
+        if find_pass(xform) is not None:    # passes are cut out by what they changed: not this bench's subject
+            continue
         try:
             found += enumerate_instances(target, programs, load_transformation(xform), xform, sdfgs)
         except Unsupported:

@@ -394,12 +394,19 @@ def _only(exprs: Iterable, allowed: Set[str]) -> List[ex.Expr]:
 
 
 def _fold(exprs: List[ex.Expr], op: str) -> Optional[ex.Expr]:
+    """``op`` (min or max) of the bounds: each distinct one once, the numbers folded into one,
+    combined as a balanced tree (a program as its frontend wrote it gives a symbol hundreds of
+    bounds: a chain of them is deeper than Python lets expressions be walked)."""
     if not exprs:
         return None
-    result = exprs[0]
-    for e in exprs[1:]:
-        result = ex.simplify(ex.Expr(op, (result, e)))
-    return result
+    items = [e for e in dict.fromkeys(exprs) if e.op != "num"]
+    numbers = [e.value for e in dict.fromkeys(exprs) if e.op == "num"]
+    if numbers:
+        items.append(ex.Expr.num(max(numbers) if op == "max" else min(numbers)))
+    while len(items) > 1:
+        items = [ex.simplify(ex.Expr(op, (items[i], items[i + 1]))) if i + 1 < len(items) else items[i]
+                 for i in range(0, len(items), 2)]
+    return items[0]
 
 
 def _symbol_range(sym: str, analysis: ProgramAnalysis, free: Set[str], max_size: int) -> Range:

@@ -90,6 +90,7 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
             "verdict_s": result.get("verdict_seconds"), "wall_s": result.get("wall_seconds"),
             "config_before": result.get("input_config_before", ""), "config_after": result.get("input_config_after", ""),
             "findings": findings, "message": (result.get("message") or "").splitlines()[0] if result.get("message") else "",
+            "bisect": result.get("bisect") or {},
         })
         by_spec.setdefault(row["spec"], []).append(instances[-1])
     transformations = []

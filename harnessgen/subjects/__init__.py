@@ -1,9 +1,9 @@
 """What harnessgen tests, behind one interface.
 
 A *subject* is a kind of thing with instances, each judged by running pre and post on the
-same inputs: an SDFG transformation at one place in a program (``sdfg``, a cutout around
-the match), a hand-written CUDA kernel against its reference (``kernel``), and whatever comes
-next (a DaCe pass). Each kind implements ``Subject`` once: how it plans its instances, builds
+same inputs: a change DaCe makes at one place in a program (``sdfg``: a pattern transformation
+at a match, or a pass or pipeline at an SDFG it changed, judged in a cutout around it) and a
+hand-written CUDA kernel against its reference (``kernel``). Each kind implements ``Subject`` once: how it plans its instances, builds
 one instance's harness or gives it a verdict without one, what it checks beyond the harness,
 what it does after the verdict, how its crashes are triaged and how it shows in the
 instance list. The driver (fuzz.py, the campaign) and the runner (runner.py) only speak

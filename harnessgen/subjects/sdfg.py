@@ -10,6 +10,7 @@ pipeline that changed results, the bisection to its first and its fewest guilty 
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import json
 import time
@@ -44,23 +45,24 @@ BISECTED_VERDICTS = ("MISMATCH", "POST_CRASH", "POST_HANG", "OOB_WRITE", "RACE",
                      "BUILD_FAILURE", CUTOUT_MISSED)
 
 
-class Change:
+class Change(abc.ABC):
     """One kind of change DaCe makes to a program, loaded from one ``--transformation`` value."""
 
     name: str
     spec: str
     simplified: bool           # which form of the program its instances lie in
 
+    @abc.abstractmethod
     def instances(self, target, programs, sdfg_of: Callable, settings) -> List[Instance]:
-        raise NotImplementedError
+        """Its instances in ``programs``; ``sdfg_of(program name, simplified)`` gives an SDFG."""
 
+    @abc.abstractmethod
     def extract(self, program_sdfg, inst: Instance, past: int) -> CutoutPair:
         """The instance's pre and post (``past``: how many smaller cutouts were judged already)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def whole_program(self, program_sdfg, inst: Instance) -> CutoutPair:
         """The whole program before and after the instance's change (the audit's pair)."""
-        raise NotImplementedError
 
     def judged_whole(self, inst: Instance, past: int) -> bool:
         """Whether the instance's cutout is the whole program already (no audit needed)."""

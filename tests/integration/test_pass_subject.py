@@ -42,6 +42,8 @@ def test_a_planted_pass_in_a_pipeline_is_found_bisected_and_reproduced(tmp_path)
     folder = Path(planted["findings"][0]["path"])
     assert json.loads((folder / "meta.json").read_text())["bisect"]["first_pass"] == "FuseStatesMissingViews"
     assert repro(folder).returncode == 1
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "FuseStatesMissingViews" in report.split("## Pipelines bisected")[1].split("## Per instance")[0]
     [check] = summary["reference_checks"]
     assert check["program"] == "softmax" and check["verdict"] == "AGREES"
 
