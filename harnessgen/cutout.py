@@ -621,6 +621,14 @@ def extract(program_sdfg, instance: Instance, cls: type, past: int = 0) -> Cutou
         applied.apply_pattern(append=False)
     except Exception as exc:
         return _failed(pair, Outcome.FAILED_TO_APPLY, exc)
+    return _with_post(pair, post)
+
+
+def _with_post(pair: CutoutPair, post) -> CutoutPair:
+    """Give ``pair`` the changed cutout ``post``: INVALID_SDFG where it does not validate or takes
+    other containers or symbols than pre; else both made ready for the harness (symbols read
+    from data become inputs, output scalars 1-element arrays)."""
+    pre = pair.pre
     try:
         post.validate()
     except Exception as exc:
@@ -632,8 +640,8 @@ def extract(program_sdfg, instance: Instance, cls: type, past: int = 0) -> Cutou
         pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the cutout's interface: {problem}"
         return pair
     value_inputs = _value_symbols_as_inputs(pre, post)
-    pair.input_config = input_config = sorted(set(input_config) | set(value_inputs))
-    writable = sorted(set(output_config) | set(input_config))
+    pair.input_config = input_config = sorted(set(pair.input_config) | set(value_inputs))
+    writable = sorted(set(pair.output_config) | set(input_config))
     _scalars_to_arrays(pre, writable)
     # a GPU post reads an input scalar inside its kernels, passed by value; made a host array it
     # would be an illegal host access from the GPU (DaCe 1.0.2 then crashes in IllegalCopy):
@@ -736,21 +744,7 @@ def _nested_change(program_sdfg, instance: Instance, apply: Callable[[Any], None
                       translated_match=copy.deepcopy(instance.match),
                       input_volume_before=input_volume(pre, input_config),
                       input_volume_after=input_volume(pre, input_config))
-    try:
-        post.validate()
-    except Exception as exc:
-        pair.post = post
-        return _failed(pair, Outcome.INVALID_SDFG, exc)
-    problem = _check_interface(pre, post)
-    if problem:
-        pair.post = post
-        pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the cutout's interface: {problem}"
-        return pair
-    writable = sorted(set(output_config) | set(input_config))
-    _scalars_to_arrays(pre, writable)
-    _scalars_to_arrays(post, writable)
-    pair.post = post
-    return pair
+    return _with_post(pair, post)
 
 
 def _translated_json(xform) -> Dict[str, Any]:

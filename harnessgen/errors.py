@@ -29,3 +29,8 @@ class BuildError(HarnessgenError):
         super().__init__(message)
         self.side = side
         self.log = log
+
+    @property
+    def first_error(self) -> str:
+        """The compiler's first error line (file:line: error: ...), or ''."""
+        return next((line.strip() for line in self.log.splitlines() if "error:" in line), "")

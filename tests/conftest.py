@@ -77,6 +77,8 @@ def instances_of(program: str, spec: str, settings=None):
 
     change = load_change(spec)
     target = kernels()
+    if isinstance(settings, dict):      # {name: value} as --set NAME=VALUE would give them
+        settings = [f"{k}={json.dumps(list(v) if isinstance(v, tuple) else v)}" for k, v in settings.items()]
     insts = change.instances(target, [target.programs[program]],
                              lambda name, simplified: target.programs[name].sdfg(simplified), settings)
     return (change.cls if isinstance(change, Patterns) else change.pspec.cls), insts

@@ -216,7 +216,9 @@ class SdfgSubject(Subject):
                             cmplog=options.cmplog or options.afl_jobs > 1)
         except BuildError as exc:
             if exc.side != "hg_post":
-                raise Unsupported(f"the cutout itself does not build ({exc})") from exc
+                what = "the program as its frontend wrote it" if not inst.simplified and self.change(spec).judged_whole(
+                    inst, past) else "the cutout itself"
+                raise Unsupported(f"{what} does not build ({exc}: {exc.first_error})") from exc
             _static_finding(options, pair, Outcome.BUILD_FAILURE, f"{exc}\n{exc.log}", result, started)
             result.message = str(exc)
             return None
