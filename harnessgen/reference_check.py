@@ -24,7 +24,8 @@ from .files import write_json
 from .reference import Reference
 from .runtime import Tolerance
 
-AGREES, DIFFERS, CRASHES, SKIPPED = "AGREES", "DIFFERS", "CRASHES", "SKIPPED"
+AGREES, DIFFERS, CRASHES, BUILD_FAILURE, SKIPPED = "AGREES", "DIFFERS", "CRASHES", "BUILD_FAILURE", "SKIPPED"
+FINDINGS = (DIFFERS, CRASHES, BUILD_FAILURE)
 # the pipeline each form of a program comes out of: a difference in a form is a finding against
 # the first pipeline whose form differs
 FORMS = (("unsimplified", False, "the frontend"), ("simplified", True, "simplify"))
@@ -47,7 +48,7 @@ class FormCheck:
     """One form of the program (as the frontend wrote it, or simplified) against the reference."""
 
     form: str
-    verdict: str                      # AGREES, DIFFERS, CRASHES, SKIPPED
+    verdict: str                      # AGREES, DIFFERS, CRASHES, BUILD_FAILURE (with the error), SKIPPED
     inputs: int = 0
     differing: int = 0
     first: Dict = dataclasses.field(default_factory=dict)   # container, index, expected, actual, symbols
@@ -97,7 +98,7 @@ def check_program(target_name: str, program, options: CheckOptions) -> Optional[
         keep = Path(options.crashes_root) / target_name / f"reference-{program.name}"
         result = _check_form(program.sdfg(simplified), form, program.reference, layout, keep, options)
         check.forms.append(result)
-        if result.verdict in (DIFFERS, CRASHES) and not check.blame:
+        if result.verdict in FINDINGS and not check.blame:
             check.blame = pipeline
     check.seconds = round(time.monotonic() - started, 3)
     return check
@@ -116,24 +117,29 @@ def _layout(sdfg, options: CheckOptions):
 
 
 def _check_form(sdfg, form: str, reference: Reference, layout, keep: Path, options: CheckOptions) -> FormCheck:
-    """A form's record: read back where this build was checked against this reference already."""
-    from .build import build
+    """A form's record: read back where this program was checked against this reference already
+    (a form that does not build included: its compiler is not called again)."""
+    from .build import build, cache_key
     from .cutout import whole_program_pair
     from .errors import BuildError
 
     pair = whole_program_pair(sdfg, f"reference-{sdfg.name}-{form}")
     if sorted(c.name for c in layout.containers) != pair.containers:
         return FormCheck(form, SKIPPED, reason=f"its containers {pair.containers} are not the simplified form's")
-    try:
-        harness = build(pair, layout, options.work_dir, options.tolerance, afl=False)
-    except BuildError as exc:
-        return FormCheck(form, SKIPPED, reason=f"the program does not build: {str(exc).splitlines()[0][:200]}")
-    cached = Path(harness.dir) / f"reference-check-{_record_key(reference, form, options)}.json"
+    key = f"{cache_key(pair, layout, options.tolerance, False, False)}-{_record_key(reference, form, options)}"
+    cached = Path(options.work_dir) / "reference-checks" / f"{key}.json"
     if cached.is_file():
         record = FormCheck(**json.loads(cached.read_text()))
         if record.finding is None or Path(record.finding).is_dir():
             return record
-    record = _run_check(sdfg, form, reference, layout, harness, keep, options)
+    try:
+        harness = build(pair, layout, options.work_dir, options.tolerance, afl=False)
+    except BuildError as exc:
+        # the program itself (not a transformation of it) does not compile: a finding against
+        # the pipeline that made this form
+        record = FormCheck(form, BUILD_FAILURE, reason=f"{exc}: {exc.first_error}"[:400])
+    else:
+        record = _run_check(sdfg, form, reference, layout, harness, keep, options)
     write_json(cached, dataclasses.asdict(record))
     return record
 
@@ -290,7 +296,7 @@ def describe_checks(checks: List[Dict]) -> List[str]:
     for c in checks:
         if c["verdict"] == AGREES:
             continue
-        forms = ", ".join(f"{f['form']} {f['verdict']}" + (f" ({f['reason']})" if f["verdict"] == SKIPPED else "")
+        forms = ", ".join(f"{f['form']} {f['verdict']}" + (f" ({f['reason']})" if f["reason"] else "")
                           for f in c["forms"])
         blame = f": a finding against {c['blame']}" if c["blame"] else ""
         found = [f["finding"] for f in c["forms"] if f.get("finding")]

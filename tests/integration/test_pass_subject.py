@@ -102,3 +102,25 @@ def test_the_reference_check_blames_the_pipeline_whose_form_differs(tmp_path, bu
     assert [f.verdict for f in check.forms] == ["AGREES", DIFFERS], check
     assert check.blame == "simplify"
     assert repro(Path(check.forms[1].finding)).returncode == 1
+
+
+def test_a_program_form_that_does_not_build_is_a_finding_against_its_pipeline(tmp_path, build_cache):
+    import dace
+    from dace import nodes
+
+    from harnessgen.reference_check import BUILD_FAILURE
+
+    program = kernels().programs["sigmoid"]
+
+    def not_cxx():
+        sdfg = program.sdfg(simplified=False)
+        tasklet = next(n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, nodes.Tasklet))
+        tasklet.code = dace.properties.CodeBlock("this is not C++;", dace.Language.CPP)
+        return sdfg
+
+    broken = dataclasses.replace(program, build_unsimplified=not_cxx)
+    options = CheckOptions(work_dir=build_cache, crashes_root=tmp_path / "crashes", inputs=4)
+    check = check_program("kernels", broken, options)
+    assert [f.verdict for f in check.forms] == [BUILD_FAILURE, "AGREES"], check
+    assert check.blame == "the frontend" and "error:" in check.forms[0].reason
+    assert check_program("kernels", broken, options).forms[0].verdict == BUILD_FAILURE    # read back, not rebuilt
