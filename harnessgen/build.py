@@ -33,7 +33,7 @@ from . import __version__, envs, protocol
 from .cutout import CutoutPair
 from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness, template_sources
 from .errors import BuildError, ToolMissing
-from .files import write_atomic
+from .files import write_atomic, write_json
 from .layout import InputLayout
 from .runtime import Tolerance
 from .cuda import toolkit as cuda_toolkit
@@ -172,8 +172,28 @@ def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Opti
     final = Path(work_dir) / "builds" / key
     if not (final / "manifest.json").exists():
         final.parent.mkdir(parents=True, exist_ok=True)
-        publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, tolerance, afl, cmplog))
+        failed = final.parent / f"pre-failed-{_pre_key(pair, layout, afl)}.json"
+        if failed.is_file():           # this pre did not build before: every pair with it fails alike
+            raise BuildError(**json.loads(failed.read_text()))
+        try:
+            publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, tolerance, afl, cmplog))
+        except BuildError as exc:
+            if exc.side == "hg_pre" and exc.first_error:      # a diagnostic, not a killed compiler
+                write_json(failed, {"message": str(exc), "side": exc.side, "log": exc.log})
+            raise
     return HarnessBuild.open(final)
+
+
+def _pre_key(pair: CutoutPair, layout: InputLayout, afl: bool) -> str:
+    """What pre's library depends on: the same program built against the same layout with the
+    same compilers fails the same way, whatever post is (the whole program as its frontend
+    wrote it is pre of every pass instance judged whole)."""
+    import dace
+
+    blob = json.dumps({"harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
+                       "layout": layout.to_json(), "flags": CXXFLAGS, "compilers": compiler_versions(afl),
+                       "templates": hashlib.sha256(template_sources().encode()).hexdigest()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
 def publish_dir(final: Path, fill) -> None:

@@ -68,3 +68,34 @@ def test_a_header_written_again_by_a_concurrent_builder_never_fails_a_build(tmp_
     # two builders starting on an empty cache both write headers.h: the PCH of the first then
     # sees a newer input file ("has been modified since the precompiled header was built")
     _rebuild_after_spoiling(tmp_path, "headers.h", _touch_later)
+
+
+def test_a_pre_that_does_not_compile_is_not_compiled_again(tmp_path, monkeypatch):
+    """Every pass instance judged whole shares pre (the program as written): once it failed with
+    a compiler diagnostic, the next pair with that pre fails at once, with the same error."""
+    import dace
+    import pytest
+    from dace import nodes
+
+    from harnessgen import build as build_stage
+    from harnessgen.cutout import whole_program_pair
+    from harnessgen.errors import BuildError
+    from tests.conftest import program_sdfg
+
+    sdfg = program_sdfg("sigmoid")
+    tasklet = next(n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, nodes.Tasklet))
+    tasklet.code = dace.properties.CodeBlock("this is not C++;", dace.Language.CPP)
+    first = whole_program_pair(sdfg, "broken-pre")
+    layout = layout_of(first)
+    with pytest.raises(BuildError) as failed:
+        build(first, layout, tmp_path, afl=False)
+    assert failed.value.side == "hg_pre" and "error:" in failed.value.first_error
+
+    def compile_again(*args, **kwargs):
+        raise AssertionError("pre was compiled again")
+
+    monkeypatch.setattr(build_stage, "run_jobs", compile_again)
+    other_post = whole_program_pair(sdfg, "broken-pre-other-post", transform=lambda post: setattr(post, "name", "x"))
+    with pytest.raises(BuildError) as again:
+        build(other_post, layout, tmp_path, afl=False, cmplog=True)
+    assert again.value.first_error == failed.value.first_error
