@@ -1,5 +1,7 @@
 """Races show only on several threads; aligned vector accesses fail only on misaligned views."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -28,10 +30,15 @@ def test_carried_dependency_made_parallel_is_a_race(race_build):
     data = layout.encode({"NSCAN": 4096}, {"A": np.ones(4096), "B": np.ones(4096)})
     with ReplayWorker(harness.dir) as worker:
         assert worker.run(data).outcome == Outcome.PASS                        # one thread: right
-        # many cheap runs: on a loaded machine the threads may run one after the other in
-        # most of them (20 runs once saw no overlap on two busy cores)
-        result = worker.run(data, threads=4, repeat=200)
-        assert result.outcome == Outcome.RACE and result.container == "A"
+        # many cheap runs: when the threads share one CPU they run one after the other in
+        # most of them (measured: a batch of 200 runs shows the race about one time in three
+        # there, on two free CPUs nearly always), so try batches until one does, boundedly
+        for _ in range(50):
+            result = worker.run(data, threads=4, repeat=200)
+            if result.outcome != Outcome.PASS:
+                break
+        assert result.outcome == Outcome.RACE and result.container == "A", \
+            f"{result.outcome.name} after 50 batches on CPUs {sorted(os.sched_getaffinity(0))}"
         assert 1 <= result.detail["differing_runs"] <= 200 and result.detail["threads"] == 4
         assert "agrees on one thread" in result.describe()
 
