@@ -1,0 +1,6 @@
+"""Stage ``bugs``: from findings to the bugs a compiler developer files.
+
+``signature``: a root-cause signature per outcome kind; ``stack``: post's stack where it
+dies; ``cluster``: every finding of one or several runs clustered into distinct bugs
+(``bugs.json``).
+"""

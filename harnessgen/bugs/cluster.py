@@ -1,0 +1,230 @@
+"""Findings -> distinct bugs: every finding of one or several runs, clustered by signature.
+
+The findings come from the runs' ``summary.json`` (what each instance ended with and where
+its reproducers are) and from an earlier ``bugs.json`` of the same output (so re-clustering
+after a change to the signatures, or a run that resumed, keeps every finding it had). Each
+cluster is one bug: its signature, every finding with it, when it was first seen and its
+smallest representative (fewest nodes in the cutout, then the shortest input).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from ..files import write_json
+from . import signature as sig
+from .stack import post_stack
+
+BUGS_FILE = "bugs.json"
+# verdicts whose finding folder has no input: the cutout the transformation failed on
+STATIC_VERDICTS = ("FAILED_TO_APPLY", "INVALID_SDFG", "BUILD_FAILURE")
+
+
+@dataclasses.dataclass
+class FindingRecord:
+    path: Path
+    outcome: str
+    transformation: str
+    instance: str
+    program: str
+    target: str
+    seen_at: float                      # when its folder was written (seconds since the epoch)
+    input_bytes: Optional[int]          # None for a finding without an input
+    size: Tuple[int, int]               # (states, nodes) of the cutout before the transformation
+    signature: sig.Signature
+
+    @property
+    def rank(self) -> Tuple:
+        """Smaller is a better representative: a smaller program, then a shorter input."""
+        return (self.size[1], self.size[0], self.input_bytes or 0, str(self.path))
+
+    def to_json(self) -> Dict:
+        return {"path": str(self.path), "outcome": self.outcome, "instance": self.instance, "program": self.program,
+                "target": self.target, "seen_at": _iso(self.seen_at), "input_bytes": self.input_bytes,
+                "states": self.size[0], "nodes": self.size[1]}
+
+
+@dataclasses.dataclass
+class Bug:
+    signature: sig.Signature
+    findings: List[FindingRecord]
+
+    @property
+    def id(self) -> str:
+        return self.signature.key
+
+    @property
+    def representative(self) -> FindingRecord:
+        return min(self.findings, key=lambda f: f.rank)
+
+    @property
+    def first(self) -> FindingRecord:
+        return min(self.findings, key=lambda f: (f.seen_at, str(f.path)))
+
+    @property
+    def instances(self) -> List[str]:
+        return sorted({f.instance for f in self.findings})
+
+    def to_json(self) -> Dict:
+        rep, first = self.representative, self.first
+        return {"id": self.id, "kind": self.signature.kind, "transformation": self.signature.transformation,
+                "signature": list(self.signature.parts), "description": self.signature.describe(),
+                "instances": len(self.instances), "findings": len(self.findings),
+                "programs": sorted({f.program for f in self.findings}),
+                "first_seen": {"at": _iso(first.seen_at), "instance": first.instance, "path": str(first.path)},
+                "representative": rep.to_json(),
+                "members": [f.to_json() for f in sorted(self.findings, key=lambda f: f.rank)]}
+
+
+def _iso(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds).astimezone().isoformat(timespec="seconds")
+
+
+# ------------------------------------------------------------------ where the findings are
+def finding_paths(run_dir: Path) -> List[Tuple[Path, str]]:
+    """(folder, verdict) of every finding a run's summary.json lists (``harnessgen fuzz``'s
+    and ``harnessgen campaign``'s summaries both list them per instance)."""
+    run_dir = Path(run_dir)
+    summary_file = run_dir / "summary.json"
+    if not summary_file.is_file():
+        from ..errors import ConfigError
+
+        raise ConfigError(f"{run_dir}: no summary.json; pass the directory of a fuzz or campaign run (--out)")
+    summary = json.loads(summary_file.read_text())
+    out = []
+    for entry in summary.get("instances", []):
+        listed = [f["path"] for f in entry.get("findings", []) if f.get("path")]
+        if not listed and entry.get("verdict") in STATIC_VERDICTS and entry.get("crashes"):
+            listed = entry["crashes"][:1]
+        for path in listed:
+            folder = Path(path) if os.path.isabs(path) else (run_dir / path)
+            out.append((Path(os.path.normpath(folder)), entry.get("verdict", "")))
+    return out
+
+
+def earlier_members(bugs_file: Path) -> List[Tuple[Path, str]]:
+    """The finding folders an earlier bugs.json clustered (those still there)."""
+    if not bugs_file.is_file():
+        return []
+    out = []
+    for bug in json.loads(bugs_file.read_text()).get("bugs", []):
+        for member in bug.get("members", []):
+            if Path(member["path"]).is_dir():
+                out.append((Path(member["path"]), member.get("outcome", "")))
+    return out
+
+
+# ------------------------------------------------------------------ one finding
+def _load_json(path: Path) -> Optional[Dict]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def sdfg_size(sdfg_json: Optional[Dict]) -> Tuple[int, int]:
+    """(states, nodes) of an SDFG's JSON, nested SDFGs counted in."""
+    states = nodes = 0
+    for block in (sdfg_json or {}).get("nodes", []):
+        if block.get("type") == "SDFGState":
+            states += 1
+            for node in block.get("nodes", []):
+                nodes += 1
+                inner = node.get("attributes", {}).get("sdfg")
+                if isinstance(inner, dict):
+                    s, n = sdfg_size(inner)
+                    states, nodes = states + s, nodes + n
+        elif isinstance(block, dict) and "nodes" in block:       # a control-flow region
+            s, n = sdfg_size(block)
+            states, nodes = states + s, nodes + n
+    return states, nodes
+
+
+def read_finding(folder: Path, verdict: str = "") -> Optional[FindingRecord]:
+    """A finding folder as a record with its signature; None when it is not one."""
+    folder = Path(folder)
+    meta = _load_json(folder / "meta.json")
+    pre = _load_json(folder / "pre.sdfg")
+    names = sig.program_names(pre)
+    if meta and "outcome" in meta:
+        outcome, transformation = meta["outcome"], meta.get("transformation", "?")
+        instance, program, target = meta.get("instance", ""), meta.get("program", ""), meta.get("target", "")
+        signature = _dynamic_signature(folder, meta, pre, transformation)
+        input_file = folder / "input.bin"
+        input_bytes = input_file.stat().st_size if input_file.is_file() else None
+    elif (folder / "error.txt").is_file():
+        info = _load_json(folder / "instance.json") or {}
+        outcome = (verdict if verdict in STATIC_VERDICTS else folder.name.upper())
+        transformation = info.get("transformation", "?")
+        instance, program, target = info.get("id", ""), info.get("program", ""), info.get("target", "")
+        signature = static_signature(outcome, transformation, (folder / "error.txt").read_text(), names)
+        input_bytes = None
+    else:
+        return None
+    stamp = folder / ("meta.json" if (folder / "meta.json").is_file() else "error.txt")
+    return FindingRecord(path=folder, outcome=outcome, transformation=transformation, instance=instance,
+                         program=program, target=target, seen_at=stamp.stat().st_mtime, input_bytes=input_bytes,
+                         size=sdfg_size(pre), signature=signature)
+
+
+def static_signature(outcome: str, transformation: str, message: str, names) -> sig.Signature:
+    if outcome == "BUILD_FAILURE":
+        return sig.build_signature(transformation, message, names)
+    return sig.exception_signature(outcome, transformation, message, names)
+
+
+def _dynamic_signature(folder: Path, meta: Dict, pre: Optional[Dict], transformation: str) -> sig.Signature:
+    outcome = meta["outcome"]
+    if outcome == "POST_CRASH":
+        build = meta.get("build_dir")
+        stack = post_stack(folder, Path(build) / "harness_replay" if build else None)
+        signal = (meta.get("region") or [""])[0]
+        return sig.crash_signature(transformation, signal, stack)
+    post = _load_json(folder / "post.sdfg")
+    return sig.divergence_signature(outcome, transformation, pre, post, meta.get("container"), meta.get("divergence"),
+                                    meta.get("region") or ())
+
+
+# ------------------------------------------------------------------ clustering
+def cluster(records: Iterable[FindingRecord]) -> List[Bug]:
+    """One bug per signature; the most frequent first, then by kind and id (deterministic)."""
+    groups: Dict[str, Bug] = {}
+    for record in records:
+        bug = groups.setdefault(record.signature.key, Bug(record.signature, []))
+        if all(f.path != record.path for f in bug.findings):
+            bug.findings.append(record)
+    return sorted(groups.values(), key=lambda b: (-len(b.instances), b.signature.kind, b.id))
+
+
+def collect(run_dirs: List[Path], out_dir: Optional[Path] = None) -> List[Bug]:
+    """The bugs of ``run_dirs`` (and of the bugs.json already in ``out_dir``)."""
+    sources: List[Tuple[Path, str]] = []
+    for run_dir in run_dirs:
+        sources += finding_paths(run_dir)
+    if out_dir is not None:
+        sources += earlier_members(Path(out_dir) / BUGS_FILE)
+    seen, records = set(), []
+    for folder, verdict in sources:
+        if folder in seen or not folder.is_dir():
+            continue
+        seen.add(folder)
+        record = read_finding(folder, verdict)
+        if record is not None:
+            records.append(record)
+    return cluster(records)
+
+
+def bugs_document(bugs: List[Bug], run_dirs: List[Path]) -> Dict:
+    findings = sum(len(b.findings) for b in bugs)
+    return {"runs": [str(r) for r in run_dirs], "findings": findings, "distinct_bugs": len(bugs),
+            "bugs": [b.to_json() for b in bugs]}
+
+
+def write_bugs(bugs: List[Bug], run_dirs: List[Path], out_dir: Path) -> Path:
+    path = Path(out_dir) / BUGS_FILE
+    write_json(path, bugs_document(bugs, run_dirs))
+    return path
