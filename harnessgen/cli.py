@@ -203,6 +203,7 @@ def cmd_fuzz(args) -> int:
 
     results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result,
                    settings=args.set, jobs=max(1, args.jobs or 1), on_plan=on_plan, executor=elsewhere(args))
+    print_bugs(console, args.out)
     _print_summary(console, results)
     counts = {}
     for r in results:
@@ -371,6 +372,7 @@ def cmd_campaign(args) -> int:
                       f"{counts['done']} done earlier")
 
     outcome = run_campaign(config, executor, progress=progress, on_planned=on_planned)
+    print_bugs(console, outcome.directory)
     console.print(f"{outcome.ran} instance(s) run in {outcome.wall_seconds:.0f} s on {executor.kind}; "
                   f"{outcome.done}/{outcome.planned} done")
     if outcome.recovered.get("requeued") or outcome.recovered.get("recorded"):
@@ -392,6 +394,50 @@ def cmd_report(args) -> int:
     path = report.write(args.directory)
     print(f"{path}\n{path.with_suffix('.md')}")
     return 0
+
+
+# ------------------------------------------------------------------ bugs
+def _add_bugs(sub) -> None:
+    p = sub.add_parser("bugs", help="cluster the findings of one or several runs into distinct bugs "
+                                    "(bugs.json, BUG.md per bug)")
+    p.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR",
+                   help="run directories (fuzz or campaign --out); their summary.json lists the findings")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where bugs.json and bugs/<id>/BUG.md go (default: the first run directory); the "
+                        "findings of a bugs.json already there are clustered again with the new ones")
+    p.set_defaults(func=cmd_bugs)
+
+
+def cmd_bugs(args) -> int:
+    from .bugs import analyse
+
+    out = args.out or args.runs[0]
+    bugs = analyse(args.runs, out)
+    console = _console()
+    print_bugs(console, out)
+    findings = sum(len(b.findings) for b in bugs)
+    console.print(f"{findings} finding(s) in {len(bugs)} distinct bug(s); {out / 'bugs.json'}, "
+                  f"{out / 'bugs'}/<id>/BUG.md")
+    return 0
+
+
+def print_bugs(console, run_dir: Path) -> None:
+    """The "Distinct bugs" of a run (from its bugs.json), most instances first, when it has any."""
+    import os
+
+    from .bugs.cluster import bug_rows
+    from .bugs.report import shown_path
+
+    rows = bug_rows(run_dir)
+    if not rows:
+        return
+    console.print(f"[bold]distinct bugs:[/] {sum(r['findings'] for r in rows)} finding(s) in {len(rows)}")
+    for row in rows:
+        size = f"{row['states']} state(s), {row['nodes']} node(s)" + (
+            f", {row['input_bytes']} input bytes" if row["input_bytes"] is not None else "")
+        where = shown_path(Path(os.path.normpath(Path(run_dir) / row["representative"])))
+        console.print(f"  [bold]{row['instances']:>4} x {row['transformation']} {row['kind']}[/]  {row['id']}\n"
+                      f"         {row['description']}\n         smallest: {where} ({size})", highlight=False)
 
 
 # ------------------------------------------------------------------ instances
@@ -622,6 +668,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fuzz(sub)
     _add_campaign(sub)
     _add_report(sub)
+    _add_bugs(sub)
     _add_instances(sub)
     _add_replay(sub)
     _add_triage(sub)

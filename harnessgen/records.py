@@ -148,7 +148,7 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
 
 
 def run_summary(settings: Dict, results: List[InstanceResult], planned: int, warnings: Dict,
-                reference_checks: Optional[List[Dict]] = None) -> Dict:
+                reference_checks: Optional[List[Dict]] = None, bugs: Optional[List[Dict]] = None) -> Dict:
     """summary.json of ``harnessgen fuzz`` (the contract scripts rely on): the run's settings,
     how many instances were planned and finished, per transformation and per instance."""
     import dace
@@ -157,6 +157,7 @@ def run_summary(settings: Dict, results: List[InstanceResult], planned: int, war
 
     return {
         "harnessgen": __version__, "dace": dace.__version__, **settings,
+        "distinct_bugs": bugs or [],      # bugs.json's table: findings clustered by root cause
         "planned": planned, "finished": len(results), "not_run": planned - len(results), "warnings": warnings,
         "reference_checks": reference_checks or [],
         "per_transformation": per_transformation(results),

@@ -2,5 +2,25 @@
 
 ``signature``: a root-cause signature per outcome kind; ``stack``: post's stack where it
 dies; ``cluster``: every finding of one or several runs clustered into distinct bugs
-(``bugs.json``).
+(``bugs.json``); ``report``: ``BUG.md`` per bug.
 """
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from .cluster import Bug, collect, write_bugs
+from .report import write_bug_reports
+
+
+def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None) -> List[Bug]:
+    """Cluster the findings of ``run_dirs`` (with those an earlier analysis into ``out_dir``
+    kept) and write ``bugs.json`` and ``bugs/<id>/BUG.md`` there (default: the first run)."""
+    run_dirs = [Path(r) for r in run_dirs]
+    out_dir = Path(out_dir) if out_dir is not None else run_dirs[0]
+    started = time.monotonic()
+    bugs = collect(run_dirs, out_dir)
+    write_bug_reports(bugs, out_dir)
+    write_bugs(bugs, run_dirs, out_dir, seconds=time.monotonic() - started)
+    return bugs

@@ -218,13 +218,31 @@ def collect(run_dirs: List[Path], out_dir: Optional[Path] = None) -> List[Bug]:
     return cluster(records)
 
 
-def bugs_document(bugs: List[Bug], run_dirs: List[Path]) -> Dict:
+def bugs_document(bugs: List[Bug], run_dirs: List[Path], seconds: float = 0.0) -> Dict:
     findings = sum(len(b.findings) for b in bugs)
     return {"runs": [str(r) for r in run_dirs], "findings": findings, "distinct_bugs": len(bugs),
-            "bugs": [b.to_json() for b in bugs]}
+            "seconds": round(seconds, 2), "bugs": [b.to_json() for b in bugs]}
 
 
-def write_bugs(bugs: List[Bug], run_dirs: List[Path], out_dir: Path) -> Path:
+def write_bugs(bugs: List[Bug], run_dirs: List[Path], out_dir: Path, seconds: float = 0.0) -> Path:
     path = Path(out_dir) / BUGS_FILE
-    write_json(path, bugs_document(bugs, run_dirs))
+    write_json(path, bugs_document(bugs, run_dirs, seconds))
     return path
+
+
+def bug_rows(out_dir: Path) -> List[Dict]:
+    """The "Distinct bugs" table of a run from its bugs.json: one row per bug (none before the
+    run's first analysis); paths relative to ``out_dir``."""
+    path = Path(out_dir) / BUGS_FILE
+    if not path.is_file():
+        return []
+    rows = []
+    for bug in json.loads(path.read_text()).get("bugs", []):
+        rep = bug["representative"]
+        rows.append({"id": bug["id"], "kind": bug["kind"], "transformation": bug["transformation"],
+                     "description": " | ".join(p for p in bug["signature"] if p), "instances": bug["instances"],
+                     "findings": bug["findings"], "first_seen": bug["first_seen"]["at"],
+                     "representative": os.path.relpath(rep["path"], str(out_dir)), "states": rep["states"],
+                     "nodes": rep["nodes"], "input_bytes": rep["input_bytes"],
+                     "report": str(Path("bugs") / bug["id"] / "BUG.md")})
+    return rows

@@ -20,6 +20,7 @@ import jinja2
 
 from .. import runlog
 from ..data import TEMPLATES
+from ..bugs.cluster import bug_rows
 from ..files import write_atomic, write_json
 from ..records import InstanceResult
 from ..records import run_summary as records_summary
@@ -51,6 +52,8 @@ class ReportData:
     findings: List[Dict]
     # each program against its reference, when the run was planned (reference.py)
     reference_checks: List[Dict] = dataclasses.field(default_factory=list)
+    # the findings clustered into distinct bugs (bugs.json), when the run has been analysed
+    bugs: List[Dict] = dataclasses.field(default_factory=list)
 
 
 def _findings_of(result: Dict, directory: Path) -> List[Dict]:
@@ -115,7 +118,8 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
         generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), meta=meta,
         runs=runs, wall_seconds=round(wall, 1), counts=state.counts(selection),
         verdicts=dict(Counter(i["verdict"] for i in done)), transformations=transformations,
-        instances=instances, findings=findings, reference_checks=state.reference_checks())
+        instances=instances, findings=findings, reference_checks=state.reference_checks(),
+        bugs=bug_rows(directory))
 
 
 def _run_end(state: CampaignState, run: Dict) -> float:
@@ -203,7 +207,7 @@ def _render(name: str, autoescape: bool, **context) -> str:
 def campaign_summary(directory: Path, state: CampaignState, data: ReportData) -> Dict:
     """summary.json of ``harnessgen campaign``: per transformation and per instance, for scripts."""
     return {"program": data.meta.get("program"), "transformations": data.meta.get("transformations"),
-            "counts": data.counts, "verdicts": data.verdicts, "wall_seconds": data.wall_seconds, "runs": data.runs,
+            "distinct_bugs": data.bugs, "counts": data.counts, "verdicts": data.verdicts, "wall_seconds": data.wall_seconds, "runs": data.runs,
             "per_transformation": data.transformations, "instances": data.instances, "findings": data.findings,
             "reference_checks": data.reference_checks}
 
@@ -216,7 +220,7 @@ def run_summary(directory: Path, state: CampaignState, data: Optional[ReportData
     results = [InstanceResult.from_json(r["result"]) for r in rows if r["state"] == "done" and r["result"]]
     warnings = {"count": runlog.count(directory), "log": str(Path(directory) / runlog.LOG_NAME)}
     return records_summary(json.loads(meta.get("run_settings", "{}")), results, len(rows), warnings,
-                           state.reference_checks())
+                           state.reference_checks(), bug_rows(directory))
 
 
 # which summary.json a run writes (the "summary" its state records)
@@ -231,14 +235,21 @@ def write_summary(directory: Path, state: CampaignState, data: Optional[ReportDa
     write_json(Path(directory) / "summary.json", SUMMARIES[kind](directory, state, data))
 
 
-def write(directory: Path, state: Optional[CampaignState] = None) -> Path:
-    """Write report.html, report.md, report/*.png and summary.json; returns report.html's path."""
+def write(directory: Path, state: Optional[CampaignState] = None, bugs: bool = True) -> Path:
+    """Write report.html, report.md, report/*.png and summary.json (and with ``bugs``, first
+    cluster the run's findings: bugs.json, bugs/<id>/BUG.md); returns report.html's path."""
     directory = Path(directory)
     own = state is None
     if own:
         state = CampaignState(directory / "campaign.db", readonly=True)
     try:
         data = collect(directory, state, state.selection())
+        if bugs and data.findings:
+            from ..bugs import analyse
+
+            write_summary(directory, state, data)      # the findings the analysis reads
+            analyse([directory])
+            data.bugs = bug_rows(directory)
         _write_files(directory, data)
         write_summary(directory, state, data)
     finally:
