@@ -425,6 +425,8 @@ def print_bugs(console, run_dir: Path) -> None:
     """The "Distinct bugs" of a run (from its bugs.json), most instances first, when it has any."""
     import os
 
+    from rich.markup import escape
+
     from .bugs.cluster import bug_rows
     from .bugs.report import shown_path
 
@@ -436,8 +438,9 @@ def print_bugs(console, run_dir: Path) -> None:
         size = f"{row['states']} state(s), {row['nodes']} node(s)" + (
             f", {row['input_bytes']} input bytes" if row["input_bytes"] is not None else "")
         where = shown_path(Path(os.path.normpath(Path(run_dir) / row["representative"])))
-        console.print(f"  [bold]{row['instances']:>4} x {row['transformation']} {row['kind']}[/]  {row['id']}\n"
-                      f"         {row['description']}\n         smallest: {where} ({size})", highlight=False)
+        console.print(f"  [bold]{row['instances']:>4} x {escape(row['transformation'])} {row['kind']}[/]  {row['id']}\n"
+                      f"         {escape(row['description'])}\n         smallest: {escape(where)} ({size})",
+                      highlight=False)
 
 
 # ------------------------------------------------------------------ instances

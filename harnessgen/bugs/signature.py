@@ -233,17 +233,15 @@ def _writers(sdfg_json: Dict, container: str, state_label: Optional[str]) -> Lis
 
 
 def _memlet_shape(memlet: Dict) -> str:
+    """A memlet as a shape: a range or one element (how many dimensions is the program's, not
+    the bug's: one tiling bug shows on vectors and matrices alike), with write-conflict
+    resolution and indirect indices, which change what a write means."""
     subset = memlet.get("subset") or {}
     ranges = subset.get("ranges", []) if isinstance(subset, dict) else []
-    dims = "".join("e" if r.get("start") == r.get("end") else "r" for r in ranges) or "?"
-    extras = []
-    if memlet.get("wcr"):
-        extras.append("wcr")
-    if memlet.get("dynamic"):
-        extras.append("dynamic")
-    if any(_indirect(r) for r in ranges):
-        extras.append("indirect")
-    return f"[{dims}]" + (f" {' '.join(extras)}" if extras else "")
+    shape = "?" if not ranges else "element" if all(r.get("start") == r.get("end") for r in ranges) else "range"
+    extras = [e for e, present in (("wcr", memlet.get("wcr")), ("indirect", any(_indirect(r) for r in ranges)))
+              if present]
+    return f"[{shape}]" + (f" {' '.join(extras)}" if extras else "")
 
 
 def _indirect(rng: Dict) -> bool:

@@ -1,0 +1,133 @@
+"""Root-cause signatures: the same bug in another instance gets the same one, another bug never."""
+import json
+from pathlib import Path
+
+import dace
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from harnessgen.bugs import signature as sig
+from harnessgen.bugs.cluster import FindingRecord, cluster, sdfg_size
+from harnessgen.bugs.stack import fault_kind, parse_gdb
+
+TRACEBACK = '''AttributeError: 'CodeBlock' object has no attribute '_fields'
+  File "{venv}/lib/python3.11/site-packages/dace/transformation/interstate/loop_unroll.py", line 131, in instantiate_loop
+    ASTFindReplace({{{var}: str(value)}}).visit(data.condition)
+  File "{py}/lib/python3.11/ast.py", line 418, in visit
+    return visitor(node)
+'''
+
+
+def test_names_numbers_and_paths_become_placeholders_words_and_types_stay():
+    text = "Memlet subset out-of-bounds for __tmp_551_16_w[0:5] in /x/y/hg_post.cpp at 0x7ffe12 of ZQX (line 23)"
+    out = sig.normalise(text, names={"ZQX"})
+    assert out == "Memlet subset out-of-bounds for ID[N:N] in PATH at ADDR of ID (line N)"
+    assert sig.normalise_compiler("assigning to 'dace::vec<double, 4>' from incompatible type 'double'") == \
+        sig.normalise_compiler("assigning to 'dace::vec<int, 8>' from incompatible type 'int'")
+
+
+def test_the_same_exception_in_two_instances_has_one_signature():
+    one = TRACEBACK.format(venv="/a/.venv", py="/usr", var="jm")
+    two = TRACEBACK.format(venv="/elsewhere/env", py="/opt/python", var="kt")
+    a = sig.exception_signature("FAILED_TO_APPLY", "LoopUnroll", one, names={"jm"})
+    b = sig.exception_signature("FAILED_TO_APPLY", "LoopUnroll", two, names={"kt"})
+    assert a.key == b.key
+    assert a.parts == ("AttributeError", "'CodeBlock' object has no attribute 'ID'",
+                       "dace/transformation/interstate/loop_unroll.py:instantiate_loop")
+
+
+@pytest.mark.parametrize("change", [
+    lambda t: t.replace("instantiate_loop", "apply"),                       # raised elsewhere
+    lambda t: t.replace("AttributeError", "KeyError"),                      # another exception
+    lambda t: t.replace("no attribute", "no item"),                          # another message
+])
+def test_another_place_type_or_message_is_another_bug(change):
+    text = TRACEBACK.format(venv="/v", py="/usr", var="jm")
+    base = sig.exception_signature("FAILED_TO_APPLY", "LoopUnroll", text, names={"jm"})
+    assert sig.exception_signature("FAILED_TO_APPLY", "LoopUnroll", change(text), names={"jm"}).key != base.key
+    assert sig.exception_signature("FAILED_TO_APPLY", "LoopToMap", text, names={"jm"}).key != base.key
+
+
+def test_validation_messages_lose_the_state_and_edge_they_name():
+    one = "dace.sdfg.validation.InvalidSDFGEdgeError: Memlet subset out-of-bounds (at state s1, edge a -> b)"
+    two = "dace.sdfg.validation.InvalidSDFGEdgeError: Memlet subset out-of-bounds (at state body_7, edge c[0:3])"
+    assert sig.exception_signature("INVALID_SDFG", "LoopToMap", one, ()).key == \
+        sig.exception_signature("INVALID_SDFG", "LoopToMap", two, ()).key
+
+
+def test_the_compilers_first_error_without_file_position_or_names():
+    log = ("building libpost.so failed (hg_post): 1 error generated.\nclang++ -O2 x.cpp\n"
+           "/tmp/b1/src/cpu/hg_post.cpp:23:33: error: use of undeclared identifier 'hg_tmp_17'\n"
+           "/tmp/b1/src/cpu/hg_post.cpp:40:1: error: expected ';'\n")
+    assert sig.first_compiler_error(log) == "use of undeclared identifier 'hg_tmp_17'"
+    other = log.replace("23:33", "90:2").replace("hg_tmp_17", "hg_tmp_3").replace("/tmp/b1", "/tmp/b9")
+    assert sig.build_signature("X", log, ()).key == sig.build_signature("X", other, ()).key
+    assert sig.build_signature("X", log, ()).key != sig.build_signature(
+        "X", log.replace("use of undeclared identifier", "no member named"), ()).key
+
+
+GDB_OUTPUT = """Program received signal SIGSEGV, Segmentation fault.
+0x00007ffff7fb75f5 in omp_outlined[] () from /b/libpost.so
+$1 = {code}
+$2 = (void *) {addr}
+=> 0x7ffff7fb75f5 <.omp_outlined.+197>:\tmulpd  0x10(%rsi,%rcx,8),%xmm1
+#0  0x00007ffff7fb75f5 in omp_outlined[] () from /b/libpost.so
+#1  0x00007ffff7bb25a3 in __kmp_invoke_microtask () from /usr/lib/llvm-14/lib/libomp.so.5
+#4  0x00007ffff7fb7959 in __program_hg_post () from /b/libpost.so
+#5  0x0000555555557ab4 in hg_run_one(unsigned char const*, unsigned long) ()
+"""
+
+
+def test_post_stack_from_gdb_keeps_posts_frames_and_why_it_faulted():
+    stack = parse_gdb(GDB_OUTPUT.format(code=128, addr="0x0"))
+    assert stack["frames"] == ["omp_outlined[]", "__program_hg_post"] and stack["mnemonic"] == "mulpd"
+    assert stack["fault"].startswith("general protection")
+    null = parse_gdb(GDB_OUTPUT.format(code=1, addr="0x8"))
+    assert null["fault"].startswith("null pointer")
+    assert sig.crash_signature("V", "SIGSEGV", stack).key != sig.crash_signature("V", "SIGSEGV", null).key
+    assert fault_kind("SIGSEGV", "1", "0x7fff0000") == "unmapped address"
+    assert parse_gdb("[Inferior 1 (process 7) exited with code 01]") is None
+
+
+def _map_writing(wcr: bool):
+    sdfg = dace.SDFG("w")
+    sdfg.add_array("A", [10], dace.float64)
+    sdfg.add_array("B", [10], dace.float64)
+    state = sdfg.add_state()
+    state.add_mapped_tasklet("m", {"i": "0:10"}, {"a": dace.Memlet("A[i]")}, "b = a",
+                             {"b": dace.Memlet("B[0]", wcr="lambda x, y: x + y") if wcr else dace.Memlet("B[i]")},
+                             external_edges=True)
+    return json.loads(json.dumps(sdfg.to_json()))
+
+
+def test_write_patterns_tell_a_reduction_from_an_elementwise_write_but_not_names():
+    plain, reduce = _map_writing(False), _map_writing(True)
+    assert sig.write_pattern(plain, "B") == "MapExit -> global [range]"
+    assert "wcr" in sig.write_pattern(reduce, "B")
+    renamed = json.loads(json.dumps(plain).replace('"B"', '"Out"').replace("B[", "Out["))
+    assert sig.write_pattern(renamed, "Out") == sig.write_pattern(plain, "B")
+    assert sdfg_size(plain) == (1, 5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), min_size=1, max_size=30))
+def test_clusters_never_merge_two_bugs_and_never_split_one(labelled):
+    """Findings with known ground truth (bug b, seen in instance i, its names renamed per
+    instance): one cluster per bug, each holding exactly that bug's findings."""
+    messages = ["KeyError: '{v}'", "AttributeError: 'NoneType' object has no attribute 'label'",
+                "ValueError: shape mismatch in {v}", "AttributeError: 'CodeBlock' object has no attribute 'x'"]
+    records = []
+    for n, (bug, inst) in enumerate(labelled):
+        name = f"var{inst}"
+        s = sig.exception_signature("FAILED_TO_APPLY", "T", messages[bug].format(v=name), names={name})
+        records.append(FindingRecord(path=Path(f"/f/{n}"), outcome="FAILED_TO_APPLY",
+                                     transformation="T", instance=f"T-{inst}", program="p", target="t",
+                                     seen_at=float(n), input_bytes=None, size=(1, n), signature=s))
+    bugs = cluster(records)
+    truth = {}
+    for (bug, _), record in zip(labelled, records):
+        truth.setdefault(bug, set()).add(record.path)
+    assert sorted(sorted(map(str, {f.path for f in b.findings})) for b in bugs) == \
+        sorted(sorted(map(str, paths)) for paths in truth.values())
+    for b in bugs:
+        assert b.representative.size == min(f.size for f in b.findings)
