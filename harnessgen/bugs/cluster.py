@@ -52,6 +52,7 @@ class FindingRecord:
 class Bug:
     signature: sig.Signature
     findings: List[FindingRecord]
+    reduction: Optional[Dict] = None    # reduce.Reduction's record, once reduced
 
     @property
     def id(self) -> str:
@@ -76,7 +77,7 @@ class Bug:
                 "instances": len(self.instances), "findings": len(self.findings),
                 "programs": sorted({f.program for f in self.findings}),
                 "first_seen": {"at": _iso(first.seen_at), "instance": first.instance, "path": str(first.path)},
-                "representative": rep.to_json(),
+                "representative": rep.to_json(), "reduction": self.reduction,
                 "members": [f.to_json() for f in sorted(self.findings, key=lambda f: f.rank)]}
 
 
@@ -218,15 +219,17 @@ def collect(run_dirs: List[Path], out_dir: Optional[Path] = None) -> List[Bug]:
     return cluster(records)
 
 
-def bugs_document(bugs: List[Bug], run_dirs: List[Path], seconds: float = 0.0) -> Dict:
+def bugs_document(bugs: List[Bug], run_dirs: List[Path], seconds: float = 0.0, reduce_seconds: float = 0.0) -> Dict:
     findings = sum(len(b.findings) for b in bugs)
     return {"runs": [str(r) for r in run_dirs], "findings": findings, "distinct_bugs": len(bugs),
-            "seconds": round(seconds, 2), "bugs": [b.to_json() for b in bugs]}
+            "cluster_seconds": round(seconds, 2), "reduce_seconds": round(reduce_seconds, 2),
+            "bugs": [b.to_json() for b in bugs]}
 
 
-def write_bugs(bugs: List[Bug], run_dirs: List[Path], out_dir: Path, seconds: float = 0.0) -> Path:
+def write_bugs(bugs: List[Bug], run_dirs: List[Path], out_dir: Path, seconds: float = 0.0,
+               reduce_seconds: float = 0.0) -> Path:
     path = Path(out_dir) / BUGS_FILE
-    write_json(path, bugs_document(bugs, run_dirs, seconds))
+    write_json(path, bugs_document(bugs, run_dirs, seconds, reduce_seconds))
     return path
 
 
@@ -238,11 +241,14 @@ def bug_rows(out_dir: Path) -> List[Dict]:
         return []
     rows = []
     for bug in json.loads(path.read_text()).get("bugs", []):
-        rep = bug["representative"]
+        rep, reduced = bug["representative"], bug.get("reduction") or {}
         rows.append({"id": bug["id"], "kind": bug["kind"], "transformation": bug["transformation"],
                      "description": " | ".join(p for p in bug["signature"] if p), "instances": bug["instances"],
                      "findings": bug["findings"], "first_seen": bug["first_seen"]["at"],
                      "representative": os.path.relpath(rep["path"], str(out_dir)), "states": rep["states"],
                      "nodes": rep["nodes"], "input_bytes": rep["input_bytes"],
-                     "report": str(Path("bugs") / bug["id"] / "BUG.md")})
+                     "report": str(Path("bugs") / bug["id"] / "BUG.md"),
+                     "reduced": (os.path.relpath(reduced["folder"], str(out_dir)) if reduced.get("folder") else None),
+                     "reduced_states": reduced.get("after", [None, None])[0] if reduced.get("folder") else None,
+                     "reduced_nodes": reduced.get("after", [None, None])[1] if reduced.get("folder") else None})
     return rows

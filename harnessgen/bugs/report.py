@@ -117,10 +117,12 @@ def write_bug_report(bug: Bug, out_dir: Path) -> Path:
     match = _read(folder / "transformation.json") or instance.get("match", {})
     spec = instance.get("transformation_spec") or meta.get("transformation_spec") or bug.signature.transformation
     record = bug.to_json()
+    reduced = bug.reduction or {}
     target = Path(out_dir) / BUGS_DIR / bug.id / "BUG.md"
     text = _environment().get_template("bug.md.j2").render(
         bug={**record, "signature": record["signature"]}, headline=bug.signature.describe(),
-        rep_dir=shown_path(folder), static=bug.signature.kind in STATIC_VERDICTS,
+        rep_dir=shown_path(folder), repro_dir=shown_path(Path(reduced["folder"])) if reduced.get("folder") else
+        shown_path(folder), reduction=reduced, static=bug.signature.kind in STATIC_VERDICTS,
         versions=_versions(meta), spec=spec, properties=properties(spec, match),
         match=json.dumps(match, indent=1, default=str), has_post=(folder / "post.sdfg").is_file(),
         symbols=", ".join(f"{k}={v}" for k, v in (meta.get("symbols") or {}).items()),

@@ -46,6 +46,8 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPACES = re.compile(r"\s+")
 # where DaCe's validator says which state and edge or node: names only
 _AT_STATE = re.compile(r"\s*\(at state .*$")
+# harnessgen's own interface check says "cutout" or "program" by where post was made: one check
+_INTERFACE = re.compile(r"post changed the (?:cutout|program)'s interface")
 _COMPILER_ERROR = re.compile(r"^(?P<where>\S+?):\d+:\d+: (?:fatal )?error: (?P<message>.*)$")
 
 
@@ -168,6 +170,7 @@ def exception_signature(kind: str, transformation: str, message: str, names: Ite
     """FAILED_TO_APPLY / INVALID_SDFG: type, innermost frames of ours or DaCe's, the message."""
     etype, text = exception_line(message)
     text = _AT_STATE.sub("", text)
+    text = _INTERFACE.sub("post changed the interface", text)
     where = [f"{f}:{fn}" for f, fn in frames(message)[-FRAMES_KEPT:]]
     return Signature(kind, transformation, (etype, normalise(text, names), " < ".join(reversed(where))))
 

@@ -1,0 +1,353 @@
+"""Program reduction: the smallest program that still shows a bug (C-Reduce's idea on SDFGs).
+
+Starting from a bug's representative cutout (``pre.sdfg``), edits are tried one at a time,
+the largest first: remove a state (its neighbours joined), a connected part of a state's
+dataflow, collapse a map to one iteration, replace a tasklet's code by a plain copy of its
+first input. After each edit the containers nothing uses any more are dropped. An edit is
+kept when the program still validates and the transformation, applied at any of its matches
+there, still gives the bug's signature. The pass repeats until no edit is kept or the time is
+up; what is left is written as an ordinary finding folder with its own ``repro.py``.
+
+Kinds reduced so far: those the transformation shows without running anything
+(FAILED_TO_APPLY, INVALID_SDFG) and BUILD_FAILURE (post's code is generated and checked by the
+compiler, ``-fsyntax-only``). A finding that needs post to run (MISMATCH, POST_CRASH, ...)
+keeps its cutout and says so.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
+
+from ..files import write_json
+from . import signature as sig
+from .cluster import STATIC_VERDICTS, Bug, static_signature
+
+REDUCED_DIR = "reduced"
+REDUCTION_FILE = "reduction.json"
+# what a match says about where it lies, not about how the transformation is set
+BOOKKEEPING = {"type", "transformation", "_subgraph", "cfg_id", "sdfg_id", "state_id", "expr_index"}
+
+
+@dataclasses.dataclass
+class ReduceOptions:
+    seconds: float = 60.0          # per bug
+    max_candidates: int = 2000
+
+
+@dataclasses.dataclass
+class Reduction:
+    bug: str
+    kind: str
+    representative: str
+    before: Tuple[int, int]        # (states, nodes)
+    after: Tuple[int, int]
+    seconds: float
+    candidates: int                # programs judged
+    kept: int                      # edits kept
+    folder: Optional[str] = None   # the reduced finding (its repro.py), when it was reduced
+    reason: str = ""               # why not, or why it stopped
+
+    def to_json(self) -> Dict:
+        return dataclasses.asdict(self)
+
+
+# ------------------------------------------------------------------ size and copies
+def program_size(sdfg) -> Tuple[int, int]:
+    """(states, nodes), nested SDFGs included."""
+    import dace
+
+    states = nodes = 0
+    for node, _ in sdfg.all_nodes_recursive():
+        if isinstance(node, dace.SDFGState):
+            states += 1
+        else:
+            nodes += 1
+    return states, nodes
+
+
+def _clone(sdfg):
+    import dace
+
+    return dace.SDFG.from_json(json.loads(json.dumps(sdfg.to_json())))
+
+
+def _sdfgs(sdfg) -> List:
+    return list(sdfg.all_sdfgs_recursive())
+
+
+# ------------------------------------------------------------------ edits
+Edit = Callable[[object], None]
+
+
+def edits(sdfg) -> Iterator[Tuple[str, Edit]]:
+    """Every edit of ``sdfg``, largest first; each is addressed by position, so that it
+    applies to a copy."""
+    import dace
+    import networkx as nx
+
+    graphs = _sdfgs(sdfg)
+    for g, graph in enumerate(graphs):
+        for s, state in enumerate(graph.nodes()):
+            if graph.number_of_nodes() > 1:
+                yield f"remove state {state.label}", _at(g, s, _remove_state)
+    for g, graph in enumerate(graphs):
+        for s, state in enumerate(graph.nodes()):
+            parts = sorted((sorted(state.node_id(n) for n in part) for part in nx.weakly_connected_components(state.nx)))
+            for part in parts:
+                yield f"remove {len(part)} node(s) of {state.label}", _at(g, s, _remove_nodes(part))
+    for g, graph in enumerate(graphs):
+        for s, state in enumerate(graph.nodes()):
+            for node in state.nodes():
+                if isinstance(node, dace.nodes.MapEntry) and _collapsible(node):
+                    yield f"one iteration of map {node.map.label}", _at(g, s, _one_iteration(state.node_id(node)))
+                elif isinstance(node, dace.nodes.Tasklet) and node.out_connectors:
+                    yield f"plain copy in tasklet {node.label}", _at(g, s, _plain_tasklet(state.node_id(node)))
+
+
+def _at(g: int, s: int, edit: Callable) -> Edit:
+    def apply(sdfg) -> None:
+        graph = _sdfgs(sdfg)[g]
+        edit(graph, graph.nodes()[s])
+    return apply
+
+
+def _remove_state(graph, state) -> None:
+    """Remove ``state``; a state between one predecessor and one successor is bridged by an
+    edge with both edges' conditions and assignments (where they do not conflict)."""
+    from dace.sdfg import InterstateEdge
+    from dace.properties import CodeBlock
+
+    ins, outs = list(graph.in_edges(state)), list(graph.out_edges(state))
+    if graph.start_state is state:
+        if len(outs) != 1 or not outs[0].data.is_unconditional():
+            raise ValueError("a start state that branches")
+        successor = outs[0].dst
+        graph.remove_node(state)
+        graph.start_state = graph.node_id(successor)
+        return
+    if outs and len(ins) == 1 and len(outs) == 1:
+        a, b = ins[0].data, outs[0].data
+        if not (a.is_unconditional() or b.is_unconditional()) or set(a.assignments) & set(b.assignments):
+            raise ValueError("conditions or assignments that do not join")
+        condition = b.condition if a.is_unconditional() else a.condition
+        graph.add_edge(ins[0].src, outs[0].dst, InterstateEdge(condition=CodeBlock(condition.as_string),
+                                                               assignments={**a.assignments, **b.assignments}))
+    elif outs:
+        raise ValueError("a state with several predecessors and successors")
+    graph.remove_node(state)
+
+
+def _remove_nodes(ids: List[int]) -> Callable:
+    def apply(graph, state) -> None:
+        state.remove_nodes_from([state.node(i) for i in ids])
+    return apply
+
+
+def _collapsible(entry) -> bool:
+    return any(_constant(e - b) not in (0, None) for b, e, _ in entry.map.range.ndrange())
+
+
+def _constant(value) -> Optional[int]:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _one_iteration(node_id: int) -> Callable:
+    def apply(graph, state) -> None:
+        from dace import subsets
+
+        entry = state.node(node_id)
+        entry.map.range = subsets.Range([(b, b, 1) for b, _, _ in entry.map.range.ndrange()])
+    return apply
+
+
+def _plain_tasklet(node_id: int) -> Callable:
+    def apply(graph, state) -> None:
+        import dace
+        from dace.properties import CodeBlock
+
+        tasklet = state.node(node_id)
+        source = sorted(tasklet.in_connectors)
+        body = "\n".join(f"{out} = {source[0] if source else 0}" for out in sorted(tasklet.out_connectors))
+        if tasklet.code.as_string.strip() == body:
+            raise ValueError("already plain")
+        tasklet.code = CodeBlock(body, dace.Language.Python)
+    return apply
+
+
+def drop_unused_containers(sdfg) -> None:
+    """Containers no access node, nested connector or interstate edge of their SDFG names."""
+    import dace
+
+    for graph in _sdfgs(sdfg):
+        used = set()
+        for state in graph.nodes():
+            for node in state.nodes():
+                if isinstance(node, dace.nodes.AccessNode):
+                    used.add(node.data)
+        for edge in graph.edges():
+            used |= set(sig._IDENT.findall(edge.data.condition.as_string))
+            for value in edge.data.assignments.values():
+                used |= set(sig._IDENT.findall(str(value)))
+        if graph.parent_nsdfg_node is not None:
+            used |= set(graph.parent_nsdfg_node.in_connectors) | set(graph.parent_nsdfg_node.out_connectors)
+        for name in [n for n in graph.arrays if n not in used]:
+            graph.remove_data(name, validate=False)
+
+
+# ------------------------------------------------------------------ judging a program
+class StaticJudge:
+    """Whether the transformation, at some match in a program, still gives a signature: the
+    exception or invalid SDFG it leaves, or the compiler's first error on post's code."""
+
+    def __init__(self, bug: Bug, instance: Dict, cls: type):
+        self.target = bug.signature
+        self.kind = bug.signature.kind
+        self.instance = instance
+        self.cls = cls
+        self.settings = {k: v for k, v in instance.get("match", {}).items() if k not in BOOKKEEPING}
+
+    def __call__(self, sdfg):
+        """The failing (pre, post) pair with the same signature, or None."""
+        from ..audit import transformed_program
+        from ..errors import Unsupported
+        from ..instances import Instance, _pattern_matches
+
+        names = sig.program_names(sdfg.to_json())
+        for xform in list(_pattern_matches(sdfg, self.cls, None)):
+            match = {**json.loads(json.dumps(xform.to_json())), **self.settings}
+            inst = Instance(id=f"{self.instance.get('id', 'bug')}-reduced", target=self.instance.get("target", ""),
+                            program=self.instance.get("program", ""), transformation=self.cls.__name__,
+                            transformation_spec=self.instance.get("transformation_spec", self.cls.__name__),
+                            match=match)
+            try:
+                pair = transformed_program(sdfg, inst, self.cls)
+            except Unsupported:
+                continue
+            found = self._signature(pair, names)
+            if found is not None and found.key == self.target.key:
+                pair.instance = inst
+                return pair, pair.error or self._log
+        return None
+
+    _log = ""
+
+    def _signature(self, pair, names) -> Optional[sig.Signature]:
+        if pair.verdict is not None and pair.verdict.name in STATIC_VERDICTS:     # PASS: post was made
+            return static_signature(pair.verdict.name, self.target.transformation, pair.error, names)
+        if self.kind != "BUILD_FAILURE":
+            return None
+        log = compile_errors(pair.post)
+        if log is None:
+            return None
+        self._log = log
+        return sig.build_signature(self.target.transformation, log, names)
+
+
+def compile_errors(post) -> Optional[str]:
+    """What the compiler says about post's generated code (``-fsyntax-only``, with the flags the
+    harness builds with); None when it compiles."""
+    from ..build import CXX, SIDE_FLAGS, _flags
+    from ..emit import generate_side
+    from ..errors import BuildError
+
+    with tempfile.TemporaryDirectory(prefix="hg-reduce-") as tmp:
+        out = Path(tmp)
+        try:
+            side = generate_side(post, out)
+        except BuildError as exc:
+            return f"{exc}\n{exc.log}"
+        proc = subprocess.run([CXX, *_flags(out), *SIDE_FLAGS, "-fsyntax-only", str(side.cpp)],
+                              capture_output=True, text=True)
+    return None if proc.returncode == 0 else f"building {post.name} failed\n{proc.stderr}"
+
+
+# ------------------------------------------------------------------ the loop
+def reduce_program(pre, judge: Callable, options: ReduceOptions) -> Tuple[object, object, str, int, int, str]:
+    """Greedy: keep the first edit that leaves a smaller program the judge accepts, start over;
+    returns (program, its failing pair, message, programs judged, edits kept, why it stopped)."""
+    started = time.monotonic()
+    found = judge(pre)
+    if found is None:
+        return pre, None, "", 1, 0, "the representative's cutout does not show the signature again here"
+    best, (pair, message) = pre, found
+    judged, kept = 1, 0
+    while True:
+        progress = False
+        for _, edit in edits(best):
+            if time.monotonic() - started > options.seconds or judged >= options.max_candidates:
+                return best, pair, message, judged, kept, "time or candidate budget used up"
+            candidate = _clone(best)
+            try:
+                edit(candidate)
+                drop_unused_containers(candidate)
+                candidate.validate()
+            except Exception:  # noqa: BLE001 -- an edit that breaks the program is not kept
+                continue
+            if program_size(candidate) >= program_size(best):
+                continue
+            judged += 1
+            try:
+                result = judge(candidate)
+            except Exception:  # noqa: BLE001 -- the judge failing some other way is not the bug
+                result = None
+            if result is not None:
+                best, (pair, message), kept, progress = candidate, result, kept + 1, True
+                break
+        if not progress:
+            return best, pair, message, judged, kept, "no smaller program shows the bug"
+
+
+def reduce_bug(bug: Bug, out_dir: Path, options: ReduceOptions = ReduceOptions()) -> Reduction:
+    """Reduce one bug's representative (cached in ``<out>/bugs/<id>/reduction.json`` for the
+    same representative)."""
+    import dace
+
+    rep = bug.representative
+    folder = Path(out_dir) / "bugs" / bug.id
+    record_file = folder / REDUCTION_FILE
+    if record_file.is_file():
+        cached = json.loads(record_file.read_text())
+        if cached.get("representative") == str(rep.path) and (not cached.get("folder") or
+                                                             Path(cached["folder"]).is_dir()):
+            return Reduction(**{**cached, "before": tuple(cached["before"]), "after": tuple(cached["after"])})
+    started = time.monotonic()
+    pre = dace.SDFG.from_file(str(rep.path / "pre.sdfg"))
+    before = program_size(pre)
+    record = Reduction(bug=bug.id, kind=bug.signature.kind, representative=str(rep.path), before=before,
+                       after=before, seconds=0.0, candidates=0, kept=0)
+    if bug.signature.kind not in STATIC_VERDICTS:
+        record.reason = "reduced only where no run is needed (FAILED_TO_APPLY, INVALID_SDFG, BUILD_FAILURE) so far"
+    else:
+        _reduce_static(bug, pre, folder, options, record)
+    record.seconds = round(time.monotonic() - started, 2)
+    write_json(record_file, record.to_json())
+    return record
+
+
+def _reduce_static(bug: Bug, pre, folder: Path, options: ReduceOptions, record: Reduction) -> None:
+    from ..build import CXX, CXXFLAGS
+    from ..instances import load_transformation
+    from ..reproducer import write_static_finding
+
+    instance = json.loads((bug.representative.path / "instance.json").read_text())
+    try:
+        cls = load_transformation(instance.get("transformation_spec") or bug.signature.transformation)
+    except Exception as exc:  # noqa: BLE001 -- the transformation is gone: say so in the report
+        record.reason = f"the transformation cannot be loaded here: {type(exc).__name__}: {exc}"
+        return
+    best, pair, message, judged, kept, why = reduce_program(pre, StaticJudge(bug, instance, cls), options)
+    record.candidates, record.kept, record.reason = judged, kept, why
+    if pair is None:
+        return
+    record.after = program_size(best)
+    target = folder / REDUCED_DIR / bug.signature.kind.lower()
+    write_static_finding(target, pair, bug.signature.kind, message, CXX, CXXFLAGS)
+    record.folder = str(target)
