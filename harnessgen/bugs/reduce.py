@@ -2,11 +2,12 @@
 
 Starting from a bug's representative cutout (``pre.sdfg``), edits are tried one at a time,
 the largest first: remove a state (its neighbours joined), a connected part of a state's
-dataflow, collapse a map to one iteration, replace a tasklet's code by a plain copy of its
-first input. After each edit the containers nothing uses any more are dropped. An edit is
+dataflow, a map with its body; collapse a map to one iteration, replace a tasklet's code by a
+plain copy of its first input. After each edit the containers nothing uses any more are dropped. An edit is
 kept when the program still validates and the transformation, applied at any of its matches
 there, still gives the bug's signature. The pass repeats until no edit is kept or the time is
-up; what is left is written as an ordinary finding folder with its own ``repro.py``.
+up (an edit must make the program smaller: fewer states and nodes, else less code or fewer
+map dimensions); what is left is written as an ordinary finding folder with its ``repro.py``.
 
 Kinds reduced so far: those the transformation shows without running anything
 (FAILED_TO_APPLY, INVALID_SDFG) and BUILD_FAILURE (post's code is generated and checked by the
@@ -103,6 +104,12 @@ def edits(sdfg) -> Iterator[Tuple[str, Edit]]:
     for g, graph in enumerate(graphs):
         for s, state in enumerate(graph.nodes()):
             for node in state.nodes():
+                if isinstance(node, dace.nodes.MapEntry):
+                    inside = sorted(state.node_id(n) for n in state.scope_subgraph(node).nodes())
+                    yield f"remove map {node.map.label} and its body", _at(g, s, _remove_nodes(inside))
+    for g, graph in enumerate(graphs):
+        for s, state in enumerate(graph.nodes()):
+            for node in state.nodes():
                 if isinstance(node, dace.nodes.MapEntry) and _collapsible(node):
                     yield f"one iteration of map {node.map.label}", _at(g, s, _one_iteration(state.node_id(node)))
                 elif isinstance(node, dace.nodes.Tasklet) and node.out_connectors:
@@ -182,10 +189,30 @@ def _plain_tasklet(node_id: int) -> Callable:
     return apply
 
 
-def drop_unused_containers(sdfg) -> None:
-    """Containers no access node, nested connector or interstate edge of their SDFG names."""
+def weight(sdfg) -> Tuple[int, int]:
+    """What an edit must make smaller: states and nodes, then tasklet code and map dimensions
+    that iterate more than once."""
     import dace
 
+    states, nodes = program_size(sdfg)
+    rest = 0
+    for node, _ in sdfg.all_nodes_recursive():
+        if isinstance(node, dace.nodes.Tasklet):
+            rest += len(node.code.as_string)
+        elif isinstance(node, dace.nodes.MapEntry):
+            rest += sum(1 for b, e, _ in node.map.range.ndrange() if _constant(e - b) != 0)
+    return states + nodes, rest
+
+
+def drop_unused_containers(sdfg) -> None:
+    """Access nodes nothing reads or writes, then containers no access node, nested connector
+    or interstate edge of their SDFG names."""
+    import dace
+
+    for graph in _sdfgs(sdfg):
+        for state in graph.nodes():
+            state.remove_nodes_from([n for n in state.nodes() if isinstance(n, dace.nodes.AccessNode)
+                                     and state.degree(n) == 0])
     for graph in _sdfgs(sdfg):
         used = set()
         for state in graph.nodes():
@@ -291,7 +318,7 @@ def reduce_program(pre, judge: Callable, options: ReduceOptions) -> Tuple[object
                 candidate.validate()
             except Exception:  # noqa: BLE001 -- an edit that breaks the program is not kept
                 continue
-            if program_size(candidate) >= program_size(best):
+            if weight(candidate) >= weight(best):
                 continue
             judged += 1
             try:

@@ -1,0 +1,64 @@
+"""Program reduction keeps what shows the bug and drops the rest, never what the bug needs."""
+import dace
+import numpy as np
+
+from harnessgen.bugs.cluster import Bug, FindingRecord
+from harnessgen.bugs.reduce import ReduceOptions, StaticJudge, program_size, reduce_program
+from harnessgen.bugs.signature import exception_signature
+from harnessgen.instances import load_transformation
+from tests.conftest import PROGRAMS
+
+SPEC = f"{PROGRAMS / 'broken_xforms.py'}:RaisesOnApply"
+N = dace.symbol("N")
+
+
+@dace.program
+def three_steps(A: dace.float64[N], B: dace.float64[N], C: dace.float64[N]):
+    for i in dace.map[0:N]:
+        B[i] = A[i] * 2.0 + 1.0
+    for i in dace.map[0:N]:
+        C[i] = np.exp(B[i])          # only this tasklet matches (it calls exp)
+    for i in dace.map[0:N]:
+        A[i] = C[i] - B[i]
+
+
+def _bug_of(sdfg, cls):
+    from harnessgen.audit import transformed_program
+    from harnessgen.instances import Instance, _pattern_matches
+
+    xform = next(iter(_pattern_matches(sdfg, cls, None)))
+    inst = Instance(id="t", target="", program="three_steps", transformation=cls.__name__,
+                    transformation_spec=SPEC, match=xform.to_json())
+    pair = transformed_program(sdfg, inst, cls)
+    signature = exception_signature(pair.verdict.name, cls.__name__, pair.error, ())
+    record = FindingRecord(path=PROGRAMS, outcome=pair.verdict.name, transformation=cls.__name__, instance="t",
+                           program="three_steps", target="", seen_at=0.0, input_bytes=None,
+                           size=program_size(sdfg), signature=signature)
+    return Bug(signature, [record]), inst.to_json()
+
+
+def test_reduction_drops_what_the_failure_does_not_need_and_keeps_the_failure():
+    cls = load_transformation(SPEC)
+    sdfg = three_steps.to_sdfg(simplify=True)
+    bug, instance = _bug_of(sdfg, cls)
+    judge = StaticJudge(bug, instance, cls)
+    reduced, pair, message, judged, kept, why = reduce_program(sdfg, judge, ReduceOptions(seconds=120))
+    assert pair is not None and kept >= 1 and judged > kept
+    assert program_size(reduced)[1] < program_size(sdfg)[1]
+    nodes = [n for n, _ in reduced.all_nodes_recursive()]
+    # the two maps around the one that calls exp are gone; the match itself stays
+    assert sum(isinstance(n, dace.nodes.MapEntry) for n in nodes) == 1
+    assert sum(isinstance(n, dace.nodes.Tasklet) and "exp(" in n.code.as_string for n in nodes) == 1
+    assert "gave up half way" in message and judge(reduced) is not None       # and still fails the same way
+    assert why == "no smaller program shows the bug"
+
+
+def test_a_program_without_the_failure_is_not_reduced():
+    cls = load_transformation(SPEC)
+    sdfg = three_steps.to_sdfg(simplify=True)
+    bug, instance = _bug_of(sdfg, cls)
+    for node, state in list(sdfg.all_nodes_recursive()):         # nothing calls exp any more: no match
+        if isinstance(node, dace.nodes.Tasklet):
+            node.code = dace.properties.CodeBlock(node.code.as_string.replace("exp(", "abs("))
+    _, pair, _, judged, kept, why = reduce_program(sdfg, StaticJudge(bug, instance, cls), ReduceOptions())
+    assert pair is None and kept == 0 and judged == 1 and "does not show" in why
