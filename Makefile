@@ -11,7 +11,7 @@ PYTHON       ?= python3
 VENV         := .venv
 BIN          := $(VENV)/bin
 WORK         := .harnessgen
-DEB_PACKAGES := afl++ clang lld llvm libomp-dev libclang-rt-14-dev build-essential cmake procps gnuplot-nox
+DEB_PACKAGES := afl++ clang lld llvm libomp-dev libclang-rt-14-dev build-essential cmake procps gnuplot-nox gdb
 TARGET       ?= cloudsc
 XFORM        ?=
 TIME         ?= 2
@@ -33,7 +33,7 @@ COMPILER     ?= dace
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup setup-torch setup-cuda setup-gpu barriers pyfuzz deps venv fuzz campaign report whatsup plot triage replay instances test test-unit bench bench-quick bench-zoo clean distclean help
+.PHONY: setup setup-torch setup-cuda setup-gpu barriers pyfuzz deps venv fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -47,6 +47,7 @@ help:
 	@echo "                                                         report.html/.md in CAMPAIGN (default $(WORK)/campaigns/...)"
 	@echo "make report CAMPAIGN=dir                                 redraw a campaign's report"
 	@echo "make triage TARGET=kernels:gemm XFORM=MapTiling         re-triage that run's raw crashes"
+	@echo "make bugs TARGET=cloudsc                              that run's findings as distinct bugs (bugs.json, BUG.md)"
 	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
 	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
 	@echo "make fuzz TARGET=kernels XFORM=gpu                       GPU transformations (GPU cutouts; built only where no GPU is)"
@@ -116,6 +117,9 @@ plot: deps
 
 triage: setup
 	$(BIN)/harnessgen triage $(OUT)
+
+bugs: setup
+	$(BIN)/harnessgen bugs $(OUT)
 
 replay: setup
 	@test -n "$(CRASH)" || { echo "usage: make replay CRASH=crashes/<target>/<instance>/<finding>"; exit 2; }

@@ -409,7 +409,7 @@ def _add_bugs(sub) -> None:
 
 
 def cmd_bugs(args) -> int:
-    from .bugs import analyse
+    from .bugs.analysis import analyse
 
     out = args.out or args.runs[0]
     bugs = analyse(args.runs, out)

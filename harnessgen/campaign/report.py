@@ -245,7 +245,7 @@ def write(directory: Path, state: Optional[CampaignState] = None, bugs: bool = T
     try:
         data = collect(directory, state, state.selection())
         if bugs and data.findings:
-            from ..bugs import analyse
+            from ..bugs.analysis import analyse
 
             write_summary(directory, state, data)      # the findings the analysis reads
             analyse([directory])

@@ -1,0 +1,28 @@
+"""Findings of one or several runs -> bugs.json, reduced programs and BUG.md per bug."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from .cluster import Bug, collect, write_bugs
+from .reduce import ReduceOptions, reduce_bug
+from .report import write_bug_reports
+
+
+def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
+            reduce: Optional[ReduceOptions] = ReduceOptions()) -> List[Bug]:
+    """Cluster the findings of ``run_dirs`` (with those an earlier analysis into ``out_dir``
+    kept), reduce each bug's program (``reduce``; None: not), and write ``bugs.json`` and
+    ``bugs/<id>/BUG.md`` there (default: the first run)."""
+    run_dirs = [Path(r) for r in run_dirs]
+    out_dir = Path(out_dir) if out_dir is not None else run_dirs[0]
+    started = time.monotonic()
+    bugs = collect(run_dirs, out_dir)
+    clustered = time.monotonic()
+    if reduce is not None and reduce.seconds > 0:
+        for bug in bugs:
+            bug.reduction = reduce_bug(bug, out_dir, reduce).to_json()
+    write_bug_reports(bugs, out_dir)
+    write_bugs(bugs, run_dirs, out_dir, seconds=clustered - started, reduce_seconds=time.monotonic() - clustered)
+    return bugs
