@@ -322,7 +322,7 @@ class Triage:
         detail = result.detail
         return {
             "target": self.instance.target, "instance": self.instance.id, "program": self.instance.program,
-            "transformation": self.instance.transformation,
+            "transformation": self.instance.transformation, "transformation_spec": self.instance.transformation_spec,
             "transformation_json": json.loads((self.build.dir / "transformation.json").read_text()),
             "outcome": result.outcome.name, "stage": "post", "container": result.container,
             "region": list(key[2]), "index": detail.get("multi_index"), "flat_index": detail.get("index"),

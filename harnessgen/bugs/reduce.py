@@ -9,10 +9,15 @@ there, still gives the bug's signature. The pass repeats until no edit is kept o
 up (an edit must make the program smaller: fewer states and nodes, else less code or fewer
 map dimensions); what is left is written as an ordinary finding folder with its ``repro.py``.
 
-Kinds reduced so far: those the transformation shows without running anything
-(FAILED_TO_APPLY, INVALID_SDFG) and BUILD_FAILURE (post's code is generated and checked by the
-compiler, ``-fsyntax-only``). A finding that needs post to run (MISMATCH, POST_CRASH, ...)
-keeps its cutout and says so.
+How a program is judged depends on the kind:
+
+- FAILED_TO_APPLY, INVALID_SDFG: the transformation applied to a copy (nothing runs);
+- BUILD_FAILURE: post's code generated and checked by the compiler (``-fsyntax-only``);
+- MISMATCH, RACE, OOB_WRITE, POST_HANG, POST_CRASH: pre and post built (the shared build cache
+  serves repeats) and replayed on the finding's input carried over to the smaller program's
+  layout and on boundary seeds; an input with the bug's outcome is localized (or, for a crash,
+  run under gdb) for the signature. The reduced program's finding is then triaged as usual,
+  which shrinks its input again.
 """
 from __future__ import annotations
 
@@ -38,6 +43,8 @@ BOOKKEEPING = {"type", "transformation", "_subgraph", "cfg_id", "sdfg_id", "stat
 class ReduceOptions:
     seconds: float = 60.0          # per bug
     max_candidates: int = 2000
+    work_dir: Path = Path(".harnessgen")    # builds of the programs judged (the shared build cache)
+    seeds: int = 12                # boundary seeds per program judged, besides the finding's input
 
 
 @dataclasses.dataclass
@@ -278,6 +285,110 @@ class StaticJudge:
         return sig.build_signature(self.target.transformation, log, names)
 
 
+DYNAMIC_KINDS = ("MISMATCH", "RACE", "OOB_WRITE", "POST_HANG", "POST_CRASH")
+
+
+class DynamicJudge:
+    """Whether pre and post of a program, built and replayed, still show the bug's outcome with
+    its signature on one of the judged inputs."""
+
+    def __init__(self, bug: Bug, instance: Dict, cls: type, meta: Dict, options: ReduceOptions):
+        from ..layout import InputLayout
+        from ..runtime import Tolerance
+
+        self.target, self.kind, self.cls, self.instance = bug.signature, bug.signature.kind, cls, instance
+        self.settings = {k: v for k, v in instance.get("match", {}).items() if k not in BOOKKEEPING}
+        self.options = options
+        self.tolerance = Tolerance.from_json(meta["tolerance"]) if meta.get("tolerance") else Tolerance()
+        self.threads = int(meta.get("threads") or 1)
+        self.repeat = int(meta.get("repro_runs") or 1) if self.kind == "RACE" else 1
+        rep = bug.representative.path
+        build_layout_file = Path(meta.get("build_dir") or "/nonexistent") / "layout.json"
+        self.source_layout = InputLayout.load(build_layout_file) if build_layout_file.is_file() else None
+        self.source_input = (rep / "input.bin").read_bytes() if (rep / "input.bin").is_file() else b""
+        from ..data import AFL_CONFIGS
+
+        constraints = AFL_CONFIGS / f"{instance.get('target', '')}.constraints.json"
+        self.constraints_file = constraints if constraints.is_file() else None
+
+    def __call__(self, sdfg):
+        """(pair, build, failing input) with the bug's signature, or None."""
+        from ..audit import transformed_program
+        from ..errors import HarnessgenError, Unsupported
+        from ..instances import Instance, _pattern_matches
+
+        for xform in list(_pattern_matches(sdfg, self.cls, None)):
+            match = {**json.loads(json.dumps(xform.to_json())), **self.settings}
+            inst = Instance(id=f"{self.instance.get('id', 'bug')}-reduced", target=self.instance.get("target", ""),
+                            program=self.instance.get("program", ""), transformation=self.cls.__name__,
+                            transformation_spec=self.instance.get("transformation_spec", self.cls.__name__),
+                            match=match)
+            try:
+                pair = transformed_program(sdfg, inst, self.cls)
+                if pair.verdict is not None and pair.verdict.name in STATIC_VERDICTS:
+                    continue
+                pair.instance = inst
+                found = self._judge_pair(pair)
+            except (HarnessgenError, Unsupported):
+                continue
+            if found is not None:
+                return found
+        return None
+
+    def _judge_pair(self, pair):
+        from ..build import build
+        from ..constraints import derive
+        from ..layout import build_layout
+        from ..replay import ReplayWorker
+        from .. import seeds as seedlib
+
+        layout = build_layout(pair, derive(pair, user_file=self.constraints_file, strict_names=False))
+        harness = build(pair, layout, self.options.work_dir, self.tolerance, afl=False)
+        inputs = seedlib.translated(self.source_layout, [("finding", self.source_input)], layout) \
+            if self.source_layout is not None and self.source_input else []
+        inputs += seedlib.sample(layout, self.options.seeds)
+        with ReplayWorker(harness.dir) as worker:
+            if self.kind == "POST_HANG":
+                worker.timeout_s = 5.0
+            for _, data in inputs:
+                result = worker.run(data, self.tolerance, self.threads, self.repeat)
+                if result.outcome.name != self.kind:
+                    continue
+                if self._signature(pair, layout, harness, data, result).key == self.target.key:
+                    return pair, harness, data
+        return None
+
+    def _signature(self, pair, layout, harness, data: bytes, result) -> sig.Signature:
+        from ..localize import localize
+        from ..triage import region
+        from .stack import _run_gdb
+
+        if self.kind == "POST_CRASH":
+            with tempfile.TemporaryDirectory(prefix="hg-reduce-") as tmp:
+                path = Path(tmp) / "input.bin"
+                path.write_bytes(data)
+                stack = _run_gdb(harness.harness_replay, path)
+            return sig.crash_signature(self.target.transformation, (region(result, layout) or ("",))[0], stack)
+        divergence = None
+        if self.kind in ("MISMATCH", "OOB_WRITE", "RACE"):
+            try:
+                found = localize(pair, layout, data, self.options.work_dir, self.tolerance, threads=self.threads,
+                                 attempts=20 if self.kind == "RACE" else 1)
+                divergence = found.to_json() if found else None
+            except Exception:  # noqa: BLE001 -- unlocalized: the output container speaks for it
+                divergence = None
+        return sig.divergence_signature(self.kind, self.target.transformation, _json(harness.dir / "pre.sdfg"),
+                                        _json(harness.dir / "post.sdfg"), result.container, divergence,
+                                        region(result, layout))
+
+
+def _json(path: Path) -> Optional[Dict]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def compile_errors(post) -> Optional[str]:
     """What the compiler says about post's generated code (``-fsyntax-only``, with the flags the
     harness builds with); None when it compiles."""
@@ -297,14 +408,16 @@ def compile_errors(post) -> Optional[str]:
 
 
 # ------------------------------------------------------------------ the loop
-def reduce_program(pre, judge: Callable, options: ReduceOptions) -> Tuple[object, object, str, int, int, str]:
+def reduce_program(pre, judge: Callable, options: ReduceOptions) -> Tuple[object, object, object, int, int, str]:
     """Greedy: keep the first edit that leaves a smaller program the judge accepts, start over;
-    returns (program, its failing pair, message, programs judged, edits kept, why it stopped)."""
+    returns (program, its failing pair, what else the judge said of it (a message, or the build
+    and the failing input), programs judged, edits kept, why it stopped)."""
     started = time.monotonic()
     found = judge(pre)
     if found is None:
         return pre, None, "", 1, 0, "the representative's cutout does not show the signature again here"
-    best, (pair, message) = pre, found
+    best, (pair, *evidence) = pre, found
+    message = evidence[0] if len(evidence) == 1 else tuple(evidence)
     judged, kept = 1, 0
     while True:
         progress = False
@@ -326,7 +439,9 @@ def reduce_program(pre, judge: Callable, options: ReduceOptions) -> Tuple[object
             except Exception:  # noqa: BLE001 -- the judge failing some other way is not the bug
                 result = None
             if result is not None:
-                best, (pair, message), kept, progress = candidate, result, kept + 1, True
+                pair, *evidence = result
+                message = evidence[0] if len(evidence) == 1 else tuple(evidence)
+                best, kept, progress = candidate, kept + 1, True
                 break
         if not progress:
             return best, pair, message, judged, kept, "no smaller program shows the bug"
@@ -350,10 +465,12 @@ def reduce_bug(bug: Bug, out_dir: Path, options: ReduceOptions = ReduceOptions()
     before = program_size(pre)
     record = Reduction(bug=bug.id, kind=bug.signature.kind, representative=str(rep.path), before=before,
                        after=before, seconds=0.0, candidates=0, kept=0)
-    if bug.signature.kind not in STATIC_VERDICTS:
-        record.reason = "reduced only where no run is needed (FAILED_TO_APPLY, INVALID_SDFG, BUILD_FAILURE) so far"
-    else:
+    if bug.signature.kind in STATIC_VERDICTS:
         _reduce_static(bug, pre, folder, options, record)
+    elif bug.signature.kind in DYNAMIC_KINDS:
+        _reduce_dynamic(bug, pre, folder, options, record)
+    else:
+        record.reason = f"no reduction for {bug.signature.kind}"
     record.seconds = round(time.monotonic() - started, 2)
     write_json(record_file, record.to_json())
     return record
@@ -378,3 +495,50 @@ def _reduce_static(bug: Bug, pre, folder: Path, options: ReduceOptions, record: 
     target = folder / REDUCED_DIR / bug.signature.kind.lower()
     write_static_finding(target, pair, bug.signature.kind, message, CXX, CXXFLAGS)
     record.folder = str(target)
+
+
+def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record: Reduction) -> None:
+    """Reduce with builds and replays; the smallest program's failing input is triaged like a
+    fuzzer's crash (replayed, shrunk, localized, written with its repro.py)."""
+    from ..engines import RawCrash
+    from ..files import write_atomic
+    from ..instances import load_transformation
+    from ..triage import Triage, TriageOptions
+
+    rep = bug.representative.path
+    meta = json.loads((rep / "meta.json").read_text())
+    instance = {"id": meta.get("instance", ""), "target": meta.get("target", ""), "program": meta.get("program", ""),
+                "transformation_spec": _spec_of(meta), "match": meta.get("transformation_json") or {}}
+    try:
+        cls = load_transformation(instance["transformation_spec"])
+    except Exception as exc:  # noqa: BLE001 -- the transformation is gone: say so in the report
+        record.reason = f"the transformation cannot be loaded here: {type(exc).__name__}: {exc}"
+        return
+    judge = DynamicJudge(bug, instance, cls, meta, options)
+    best, pair, evidence, judged, kept, why = reduce_program(pre, judge, options)
+    record.candidates, record.kept, record.reason = judged, kept, why
+    if pair is None:
+        return
+    harness, data = evidence
+    keep_root = folder / REDUCED_DIR
+    raw = keep_root / "raw" / "reduced-input.bin"
+    write_atomic(raw, data)
+    kind = "race" if bug.signature.kind == "RACE" else "hang" if bug.signature.kind == "POST_HANG" else "crash"
+    triaged = Triage(harness.dir, TriageOptions(tolerance=judge.tolerance, keep_root=keep_root,
+                                                work_dir=options.work_dir, race_threads=max(judge.threads, 2),
+                                                tsan=False)).run([RawCrash(raw, None, kind)])
+    if not triaged.findings:
+        record.reason = "the reduced program's input did not replay as the same finding"
+        return
+    record.after = program_size(best)
+    record.folder = str(triaged.findings[0].folder)
+
+
+def _spec_of(meta: Dict) -> str:
+    """How to load the finding's transformation: its spec where the build recorded it."""
+    if meta.get("transformation_spec"):
+        return meta["transformation_spec"]
+    build = meta.get("build_dir")
+    if build and (Path(build) / "instance.json").is_file():
+        return json.loads((Path(build) / "instance.json").read_text()).get("transformation_spec") or meta["transformation"]
+    return meta.get("transformation", "")
