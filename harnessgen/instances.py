@@ -134,7 +134,16 @@ def rebuild_transformation(cls: type, match: Dict[str, Any], sdfg) -> Any:
     return xform
 
 
-def _pattern_matches(sdfg, cls, options: Optional[Dict[str, Any]]) -> Iterator[Any]:
+# the keys of a match's JSON that say where it lies (the others say how it is set)
+MATCH_PLACE_KEYS = frozenset({"type", "transformation", "_subgraph", "cfg_id", "sdfg_id", "state_id", "expr_index"})
+
+
+def match_settings(match: Dict[str, Any]) -> Dict[str, Any]:
+    """The transformation's properties a match records (``--set``), without where it lies."""
+    return {k: v for k, v in match.items() if k not in MATCH_PLACE_KEYS}
+
+
+def pattern_matches(sdfg, cls, options: Optional[Dict[str, Any]]) -> Iterator[Any]:
     from dace.transformation import optimizer
 
     yield from optimizer.Optimizer(sdfg).get_pattern_matches(patterns=[cls], options=[options] if options else None)
@@ -171,7 +180,7 @@ def enumerate_instances(target: Target, programs: List[Program], cls: type, spec
     found: List[Instance] = []
     for program in programs:
         sdfg = sdfgs[program.name] if sdfgs is not None else program.build()
-        for xform in _pattern_matches(sdfg, cls, settings):
+        for xform in pattern_matches(sdfg, cls, settings):
             # through JSON once, so the record equals what a file round trip gives back
             match = json.loads(json.dumps(xform.to_json()))
             desc = _describe(xform, sdfg)

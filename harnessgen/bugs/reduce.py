@@ -35,8 +35,6 @@ from .cluster import STATIC_VERDICTS, Bug, static_signature
 
 REDUCED_DIR = "reduced"
 REDUCTION_FILE = "reduction.json"
-# what a match says about where it lies, not about how the transformation is set
-BOOKKEEPING = {"type", "transformation", "_subgraph", "cfg_id", "sdfg_id", "state_id", "expr_index"}
 
 
 @dataclasses.dataclass
@@ -237,111 +235,84 @@ def drop_unused_containers(sdfg) -> None:
 
 
 # ------------------------------------------------------------------ judging a program
-class StaticJudge:
-    """Whether the transformation, at some match in a program, still gives a signature: the
-    exception or invalid SDFG it leaves, or the compiler's first error on post's code."""
+class Judge:
+    """Whether the bug's change, made to a program at any place it applies there
+    (``Change.variants``), still shows the bug's signature: what shows it, or None."""
 
-    def __init__(self, bug: Bug, instance: Dict, cls: type):
-        self.target = bug.signature
-        self.kind = bug.signature.kind
-        self.instance = instance
-        self.cls = cls
-        self.settings = {k: v for k, v in instance.get("match", {}).items() if k not in BOOKKEEPING}
+    def __init__(self, bug: Bug, change, instance):
+        self.target, self.kind = bug.signature, bug.signature.kind
+        self.change, self.instance = change, instance
 
     def __call__(self, sdfg):
-        """The failing (pre, post) pair with the same signature, or None."""
-        from ..audit import transformed_program
-        from ..errors import Unsupported
-        from ..instances import Instance, _pattern_matches
+        from ..errors import HarnessgenError, Unsupported
 
-        names = sig.program_names(sdfg.to_json())
-        for xform in list(_pattern_matches(sdfg, self.cls, None)):
-            match = {**json.loads(json.dumps(xform.to_json())), **self.settings}
-            inst = Instance(id=f"{self.instance.get('id', 'bug')}-reduced", target=self.instance.get("target", ""),
-                            program=self.instance.get("program", ""), transformation=self.cls.__name__,
-                            transformation_spec=self.instance.get("transformation_spec", self.cls.__name__),
-                            match=match)
+        for pair in self.change.variants(sdfg, self.instance):
             try:
-                pair = transformed_program(sdfg, inst, self.cls)
-            except Unsupported:
+                found = self.judge_pair(pair, sdfg)
+            except (HarnessgenError, Unsupported):     # this variant does not build or run: not the bug
                 continue
-            found = self._signature(pair, names)
-            if found is not None and found.key == self.target.key:
-                pair.instance = inst
-                return pair, pair.error or self._log
+            if found is not None:
+                pair.instance = dataclasses.replace(pair.instance, id=f"{self.instance.id}-reduced")
+                return found
         return None
 
-    _log = ""
+    def judge_pair(self, pair, sdfg):
+        raise NotImplementedError
 
-    def _signature(self, pair, names) -> Optional[sig.Signature]:
+
+class StaticJudge(Judge):
+    """The exception or invalid SDFG the change leaves, or the compiler's first error on post's
+    code: (pair, message)."""
+
+    def judge_pair(self, pair, sdfg):
+        names = sig.program_names(sdfg.to_json())
         if pair.verdict is not None and pair.verdict.name in STATIC_VERDICTS:     # PASS: post was made
-            return static_signature(pair.verdict.name, self.target.transformation, pair.error, names)
-        if self.kind != "BUILD_FAILURE":
+            found = static_signature(pair.verdict.name, self.target.transformation, pair.error, names)
+            message = pair.error
+        elif self.kind == "BUILD_FAILURE":
+            message = compile_errors(pair.post)
+            if message is None:
+                return None
+            found = sig.build_signature(self.target.transformation, message, names)
+        else:
             return None
-        log = compile_errors(pair.post)
-        if log is None:
-            return None
-        self._log = log
-        return sig.build_signature(self.target.transformation, log, names)
+        return (pair, message) if found.key == self.target.key else None
 
 
 DYNAMIC_KINDS = ("MISMATCH", "RACE", "OOB_WRITE", "POST_HANG", "POST_CRASH")
 
 
-class DynamicJudge:
-    """Whether pre and post of a program, built and replayed, still show the bug's outcome with
-    its signature on one of the judged inputs."""
+class DynamicJudge(Judge):
+    """Pre and post built and replayed on the finding's input (carried over to the program's
+    layout) and boundary seeds; an input with the bug's outcome is localized (or run under gdb)
+    for its signature: (pair, build, failing input)."""
 
-    def __init__(self, bug: Bug, instance: Dict, cls: type, meta: Dict, options: ReduceOptions):
+    def __init__(self, bug: Bug, change, instance, meta: Dict, options: ReduceOptions):
+        from ..data import AFL_CONFIGS
         from ..layout import InputLayout
         from ..runtime import Tolerance
 
-        self.target, self.kind, self.cls, self.instance = bug.signature, bug.signature.kind, cls, instance
-        self.settings = {k: v for k, v in instance.get("match", {}).items() if k not in BOOKKEEPING}
+        super().__init__(bug, change, instance)
         self.options = options
         self.tolerance = Tolerance.from_json(meta["tolerance"]) if meta.get("tolerance") else Tolerance()
         self.threads = int(meta.get("threads") or 1)
         self.repeat = int(meta.get("repro_runs") or 1) if self.kind == "RACE" else 1
         rep = bug.representative.path
-        build_layout_file = Path(meta.get("build_dir") or "/nonexistent") / "layout.json"
-        self.source_layout = InputLayout.load(build_layout_file) if build_layout_file.is_file() else None
+        layout_file = Path(meta["build_dir"]) / "layout.json" if meta.get("build_dir") else None
+        self.source_layout = InputLayout.load(layout_file) if layout_file and layout_file.is_file() else None
         self.source_input = (rep / "input.bin").read_bytes() if (rep / "input.bin").is_file() else b""
-        from ..data import AFL_CONFIGS
-
-        constraints = AFL_CONFIGS / f"{instance.get('target', '')}.constraints.json"
+        constraints = AFL_CONFIGS / f"{instance.target}.constraints.json"
         self.constraints_file = constraints if constraints.is_file() else None
 
-    def __call__(self, sdfg):
-        """(pair, build, failing input) with the bug's signature, or None."""
-        from ..audit import transformed_program
-        from ..errors import HarnessgenError, Unsupported
-        from ..instances import Instance, _pattern_matches
-
-        for xform in list(_pattern_matches(sdfg, self.cls, None)):
-            match = {**json.loads(json.dumps(xform.to_json())), **self.settings}
-            inst = Instance(id=f"{self.instance.get('id', 'bug')}-reduced", target=self.instance.get("target", ""),
-                            program=self.instance.get("program", ""), transformation=self.cls.__name__,
-                            transformation_spec=self.instance.get("transformation_spec", self.cls.__name__),
-                            match=match)
-            try:
-                pair = transformed_program(sdfg, inst, self.cls)
-                if pair.verdict is not None and pair.verdict.name in STATIC_VERDICTS:
-                    continue
-                pair.instance = inst
-                found = self._judge_pair(pair)
-            except (HarnessgenError, Unsupported):
-                continue
-            if found is not None:
-                return found
-        return None
-
-    def _judge_pair(self, pair):
+    def judge_pair(self, pair, sdfg):
+        from .. import seeds as seedlib
         from ..build import build
         from ..constraints import derive
         from ..layout import build_layout
         from ..replay import ReplayWorker
-        from .. import seeds as seedlib
 
+        if pair.verdict is not None and pair.verdict.name in STATIC_VERDICTS:
+            return None
         layout = build_layout(pair, derive(pair, user_file=self.constraints_file, strict_names=False))
         harness = build(pair, layout, self.options.work_dir, self.tolerance, afl=False)
         inputs = seedlib.translated(self.source_layout, [("finding", self.source_input)], layout) \
@@ -476,18 +447,27 @@ def reduce_bug(bug: Bug, out_dir: Path, options: ReduceOptions = ReduceOptions()
     return record
 
 
+def _change_of(spec: str, record: Reduction):
+    """The bug's change (a pattern transformation or a pass), or None with the reason recorded."""
+    from ..subjects.sdfg import load_change
+
+    try:
+        return load_change(spec)
+    except Exception as exc:  # noqa: BLE001 -- the transformation is gone: say so in the report
+        record.reason = f"{spec} cannot be loaded here: {type(exc).__name__}: {exc}"
+        return None
+
+
 def _reduce_static(bug: Bug, pre, folder: Path, options: ReduceOptions, record: Reduction) -> None:
     from ..build import CXX, CXXFLAGS
-    from ..instances import load_transformation
+    from ..instances import Instance
     from ..reproducer import write_static_finding
 
-    instance = json.loads((bug.representative.path / "instance.json").read_text())
-    try:
-        cls = load_transformation(instance.get("transformation_spec") or bug.signature.transformation)
-    except Exception as exc:  # noqa: BLE001 -- the transformation is gone: say so in the report
-        record.reason = f"the transformation cannot be loaded here: {type(exc).__name__}: {exc}"
+    instance = Instance.from_json(json.loads((bug.representative.path / "instance.json").read_text()))
+    change = _change_of(instance.transformation_spec, record)
+    if change is None:
         return
-    best, pair, message, judged, kept, why = reduce_program(pre, StaticJudge(bug, instance, cls), options)
+    best, pair, message, judged, kept, why = reduce_program(pre, StaticJudge(bug, change, instance), options)
     record.candidates, record.kept, record.reason = judged, kept, why
     if pair is None:
         return
@@ -502,19 +482,14 @@ def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record:
     fuzzer's crash (replayed, shrunk, localized, written with its repro.py)."""
     from ..engines import RawCrash
     from ..files import write_atomic
-    from ..instances import load_transformation
     from ..triage import Triage, TriageOptions
 
-    rep = bug.representative.path
-    meta = json.loads((rep / "meta.json").read_text())
-    instance = {"id": meta.get("instance", ""), "target": meta.get("target", ""), "program": meta.get("program", ""),
-                "transformation_spec": _spec_of(meta), "match": meta.get("transformation_json") or {}}
-    try:
-        cls = load_transformation(instance["transformation_spec"])
-    except Exception as exc:  # noqa: BLE001 -- the transformation is gone: say so in the report
-        record.reason = f"the transformation cannot be loaded here: {type(exc).__name__}: {exc}"
+    meta = json.loads((bug.representative.path / "meta.json").read_text())
+    instance = _instance_of(meta)
+    change = _change_of(instance.transformation_spec, record)
+    if change is None:
         return
-    judge = DynamicJudge(bug, instance, cls, meta, options)
+    judge = DynamicJudge(bug, change, instance, meta, options)
     best, pair, evidence, judged, kept, why = reduce_program(pre, judge, options)
     record.candidates, record.kept, record.reason = judged, kept, why
     if pair is None:
@@ -523,7 +498,7 @@ def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record:
     keep_root = folder / REDUCED_DIR
     raw = keep_root / "raw" / "reduced-input.bin"
     write_atomic(raw, data)
-    kind = "race" if bug.signature.kind == "RACE" else "hang" if bug.signature.kind == "POST_HANG" else "crash"
+    kind = {"RACE": "race", "POST_HANG": "hang"}.get(bug.signature.kind, "crash")
     triaged = Triage(harness.dir, TriageOptions(tolerance=judge.tolerance, keep_root=keep_root,
                                                 work_dir=options.work_dir, race_threads=max(judge.threads, 2),
                                                 tsan=False)).run([RawCrash(raw, None, kind)])
@@ -534,11 +509,15 @@ def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record:
     record.folder = str(triaged.findings[0].folder)
 
 
-def _spec_of(meta: Dict) -> str:
-    """How to load the finding's transformation: its spec where the build recorded it."""
-    if meta.get("transformation_spec"):
-        return meta["transformation_spec"]
+def _instance_of(meta: Dict):
+    """The finding's instance: its build's record where the build is still there, else what
+    meta.json says of it."""
+    from ..instances import Instance
+
     build = meta.get("build_dir")
     if build and (Path(build) / "instance.json").is_file():
-        return json.loads((Path(build) / "instance.json").read_text()).get("transformation_spec") or meta["transformation"]
-    return meta.get("transformation", "")
+        return Instance.from_json(json.loads((Path(build) / "instance.json").read_text()))
+    return Instance(id=meta.get("instance", ""), target=meta.get("target", ""), program=meta.get("program", ""),
+                    transformation=meta.get("transformation", ""),
+                    transformation_spec=meta.get("transformation_spec") or meta.get("transformation", ""),
+                    match=meta.get("transformation_json") or {})

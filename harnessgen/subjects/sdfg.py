@@ -15,7 +15,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Iterator, List, Optional
 
 from .. import passes
 from ..audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap, transformed_program
@@ -26,7 +26,7 @@ from ..cutout import CutoutPair, extract, extract_change, volume_at_probe, whole
 from ..errors import BuildError, ConfigError, Unsupported
 from ..files import write_json
 from ..instances import (Instance, cpu_builtin_transformations, enumerate_instances, instance_id, load_transformation,
-                         parse_settings)
+                         match_settings, parse_settings, pattern_matches)
 from ..layout import InputLayout, build_layout
 from ..outcome import Outcome
 from ..reference_check import CheckOptions, check_program
@@ -68,6 +68,11 @@ class Change(abc.ABC):
         """Whether the instance's cutout is the whole program already (no audit needed)."""
         return False
 
+    def variants(self, sdfg, inst: Instance) -> Iterator[CutoutPair]:
+        """The instance's change made to all of another program (a reduced one), at every place
+        it applies there: whole-pre and whole-post, the pair's verdict saying where it fails."""
+        yield self.whole_program(sdfg, inst)
+
 
 class Patterns(Change):
     """A pattern transformation: every match, cut out by DaCe's ``SDFGCutout``."""
@@ -91,6 +96,15 @@ class Patterns(Change):
 
     def whole_program(self, program_sdfg, inst):
         return transformed_program(program_sdfg, inst, self.cls)
+
+    def variants(self, sdfg, inst):
+        settings = match_settings(inst.match)
+        for xform in list(pattern_matches(sdfg, self.cls, None)):
+            match = {**json.loads(json.dumps(xform.to_json())), **settings}
+            try:
+                yield self.whole_program(sdfg, dataclasses.replace(inst, match=match))
+            except Unsupported:      # it does not match in a copy: no variant there
+                continue
 
 
 class Passes(Change):

@@ -6,6 +6,7 @@ from harnessgen.bugs.cluster import Bug, FindingRecord
 from harnessgen.bugs.reduce import ReduceOptions, StaticJudge, program_size, reduce_program
 from harnessgen.bugs.signature import exception_signature
 from harnessgen.instances import load_transformation
+from harnessgen.subjects.sdfg import load_change
 from tests.conftest import PROGRAMS
 
 SPEC = f"{PROGRAMS / 'broken_xforms.py'}:RaisesOnApply"
@@ -24,9 +25,10 @@ def three_steps(A: dace.float64[N], B: dace.float64[N], C: dace.float64[N]):
 
 def _bug_of(sdfg, cls):
     from harnessgen.audit import transformed_program
-    from harnessgen.instances import Instance, _pattern_matches
+    from harnessgen.instances import Instance, pattern_matches
 
-    xform = next(iter(_pattern_matches(sdfg, cls, None)))
+
+    xform = next(iter(pattern_matches(sdfg, cls, None)))
     inst = Instance(id="t", target="", program="three_steps", transformation=cls.__name__,
                     transformation_spec=SPEC, match=xform.to_json())
     pair = transformed_program(sdfg, inst, cls)
@@ -34,14 +36,14 @@ def _bug_of(sdfg, cls):
     record = FindingRecord(path=PROGRAMS, outcome=pair.verdict.name, transformation=cls.__name__, instance="t",
                            program="three_steps", target="", seen_at=0.0, input_bytes=None,
                            size=program_size(sdfg), signature=signature)
-    return Bug(signature, [record]), inst.to_json()
+    return Bug(signature, [record]), inst
 
 
 def test_reduction_drops_what_the_failure_does_not_need_and_keeps_the_failure():
     cls = load_transformation(SPEC)
     sdfg = three_steps.to_sdfg(simplify=True)
     bug, instance = _bug_of(sdfg, cls)
-    judge = StaticJudge(bug, instance, cls)
+    judge = StaticJudge(bug, load_change(SPEC), instance)
     reduced, pair, message, judged, kept, why = reduce_program(sdfg, judge, ReduceOptions(seconds=120))
     assert pair is not None and kept >= 1 and judged > kept
     assert program_size(reduced)[1] < program_size(sdfg)[1]
@@ -60,5 +62,5 @@ def test_a_program_without_the_failure_is_not_reduced():
     for node, state in list(sdfg.all_nodes_recursive()):         # nothing calls exp any more: no match
         if isinstance(node, dace.nodes.Tasklet):
             node.code = dace.properties.CodeBlock(node.code.as_string.replace("exp(", "abs("))
-    _, pair, _, judged, kept, why = reduce_program(sdfg, StaticJudge(bug, instance, cls), ReduceOptions())
+    _, pair, _, judged, kept, why = reduce_program(sdfg, StaticJudge(bug, load_change(SPEC), instance), ReduceOptions())
     assert pair is None and kept == 0 and judged == 1 and "does not show" in why
