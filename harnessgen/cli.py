@@ -121,6 +121,15 @@ def _add_instance_options(p) -> None:
                         "whole program is small)")
     p.add_argument("--audit-time", type=float, default=60.0, metavar="SECONDS",
                    help="the audit's inputs stop after this many seconds per instance (default 60; its build is extra)")
+    _add_reduce_flag(p)
+
+
+def _add_reduce_flag(p) -> None:
+    p.add_argument("--reduce-time", type=float, default=60.0, metavar="SECONDS",
+                   help="when the findings are clustered into bugs, reduce each bug's program for at most this "
+                        "long (default 60; 0: no reduction)")
+    p.add_argument("--reduce-candidates", type=int, default=2000, metavar="N",
+                   help="... and judge at most N smaller programs per bug (default 2000)")
 
 
 def _fuzz_options(args, **fields):
@@ -133,7 +142,8 @@ def _fuzz_options(args, **fields):
         crashes_root=args.crashes_dir, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
         seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
         race_check=args.race_check, audit=args.audit, verbose=args.verbose, simplify=args.simplify,
-        reference_check=args.reference_check, audit_time_s=args.audit_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
+        reference_check=args.reference_check, audit_time_s=args.audit_time, reduce_seconds=args.reduce_time,
+        reduce_candidates=args.reduce_candidates, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def _redo_list(text: str) -> tuple:
@@ -405,14 +415,19 @@ def _add_bugs(sub) -> None:
     p.add_argument("--out", type=Path, default=None,
                    help="where bugs.json and bugs/<id>/BUG.md go (default: the first run directory); the "
                         "findings of a bugs.json already there are clustered again with the new ones")
+    _add_reduce_flag(p)
+    p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"),
+                   help="build cache for the programs reduction judges (default .harnessgen)")
     p.set_defaults(func=cmd_bugs)
 
 
 def cmd_bugs(args) -> int:
     from .bugs.analysis import analyse
+    from .bugs.reduce import ReduceOptions
 
     out = args.out or args.runs[0]
-    bugs = analyse(args.runs, out)
+    bugs = analyse(args.runs, out, ReduceOptions(seconds=args.reduce_time, max_candidates=args.reduce_candidates,
+                                                           work_dir=args.work_dir))
     console = _console()
     print_bugs(console, out)
     findings = sum(len(b.findings) for b in bugs)

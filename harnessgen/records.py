@@ -64,6 +64,8 @@ class FuzzOptions:
     verbose: bool = False                # library warnings on the terminal too (always in warnings.log)
     simplify: bool = True                # plan pattern instances on the simplified program (--no-simplify)
     reference_check: bool = True         # check each program against its reference before the instances
+    reduce_seconds: float = 60.0         # per distinct bug, when the run's findings are clustered (0: none)
+    reduce_candidates: int = 2000        # programs judged per bug at most
 
     def keep_dir(self, inst) -> Path:
         """Where an instance's findings and raw crashes are kept: crashes/<target>/<instance>/."""

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from .. import runlog, subjects
+from ..bugs.reduce import ReduceOptions
 from ..errors import ConfigError, HarnessgenError, Unsupported
 from ..files import clear_stale_omp_registrations
 from .executors import ExecutorSpec, open_executor
@@ -224,7 +225,9 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
     counts = state.counts(selection)
     outcome = CampaignOutcome(directory, sum(counts.values()), counts["done"], ran, recovered,
                               round(time.monotonic() - started, 2), executor.kind)
-    outcome.report = report.write(directory, state)
+    options = config.options
+    outcome.report = report.write(directory, state, reduce=ReduceOptions(
+        seconds=options.reduce_seconds, max_candidates=options.reduce_candidates, work_dir=options.work_dir))
     return outcome
 
 

@@ -21,6 +21,7 @@ import jinja2
 from .. import runlog
 from ..data import TEMPLATES
 from ..bugs.cluster import bug_rows
+from ..bugs.reduce import ReduceOptions
 from ..files import write_atomic, write_json
 from ..records import InstanceResult
 from ..records import run_summary as records_summary
@@ -235,9 +236,11 @@ def write_summary(directory: Path, state: CampaignState, data: Optional[ReportDa
     write_json(Path(directory) / "summary.json", SUMMARIES[kind](directory, state, data))
 
 
-def write(directory: Path, state: Optional[CampaignState] = None, bugs: bool = True) -> Path:
+def write(directory: Path, state: Optional[CampaignState] = None, bugs: bool = True,
+          reduce: Optional["ReduceOptions"] = None) -> Path:
     """Write report.html, report.md, report/*.png and summary.json (and with ``bugs``, first
-    cluster the run's findings: bugs.json, bugs/<id>/BUG.md); returns report.html's path."""
+    cluster the run's findings, each bug's program reduced with ``reduce``: bugs.json,
+    bugs/<id>/BUG.md); returns report.html's path."""
     directory = Path(directory)
     own = state is None
     if own:
@@ -248,7 +251,7 @@ def write(directory: Path, state: Optional[CampaignState] = None, bugs: bool = T
             from ..bugs.analysis import analyse
 
             write_summary(directory, state, data)      # the findings the analysis reads
-            analyse([directory])
+            analyse([directory], directory, reduce or ReduceOptions())
             data.bugs = bug_rows(directory)
         _write_files(directory, data)
         write_summary(directory, state, data)
