@@ -103,7 +103,7 @@ def options(root: Path, time_s: float, **kw) -> FuzzOptions:
     run = Path(tempfile.mkdtemp(prefix="run-", dir=root))
     kw.setdefault("work_dir", WORK)
     return FuzzOptions(time_s=time_s, out_dir=run / "out", corpus_root=run / "corpus", crashes_root=run / "crashes",
-                       show_progress=False, **kw)
+                       show_progress=False, reduce_seconds=0.0, **kw)      # detection is measured, not reduction
 
 
 @dataclasses.dataclass

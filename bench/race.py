@@ -32,7 +32,7 @@ from harnessgen.targets import resolve  # noqa: E402
 
 def options(tmp: Path, time_s: float, **kw) -> FuzzOptions:
     return FuzzOptions(time_s=time_s, out_dir=tmp / "out", work_dir=REPO / ".harnessgen", corpus_root=tmp / "corpus",
-                       crashes_root=tmp / "crashes", show_progress=False, **kw)
+                       crashes_root=tmp / "crashes", show_progress=False, reduce_seconds=0.0, **kw)
 
 
 def throughput(time_s: float):

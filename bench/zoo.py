@@ -40,7 +40,7 @@ CORRECT = [
 
 def options(tmp: Path, time_s: float, **kw) -> FuzzOptions:
     return FuzzOptions(time_s=time_s, out_dir=tmp / "out", work_dir=REPO / ".harnessgen", corpus_root=tmp / "corpus",
-                       crashes_root=tmp / "crashes", show_progress=False, **kw)
+                       crashes_root=tmp / "crashes", show_progress=False, reduce_seconds=0.0, **kw)
 
 
 def passing_input(program: str, spec: str, inst):

@@ -106,6 +106,8 @@ def run_cli(args: List[str], tmp: Path, timeout: float = 900, env: Optional[dict
     if args and args[0] == "fuzz":
         cmd += ["--out", str(tmp / "out"), "--work-dir", str(BUILD_CACHE),
                 "--corpus-dir", str(tmp / "corpus"), "--crashes-dir", str(tmp / "crashes"), "--no-progress"]
+        if "--reduce-time" not in args:      # reducing the bugs' programs is tested where it is asked for
+            cmd += ["--reduce-time", "0"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
                           env={**os.environ, **(env or {})})
     return proc

@@ -17,7 +17,7 @@ XFORMS = ",".join(f"{BROKEN}:{name}" for name in KINDS)
 
 def fuzz(program: str, tmp: Path) -> subprocess.CompletedProcess:
     proc = run_cli(["fuzz", "--program", program, "--transformation", XFORMS, "--time", "2", "--no-audit",
-                    "--no-reference-check"], tmp)
+                    "--no-reference-check", "--reduce-time", "60"], tmp)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
 
