@@ -450,8 +450,7 @@ def print_bugs(console, run_dir: Path) -> None:
         return
     console.print(f"[bold]distinct bugs:[/] {sum(r['findings'] for r in rows)} finding(s) in {len(rows)}")
     for row in rows:
-        size = f"{row['states']} state(s), {row['nodes']} node(s)" + (
-            f", {row['input_bytes']} input bytes" if row["input_bytes"] is not None else "")
+        size = row["size"]
         where = shown_path(Path(os.path.normpath(Path(run_dir) / row["representative"])))
         console.print(f"  [bold]{row['instances']:>4} x {escape(row['transformation'])} {row['kind']}[/]  {row['id']}\n"
                       f"         {escape(row['description'])}\n         smallest: {escape(where)} ({size})",

@@ -42,10 +42,17 @@ class FindingRecord:
         """Smaller is a better representative: a smaller program, then a shorter input."""
         return (self.size[1], self.size[0], self.input_bytes or 0, str(self.path))
 
+    @property
+    def size_text(self) -> str:
+        if self.target == "pyfuzz":
+            return f"{self.size[1]} statement(s)"
+        return f"{self.size[0]} state(s), {self.size[1]} node(s)" + (
+            f", {self.input_bytes} input bytes" if self.input_bytes is not None else "")
+
     def to_json(self) -> Dict:
         return {"path": str(self.path), "outcome": self.outcome, "instance": self.instance, "program": self.program,
                 "target": self.target, "seen_at": _iso(self.seen_at), "input_bytes": self.input_bytes,
-                "states": self.size[0], "nodes": self.size[1]}
+                "states": self.size[0], "nodes": self.size[1], "size": self.size_text}
 
 
 @dataclasses.dataclass
@@ -97,6 +104,9 @@ def finding_paths(run_dir: Path) -> List[Tuple[Path, str]]:
         raise ConfigError(f"{run_dir}: no summary.json; pass the directory of a fuzz or campaign run (--out)")
     summary = json.loads(summary_file.read_text())
     out = []
+    for finding in summary.get("findings", []):      # pyfuzz: one folder per distinct finding
+        if finding.get("directory"):
+            out.append((Path(finding["directory"]), finding.get("outcome", "")))
     for entry in summary.get("instances", []):
         listed = [f["path"] for f in entry.get("findings", []) if f.get("path")]
         if not listed and entry.get("verdict") in STATIC_VERDICTS and entry.get("crashes"):
@@ -151,6 +161,8 @@ def read_finding(folder: Path, verdict: str = "") -> Optional[FindingRecord]:
     meta = _load_json(folder / "meta.json")
     pre = _load_json(folder / "pre.sdfg")
     names = sig.program_names(pre)
+    if meta and "compiler" in meta and "signature" in meta:       # a Python-level compiler's (pyfuzz)
+        return _pyfuzz_finding(folder, meta)
     if meta and "outcome" in meta:
         outcome, transformation = meta["outcome"], meta.get("transformation", "?")
         instance, program, target = meta.get("instance", ""), meta.get("program", ""), meta.get("target", "")
@@ -170,6 +182,19 @@ def read_finding(folder: Path, verdict: str = "") -> Optional[FindingRecord]:
     return FindingRecord(path=folder, outcome=outcome, transformation=transformation, instance=instance,
                          program=program, target=target, seen_at=stamp.stat().st_mtime, input_bytes=input_bytes,
                          size=sdfg_size(pre), signature=signature)
+
+
+def _pyfuzz_finding(folder: Path, meta: Dict) -> FindingRecord:
+    """pyfuzz already keys its findings by compiler, symptom and the error's type and place (or
+    the modes that disagree); across runs the same key, normalised, is the same bug. Its size
+    is the minimized program's statement count."""
+    program = _load_json(folder / "program.json") or {}
+    compiler = meta["compiler"] + "".join(f" + {p}" for p in meta.get("passes") or [])
+    parts = tuple(sig.normalise(str(p)) for p in meta["signature"][2:])
+    return FindingRecord(path=folder, outcome=meta["outcome"], transformation=compiler, instance=folder.name,
+                         program="generated", target="pyfuzz", seen_at=(folder / "meta.json").stat().st_mtime,
+                         input_bytes=None, size=(0, len(program.get("stmts", []))),
+                         signature=sig.Signature(meta["outcome"], compiler, parts))
 
 
 def static_signature(outcome: str, transformation: str, message: str, names) -> sig.Signature:
@@ -245,7 +270,8 @@ def bug_rows(out_dir: Path) -> List[Dict]:
         rows.append({"id": bug["id"], "kind": bug["kind"], "transformation": bug["transformation"],
                      "description": " | ".join(p for p in bug["signature"] if p), "instances": bug["instances"],
                      "findings": bug["findings"], "first_seen": bug["first_seen"]["at"],
-                     "representative": os.path.relpath(rep["path"], str(out_dir)), "states": rep["states"],
+                     "representative": os.path.relpath(rep["path"], str(out_dir)), "size": rep.get("size", ""),
+                     "states": rep["states"],
                      "nodes": rep["nodes"], "input_bytes": rep["input_bytes"],
                      "report": str(Path("bugs") / bug["id"] / "BUG.md"),
                      "reduced": (os.path.relpath(reduced["folder"], str(out_dir)) if reduced.get("folder") else None),

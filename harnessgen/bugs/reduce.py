@@ -432,6 +432,10 @@ def reduce_bug(bug: Bug, out_dir: Path, options: ReduceOptions = ReduceOptions()
                                                              Path(cached["folder"]).is_dir()):
             return Reduction(**{**cached, "before": tuple(cached["before"]), "after": tuple(cached["after"])})
     started = time.monotonic()
+    if not (rep.path / "pre.sdfg").is_file():       # pyfuzz's: a generated Python program
+        return Reduction(bug=bug.id, kind=bug.signature.kind, representative=str(rep.path), before=rep.size,
+                         after=rep.size, seconds=0.0, candidates=0, kept=0,
+                         reason="a generated program, minimized by pyfuzz's own shrinker when it was triaged")
     pre = dace.SDFG.from_file(str(rep.path / "pre.sdfg"))
     before = program_size(pre)
     record = Reduction(bug=bug.id, kind=bug.signature.kind, representative=str(rep.path), before=before,

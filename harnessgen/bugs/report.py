@@ -108,11 +108,18 @@ def shown_path(path: Path) -> str:
     return str(path) if relative.startswith("..") else relative
 
 
+# what each Python-level compiler is compared with, and what its reproducer needs
+PY_REFERENCES = {"dace": ("the Python function run under NumPy", "DaCe"),
+                 "torch": ("eager PyTorch (and float64 where the program is float)", "PyTorch")}
+
+
 def write_bug_report(bug: Bug, out_dir: Path) -> Path:
     """``<out_dir>/bugs/<id>/BUG.md`` for one bug."""
     rep = bug.representative
     folder = rep.path
     meta = _read(folder / "meta.json")
+    if "compiler" in meta:
+        return _write_py_report(bug, out_dir, folder, meta)
     instance = _read(folder / "instance.json")
     match = _read(folder / "transformation.json") or instance.get("match", {})
     spec = instance.get("transformation_spec") or meta.get("transformation_spec") or bug.signature.transformation
@@ -134,3 +141,20 @@ def write_bug_report(bug: Bug, out_dir: Path) -> Path:
 
 def write_bug_reports(bugs: List[Bug], out_dir: Path) -> List[Path]:
     return [write_bug_report(bug, out_dir) for bug in bugs]
+
+
+def _write_py_report(bug: Bug, out_dir: Path, folder: Path, meta: Dict) -> Path:
+    """BUG.md of a Python-level compiler's bug (pyfuzz): the program, the comparison used."""
+    reference, needs = PY_REFERENCES.get(meta["compiler"], (f"{meta['compiler']}'s reference", meta["compiler"]))
+    source = (folder / "program.py").read_text().rstrip() if (folder / "program.py").is_file() else ""
+    target = Path(out_dir) / BUGS_DIR / bug.id / "BUG.md"
+    record = bug.to_json()
+    text = _environment().get_template("bug_py.md.j2").render(
+        bug=record, headline=bug.signature.describe(), compiler=bug.signature.transformation,
+        rep_dir=shown_path(folder), versions={k: v for k, v in (meta.get("versions") or {}).items()},
+        tool=meta.get("tool", "").replace("harnessgen ", ""), python=platform.python_version(), reference=reference, needs=needs,
+        tolerance=meta.get("tolerance") or {"rtol": "?", "atol": "?", "exact": False}, passes=meta.get("passes") or [],
+        verdict=meta.get("verdict") or {}, statements=bug.representative.size[1], shrink=meta.get("shrink") or {},
+        source=source, difference=json.dumps((meta.get("verdict") or {}).get("difference"), indent=1, default=str))
+    write_atomic(target, text.encode())
+    return target

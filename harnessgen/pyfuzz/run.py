@@ -66,6 +66,13 @@ def run_pyfuzz(config: PyFuzzConfig) -> Dict:
                      for f in findings],
     }
     write_json(out / "summary.json", summary)
+    # across runs the same finding is one bug: bugs.json and BUG.md (pyfuzz minimized the programs)
+    from ..bugs.analysis import analyse
+    from ..bugs.cluster import bug_rows
+
+    analyse([out], out, reduce=None)
+    summary["distinct_bugs"] = bug_rows(out)
+    write_json(out / "summary.json", summary)
     return summary
 
 

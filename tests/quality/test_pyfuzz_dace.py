@@ -33,6 +33,11 @@ def test_planted_tiling_bug_in_auto_optimize_is_found_and_replays(tmp_path):
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "auto_optimize: output" in replay.stdout
     assert meta["shrink"]["stmts_after"] <= meta["shrink"]["stmts_before"]
+    # the bug as a developer files it: the minimal program, the versions, the comparison used
+    row = next(r for r in summary["distinct_bugs"] if r["kind"] == "MISMATCH" and "auto_optimize" in r["description"])
+    report = (out / row["report"]).read_text()
+    assert (folder / "program.py").read_text().strip() in report and "## The comparison used" in report
+    assert f"| dace | {meta['versions']['dace']} |" in report and str(folder / "repro.py") in report
 
 
 def test_correct_tiling_in_auto_optimize_stays_silent(tmp_path):
