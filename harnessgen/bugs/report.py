@@ -113,6 +113,22 @@ PY_REFERENCES = {"dace": ("the Python function run under NumPy", "DaCe"),
                  "torch": ("eager PyTorch (and float64 where the program is float)", "PyTorch")}
 
 
+def _write_builder(sdfg_file: Path, target: Path, bug_id: str) -> str:
+    """builder.py for the bug's program where one can be written; its source ("" where not)."""
+    import dace
+
+    from .builder import python_builder
+
+    if not sdfg_file.is_file():
+        return ""
+    source = python_builder(dace.SDFG.from_file(str(sdfg_file)), bug_id) or ""
+    if source:
+        write_atomic(target, source.encode())
+    elif target.is_file():
+        target.unlink()
+    return source
+
+
 def write_bug_report(bug: Bug, out_dir: Path) -> Path:
     """``<out_dir>/bugs/<id>/BUG.md`` for one bug."""
     rep = bug.representative
@@ -126,6 +142,8 @@ def write_bug_report(bug: Bug, out_dir: Path) -> Path:
     record = bug.to_json()
     reduced = bug.reduction or {}
     target = Path(out_dir) / BUGS_DIR / bug.id / "BUG.md"
+    program_dir = Path(reduced["folder"]) if reduced.get("folder") else folder
+    builder = _write_builder(program_dir / "pre.sdfg", target.with_name("builder.py"), bug.id)
     text = _environment().get_template("bug.md.j2").render(
         bug={**record, "signature": record["signature"]}, headline=bug.signature.describe(),
         rep_dir=shown_path(folder), repro_dir=shown_path(Path(reduced["folder"])) if reduced.get("folder") else
@@ -134,7 +152,8 @@ def write_bug_report(bug: Bug, out_dir: Path) -> Path:
         match=json.dumps(match, indent=1, default=str), has_post=(folder / "post.sdfg").is_file(),
         symbols=", ".join(f"{k}={v}" for k, v in (meta.get("symbols") or {}).items()),
         expected_actual=_expected_actual(bug, folder, meta),
-        members=[{**m, "shown": shown_path(Path(m["path"]))} for m in record["members"]])
+        members=[{**m, "shown": shown_path(Path(m["path"]))} for m in record["members"]],
+        builder=builder, builder_path=shown_path(target.with_name("builder.py")))
     write_atomic(target, text.encode())
     return target
 
