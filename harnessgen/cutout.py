@@ -788,8 +788,13 @@ def can_apply(xform, sdfg) -> bool:
         return False
 
 
+TRACEBACK_FRAMES = 12
+
+
 def _failed(pair: CutoutPair, verdict: Outcome, exc: BaseException) -> CutoutPair:
     pair.verdict = verdict
     pair.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    pair.error += "\n" + "".join(traceback.format_tb(exc.__traceback__)[-4:])
+    # the innermost frames: enough that DaCe's or the transformation's own are among them when the
+    # standard library's come last (an ast visitor's recursion): bug signatures are made of them
+    pair.error += "\n" + "".join(traceback.format_tb(exc.__traceback__)[-TRACEBACK_FRAMES:])
     return pair

@@ -134,13 +134,20 @@ def normalise_compiler(text: str, names: Iterable[str] = ()) -> str:
 # ------------------------------------------------------------------ exceptions
 def frames(traceback_text: str) -> List[Tuple[str, str]]:
     """(file, function) of each frame in a formatted traceback, outermost first; files as the
-    path inside their package (``dace/transformation/...``), standard library frames left out."""
+    path inside their package (``dace/transformation/...``); the standard library's frames and
+    harnessgen's own left out."""
     out = []
     for match in _FRAME.finditer(traceback_text):
         where = package_path(match.group("file"))
-        if where:
+        if where and not _harness_frame(where):
             out.append((where, match.group("func")))
     return out
+
+
+def _harness_frame(where: str) -> bool:
+    """A frame of harnessgen's own driving code (how it applied the change: a cutout, the whole
+    program), not of the code under test (its zoo of planted transformations is)."""
+    return where.startswith("harnessgen/") and not where.startswith("harnessgen/zoo/")
 
 
 def package_path(path: str) -> Optional[str]:
