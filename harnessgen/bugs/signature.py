@@ -4,9 +4,9 @@ A finding names its instance's containers, symbols, states and generated variabl
 numbers (sizes, line numbers, addresses) change from one cutout to the next; none of that says
 which bug it is. A signature keeps what does, per outcome kind:
 
-- FAILED_TO_APPLY / INVALID_SDFG: the exception type, the innermost frames in DaCe's or the
-  transformation's own code (``file:function``; the standard library's are left out) and the
-  message, normalised;
+- FAILED_TO_APPLY / INVALID_SDFG: the exception type, the innermost frame in DaCe's or the
+  transformation's own code (``file:function``; the standard library's and harnessgen's are
+  left out) and the message, normalised;
 - BUILD_FAILURE: the compiler's first error, normalised;
 - POST_CRASH: the signal and why the access faulted (null pointer, unmapped address, general
   protection: a misaligned vector access) and the innermost frames of post's stack
@@ -34,8 +34,10 @@ import re
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-# innermost frames that identify where an exception was raised
-FRAMES_KEPT = 2
+# innermost frames (of DaCe's or the transformation's code) that identify where an exception was
+# raised: one, because how many a finding recorded varies (a recursion in the standard library
+# can fill a short traceback), and one more frame would split a bug between findings
+FRAMES_KEPT = 1
 POST_FRAMES_KEPT = 2
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line \d+, in (?P<func>[\w<>.]+)')

@@ -131,3 +131,17 @@ def test_clusters_never_merge_two_bugs_and_never_split_one(labelled):
         sorted(sorted(map(str, paths)) for paths in truth.values())
     for b in bugs:
         assert b.representative.size == min(f.size for f in b.findings)
+
+
+def test_a_longer_traceback_of_the_same_failure_has_the_same_signature():
+    """Findings record different numbers of frames (older ones fewer): the outer frames must
+    not split a bug, and harnessgen's own frames are not the bug's."""
+    short = TRACEBACK.format(venv="/v", py="/usr", var="jm")
+    outer = ('  File "/v/lib/python3.11/site-packages/dace/transformation/interstate/loop_unroll.py", line 80, '
+             'in apply\n    self.instantiate_loop()\n'
+             '  File "/repo/harnessgen/audit.py", line 107, in apply\n    xform.apply_pattern(append=False)\n')
+    head, rest = short.split("\n", 1)
+    longer = f"{head}\n{outer}{rest}"
+    assert sig.exception_signature("FAILED_TO_APPLY", "LoopUnroll", longer, ()).key == \
+        sig.exception_signature("FAILED_TO_APPLY", "LoopUnroll", short, ()).key
+    assert all(not f.startswith("harnessgen/audit") for f, _ in sig.frames(longer))
