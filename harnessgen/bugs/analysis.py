@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import time
+import traceback
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from .cluster import Bug, collect, write_bugs
 from .reduce import ReduceOptions, reduce_bug
@@ -22,7 +23,20 @@ def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
     clustered = time.monotonic()
     if reduce is not None and reduce.seconds > 0:
         for bug in bugs:
-            bug.reduction = reduce_bug(bug, out_dir, reduce).to_json()
+            bug.reduction = _reduced(bug, out_dir, reduce)
     write_bug_reports(bugs, out_dir)
     write_bugs(bugs, run_dirs, out_dir, seconds=clustered - started, reduce_seconds=time.monotonic() - clustered)
     return bugs
+
+
+def _reduced(bug: Bug, out_dir: Path, options: ReduceOptions) -> Dict:
+    """The bug's reduction record; an error while reducing (harnessgen's defect) is recorded as
+    the reason, and the other bugs and the run's report go on."""
+    try:
+        return reduce_bug(bug, out_dir, options).to_json()
+    except Exception as exc:  # noqa: BLE001 -- one bug's reduction must not cost the run its report
+        rep = bug.representative
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return {"bug": bug.id, "kind": bug.signature.kind, "representative": str(rep.path), "before": list(rep.size),
+                "after": list(rep.size), "seconds": 0.0, "candidates": 0, "kept": 0, "folder": None,
+                "reason": f"reduction stopped on an error (a harnessgen defect, please report it): {detail}"}

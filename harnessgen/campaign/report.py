@@ -55,6 +55,7 @@ class ReportData:
     reference_checks: List[Dict] = dataclasses.field(default_factory=list)
     # the findings clustered into distinct bugs (bugs.json), when the run has been analysed
     bugs: List[Dict] = dataclasses.field(default_factory=list)
+    bugs_error: str = ""          # why the findings could not be clustered (a harnessgen defect)
 
 
 def _findings_of(result: Dict, directory: Path) -> List[Dict]:
@@ -251,7 +252,10 @@ def write(directory: Path, state: Optional[CampaignState] = None, bugs: bool = T
             from ..bugs.analysis import analyse
 
             write_summary(directory, state, data)      # the findings the analysis reads
-            analyse([directory], directory, reduce or ReduceOptions())
+            try:
+                analyse([directory], directory, reduce or ReduceOptions())
+            except Exception as exc:  # noqa: BLE001 -- the report is written without the clusters, saying why
+                data.bugs_error = f"{type(exc).__name__}: {exc}"
             data.bugs = bug_rows(directory)
         _write_files(directory, data)
         write_summary(directory, state, data)
