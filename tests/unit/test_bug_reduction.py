@@ -64,3 +64,18 @@ def test_a_program_without_the_failure_is_not_reduced():
             node.code = dace.properties.CodeBlock(node.code.as_string.replace("exp(", "abs("))
     _, pair, _, judged, kept, why = reduce_program(sdfg, StaticJudge(bug, load_change(SPEC), instance), ReduceOptions())
     assert pair is None and kept == 0 and judged == 1 and "does not show" in why
+
+
+def test_a_reduction_that_fails_is_recorded_and_the_others_go_on(tmp_path):
+    from harnessgen.bugs.analysis import _reduced
+    from harnessgen.bugs.reduce import ReduceOptions
+
+    folder = tmp_path / "finding"
+    folder.mkdir()
+    (folder / "pre.sdfg").write_text("{ not an SDFG")
+    signature = exception_signature("FAILED_TO_APPLY", "T", "KeyError: 'x'", ())
+    record = FindingRecord(path=folder, outcome="FAILED_TO_APPLY", transformation="T", instance="T-1", program="p",
+                           target="t", seen_at=0.0, input_bytes=None, size=(1, 2), signature=signature)
+    reduction = _reduced(Bug(signature, [record]), tmp_path, ReduceOptions())
+    assert reduction["folder"] is None and "harnessgen defect" in reduction["reason"]
+    assert reduction["before"] == reduction["after"] == [1, 2]
