@@ -225,9 +225,9 @@ def drop_unused_containers(sdfg) -> None:
                 if isinstance(node, dace.nodes.AccessNode):
                     used.add(node.data)
         for edge in graph.edges():
-            used |= set(sig._IDENT.findall(edge.data.condition.as_string))
+            used |= sig.identifiers(edge.data.condition.as_string)
             for value in edge.data.assignments.values():
-                used |= set(sig._IDENT.findall(str(value)))
+                used |= sig.identifiers(str(value))
         if graph.parent_nsdfg_node is not None:
             used |= set(graph.parent_nsdfg_node.in_connectors) | set(graph.parent_nsdfg_node.out_connectors)
         for name in [n for n in graph.arrays if n not in used]:
@@ -332,13 +332,13 @@ class DynamicJudge(Judge):
     def _signature(self, pair, layout, harness, data: bytes, result) -> sig.Signature:
         from ..localize import localize
         from ..triage import region
-        from .stack import _run_gdb
+        from .stack import run_gdb
 
         if self.kind == "POST_CRASH":
             with tempfile.TemporaryDirectory(prefix="hg-reduce-") as tmp:
                 path = Path(tmp) / "input.bin"
                 path.write_bytes(data)
-                stack = _run_gdb(harness.harness_replay, path)
+                stack = run_gdb(harness.harness_replay, path)
             return sig.crash_signature(self.target.transformation, (region(result, layout) or ("",))[0], stack)
         divergence = None
         if self.kind in ("MISMATCH", "OOB_WRITE", "RACE"):

@@ -101,6 +101,11 @@ def program_names(sdfg_json: Optional[Dict]) -> Set[str]:
     return {n for n in names if n and _IDENT.fullmatch(n)}
 
 
+def identifiers(text: str) -> Set[str]:
+    """The identifiers in a piece of code or an expression."""
+    return set(_IDENT.findall(text))
+
+
 def _generated(name: str) -> bool:
     """A name a tool made up: with a digit, a leading underscore or a double one."""
     return any(c.isdigit() for c in name) or name.startswith("_") or "__" in name

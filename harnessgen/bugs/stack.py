@@ -41,12 +41,12 @@ def post_stack(finding: Path, replay_binary: Optional[Path]) -> Optional[Dict]:
     data = finding / "input.bin"
     if replay_binary is None or not Path(replay_binary).is_file() or not data.is_file() or not shutil.which("gdb"):
         return None
-    stack = _run_gdb(Path(replay_binary), data)
+    stack = run_gdb(Path(replay_binary), data)
     write_json(cached, stack or {})
     return stack
 
 
-def _run_gdb(binary: Path, data: Path) -> Optional[Dict]:
+def run_gdb(binary: Path, data: Path) -> Optional[Dict]:
     command = ["gdb", "-batch", "-nx", "-q", "-ex", "set pagination off", "-ex", "set confirm off",
                "-ex", "run", "-ex", "p $_siginfo.si_code", "-ex", "p $_siginfo._sifields._sigfault.si_addr",
                "-ex", "x/i $pc", "-ex", "bt 32", "--args", str(binary), str(data)]
