@@ -111,20 +111,34 @@ def _generated(name: str) -> bool:
     return any(c.isdigit() for c in name) or name.startswith("_") or "__" in name
 
 
+# what normalising writes in place of what it removed: never itself taken for a name
+PLACEHOLDERS = frozenset({"ID", "N", "PATH", "ADDR", "TYPE"})
+
+
 def normalise(text: str, names: Iterable[str] = ()) -> str:
     """``text`` with the program's names, generated identifiers, numbers, paths and addresses
     replaced by placeholders (``ID``, ``N``, ``PATH``, ``ADDR``); whitespace collapsed."""
-    known = set(names)
+    known = set(names) - PLACEHOLDERS
     text = _HEX.sub("ADDR", text)
     text = _PATH.sub("PATH", text)
 
     def ident(match: re.Match) -> str:
         word = match.group(0)
-        return "ID" if word in known or _generated(word) else word
+        return "ID" if word in known or (_generated(word) and word not in PLACEHOLDERS) else word
 
+    text = _IDENT.sub(ident, text)        # names first: a program's symbol may be called N
     text = _NUMBER.sub("N", text)
-    text = _IDENT.sub(ident, text)
     return _SPACES.sub(" ", text).strip()
+
+
+def frame_name(function: str) -> str:
+    """A function in post's stack as the same function in another build: without its parameter
+    list, OpenMP's outlined regions under one name (``.omp_outlined.``, ``omp_outlined[]``),
+    generated names as ``ID``."""
+    name = re.sub(r"\(.*\)\s*$", "", function.strip())
+    if "omp_outlined" in name:
+        return "omp_outlined"
+    return normalise(name)
 
 
 # C and C++ scalar types: a compiler error about one of them is the same error about another
@@ -174,9 +188,10 @@ def package_path(path: str) -> Optional[str]:
 def exception_line(message: str) -> Tuple[str, str]:
     """(exception type, its message) from the first line of a formatted exception."""
     first = message.strip().splitlines()[0] if message.strip() else ""
-    match = re.match(r"^(?P<type>[\w.]+(?:Error|Exception|Warning|Exit|Interrupt|Fault))\s*:\s*(?P<msg>.*)$", first)
+    # an exception class (dotted, its own name capitalised), with or without a message
+    match = re.match(r"^(?P<type>(?:[a-z_][\w]*\.)*[A-Z]\w*)(?:\s*:\s*(?P<msg>.*))?$", first)
     if match:
-        return match.group("type").rsplit(".", 1)[-1], match.group("msg")
+        return match.group("type").rsplit(".", 1)[-1], match.group("msg") or ""
     return "", first
 
 
@@ -281,6 +296,6 @@ def crash_signature(transformation: str, signal: str, stack: Optional[Dict]) -> 
     """POST_CRASH: the signal, the faulting instruction and post's innermost frames."""
     if not stack or not stack.get("frames"):
         return Signature("POST_CRASH", transformation, (signal or "crash", "no stack"))
-    mine = [normalise(f, ()) for f in stack["frames"]][:POST_FRAMES_KEPT]
+    mine = [frame_name(f) for f in stack["frames"]][:POST_FRAMES_KEPT]
     return Signature("POST_CRASH", transformation, (stack.get("fault") or stack.get("signal") or signal,
                                                     " < ".join(mine)))

@@ -145,3 +145,19 @@ def test_a_longer_traceback_of_the_same_failure_has_the_same_signature():
     assert sig.exception_signature("FAILED_TO_APPLY", "LoopUnroll", longer, ()).key == \
         sig.exception_signature("FAILED_TO_APPLY", "LoopUnroll", short, ()).key
     assert all(not f.startswith("harnessgen/audit") for f, _ in sig.frames(longer))
+
+
+def test_one_crash_site_in_other_builds_is_one_frame():
+    """gdb names OpenMP's outlined regions and C++ functions differently from build to build."""
+    names = ["omp_outlined[]", ".omp_outlined.", "omp_outlined"]
+    assert {sig.frame_name(n) for n in names} == {"omp_outlined"}
+    assert sig.frame_name("__program_hg_post_internal(hg_post_state_t*, double*, int)") == \
+        sig.frame_name("__program_hg_post") == "ID"
+
+
+def test_placeholders_are_never_taken_for_the_programs_names():
+    """A program whose size symbol is N: the vector width 4 and the symbol read alike, not as
+    two different messages."""
+    assert sig.normalise_compiler("vec<double, 4>", names={"N"}) == sig.normalise_compiler("vec<float, 8>", ()) \
+        == "vec<TYPE, N>"
+    assert sig.exception_line("StopIteration") == ("StopIteration", "")
