@@ -2,8 +2,8 @@
 
 Starting from a bug's representative cutout (``pre.sdfg``), edits are tried one at a time,
 the largest first: remove a state (its neighbours joined), a connected part of a state's
-dataflow, a map with its body; collapse a map to one iteration, replace a tasklet's code by a
-plain copy of its first input. After each edit the containers nothing uses any more are dropped. An edit is
+dataflow, a map with its body; cut a loop to one trip, collapse a map to one iteration,
+replace a tasklet's code by a plain copy of its first input. After each edit the containers nothing uses any more are dropped. An edit is
 kept when the program still validates and the transformation, applied at any of its matches
 there, still gives the bug's signature. The pass repeats until no edit is kept or the time is
 up (an edit must make the program smaller: fewer states and nodes, else less code or fewer
@@ -114,6 +114,10 @@ def edits(sdfg) -> Iterator[Tuple[str, Edit]]:
                     yield f"remove map {node.map.label} and its body", _at(g, s, _remove_nodes(inside))
     for g, graph in enumerate(graphs):
         for s, state in enumerate(graph.nodes()):
+            if _loop_of(graph, state) is not None and not _one_trip_already(graph, state):
+                yield f"one trip of the loop at {state.label}", _at(g, s, _one_trip)
+    for g, graph in enumerate(graphs):
+        for s, state in enumerate(graph.nodes()):
             for node in state.nodes():
                 if isinstance(node, dace.nodes.MapEntry) and _collapsible(node):
                     yield f"one iteration of map {node.map.label}", _at(g, s, _one_iteration(state.node_id(node)))
@@ -160,6 +164,51 @@ def _remove_nodes(ids: List[int]) -> Callable:
     return apply
 
 
+def _loop_of(graph, guard):
+    """(iteration variable, start, the edge into the body, the edge out) of the loop ``guard``
+    tests, as DaCe's loop detection finds it; None when ``guard`` is no loop guard."""
+    from dace.transformation.interstate.loop_detection import find_for_loop
+
+    import networkx as nx
+
+    outs = graph.out_edges(guard)
+    if len(outs) != 2:
+        return None
+    # the body is the way that comes back to the guard; the other leaves the loop
+    back = [nx.has_path(graph.nx, e.dst, guard) for e in outs]
+    if back.count(True) != 1:
+        return None
+    body, leave = (outs[0], outs[1]) if back[0] else (outs[1], outs[0])
+    try:
+        found = find_for_loop(graph, guard, body.dst)
+    except Exception:  # noqa: BLE001 -- DaCe's detection gives up on shapes it does not know
+        found = None
+    if found is None:
+        return None
+    itervar, (start, _, _), _ = found
+    return itervar, start, body, leave
+
+
+def _trip_test(itervar: str, start) -> str:
+    return f"({itervar} == {start})"
+
+
+def _one_trip_already(graph, guard) -> bool:
+    itervar, start, body, _ = _loop_of(graph, guard)
+    return _trip_test(itervar, start) in body.data.condition.as_string
+
+
+def _one_trip(graph, guard) -> None:
+    """The loop enters its body only while the iteration variable is still its start: at most
+    one trip, whatever the step (a loop that made no trip still makes none)."""
+    from dace.properties import CodeBlock
+
+    itervar, start, body, leave = _loop_of(graph, guard)
+    test = f"({body.data.condition.as_string}) and {_trip_test(itervar, start)}"
+    body.data.condition = CodeBlock(test)
+    leave.data.condition = CodeBlock(f"not ({test})")
+
+
 def _collapsible(entry) -> bool:
     return any(_constant(e - b) not in (0, None) for b, e, _ in entry.map.range.ndrange())
 
@@ -195,12 +244,13 @@ def _plain_tasklet(node_id: int) -> Callable:
 
 
 def weight(sdfg) -> Tuple[int, int]:
-    """What an edit must make smaller: states and nodes, then tasklet code and map dimensions
-    that iterate more than once."""
+    """What an edit must make smaller: states and nodes, then loops that may make more than one
+    trip, tasklet code and map dimensions that iterate more than once."""
     import dace
 
     states, nodes = program_size(sdfg)
-    rest = 0
+    rest = sum(1 for graph in _sdfgs(sdfg) for state in graph.nodes()
+               if _loop_of(graph, state) is not None and not _one_trip_already(graph, state))
     for node, _ in sdfg.all_nodes_recursive():
         if isinstance(node, dace.nodes.Tasklet):
             rest += len(node.code.as_string)

@@ -79,3 +79,29 @@ def test_a_reduction_that_fails_is_recorded_and_the_others_go_on(tmp_path):
     reduction = _reduced(Bug(signature, [record]), tmp_path, ReduceOptions())
     assert reduction["folder"] is None and "harnessgen defect" in reduction["reason"]
     assert reduction["before"] == reduction["after"] == [1, 2]
+
+
+@dace.program
+def count_up(A: dace.float64[N]):
+    for i in range(N):
+        A[i] = A[i] + 1.0
+
+
+def test_a_loop_cut_to_one_trip_enters_its_body_at_the_start_only_and_is_offered_once():
+    from harnessgen.bugs.reduce import _loop_of, edits, weight
+
+    sdfg = count_up.to_sdfg(simplify=False)
+    guards = [s for s in sdfg.nodes() if _loop_of(sdfg, s) is not None]
+    assert len(guards) == 1
+    cuts = [edit for label, edit in edits(sdfg) if label.startswith("one trip")]
+    assert len(cuts) == 1
+    before = weight(sdfg)
+    itervar, start, body, leave = _loop_of(sdfg, guards[0])
+    cuts[0](sdfg)
+    assert weight(sdfg) < before and not [e for label, e in edits(sdfg) if label.startswith("one trip")]
+    # the body is entered only at the start (and only where it was entered before); the way out
+    # is exactly the other case
+    entered, left = body.data.condition.as_string, leave.data.condition.as_string
+    assert f"(i < N) and ({itervar} == {start})" in entered and itervar == "i" and str(start) == "0"
+    assert left.replace(" ", "").startswith("(not(") and entered.strip("()").replace(" ", "") in left.replace(" ", "")
+    sdfg.validate()
