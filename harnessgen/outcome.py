@@ -37,3 +37,8 @@ class Outcome(enum.IntEnum):
     @classmethod
     def parse(cls, name: str) -> "Outcome":
         return cls[name.upper()]
+
+
+# the verdicts a transformation gets before anything runs (its finding has no input, only the
+# cutout it failed on)
+STATIC_OUTCOMES = (Outcome.FAILED_TO_APPLY.name, Outcome.INVALID_SDFG.name, Outcome.BUILD_FAILURE.name)

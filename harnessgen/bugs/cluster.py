@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..files import write_json
+from ..outcome import STATIC_OUTCOMES
 from . import signature as sig
 from .stack import post_stack
 
 BUGS_FILE = "bugs.json"
 # verdicts whose finding folder has no input: the cutout the transformation failed on
-STATIC_VERDICTS = ("FAILED_TO_APPLY", "INVALID_SDFG", "BUILD_FAILURE")
+STATIC_VERDICTS = STATIC_OUTCOMES
 
 
 @dataclasses.dataclass
@@ -130,7 +131,8 @@ def earlier_members(bugs_file: Path) -> List[Tuple[Path, str]]:
 
 
 # ------------------------------------------------------------------ one finding
-def _load_json(path: Path) -> Optional[Dict]:
+def load_json(path: Path) -> Optional[Dict]:
+    """A finding's JSON file; None when it is missing or not JSON."""
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -158,8 +160,8 @@ def sdfg_size(sdfg_json: Optional[Dict]) -> Tuple[int, int]:
 def read_finding(folder: Path, verdict: str = "") -> Optional[FindingRecord]:
     """A finding folder as a record with its signature; None when it is not one."""
     folder = Path(folder)
-    meta = _load_json(folder / "meta.json")
-    pre = _load_json(folder / "pre.sdfg")
+    meta = load_json(folder / "meta.json")
+    pre = load_json(folder / "pre.sdfg")
     names = sig.program_names(pre)
     if meta and "compiler" in meta and "signature" in meta:       # a Python-level compiler's (pyfuzz)
         return _pyfuzz_finding(folder, meta)
@@ -170,7 +172,7 @@ def read_finding(folder: Path, verdict: str = "") -> Optional[FindingRecord]:
         input_file = folder / "input.bin"
         input_bytes = input_file.stat().st_size if input_file.is_file() else None
     elif (folder / "error.txt").is_file():
-        info = _load_json(folder / "instance.json") or {}
+        info = load_json(folder / "instance.json") or {}
         outcome = (verdict if verdict in STATIC_VERDICTS else folder.name.upper())
         transformation = info.get("transformation", "?")
         instance, program, target = info.get("id", ""), info.get("program", ""), info.get("target", "")
@@ -188,7 +190,7 @@ def _pyfuzz_finding(folder: Path, meta: Dict) -> FindingRecord:
     """pyfuzz already keys its findings by compiler, symptom and the error's type and place (or
     the modes that disagree); across runs the same key, normalised, is the same bug. Its size
     is the minimized program's statement count."""
-    program = _load_json(folder / "program.json") or {}
+    program = load_json(folder / "program.json") or {}
     compiler = meta["compiler"] + "".join(f" + {p}" for p in meta.get("passes") or [])
     parts = tuple(sig.normalise(str(p)) for p in meta["signature"][2:])
     return FindingRecord(path=folder, outcome=meta["outcome"], transformation=compiler, instance=folder.name,
@@ -210,7 +212,7 @@ def _dynamic_signature(folder: Path, meta: Dict, pre: Optional[Dict], transforma
         stack = post_stack(folder, Path(build) / "harness_replay" if build else None)
         signal = (meta.get("region") or [""])[0]
         return sig.crash_signature(transformation, signal, stack)
-    post = _load_json(folder / "post.sdfg")
+    post = load_json(folder / "post.sdfg")
     return sig.divergence_signature(outcome, transformation, pre, post, meta.get("container"), meta.get("divergence"),
                                     meta.get("region") or ())
 

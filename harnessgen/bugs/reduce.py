@@ -31,7 +31,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..files import write_json
 from . import signature as sig
-from .cluster import STATIC_VERDICTS, Bug, static_signature
+from .cluster import STATIC_VERDICTS, Bug, load_json, sdfg_size, static_signature
 
 REDUCED_DIR = "reduced"
 REDUCTION_FILE = "reduction.json"
@@ -64,16 +64,8 @@ class Reduction:
 
 # ------------------------------------------------------------------ size and copies
 def program_size(sdfg) -> Tuple[int, int]:
-    """(states, nodes), nested SDFGs included."""
-    import dace
-
-    states = nodes = 0
-    for node, _ in sdfg.all_nodes_recursive():
-        if isinstance(node, dace.SDFGState):
-            states += 1
-        else:
-            nodes += 1
-    return states, nodes
+    """(states, nodes), nested SDFGs included: as a finding's size is counted."""
+    return sdfg_size(sdfg.to_json())
 
 
 def _clone(sdfg):
@@ -398,16 +390,9 @@ class DynamicJudge(Judge):
                 divergence = found.to_json() if found else None
             except Exception:  # noqa: BLE001 -- unlocalized: the output container speaks for it
                 divergence = None
-        return sig.divergence_signature(self.kind, self.target.transformation, _json(harness.dir / "pre.sdfg"),
-                                        _json(harness.dir / "post.sdfg"), result.container, divergence,
+        return sig.divergence_signature(self.kind, self.target.transformation, load_json(harness.dir / "pre.sdfg"),
+                                        load_json(harness.dir / "post.sdfg"), result.container, divergence,
                                         region(result, layout))
-
-
-def _json(path: Path) -> Optional[Dict]:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def compile_errors(post) -> Optional[str]:

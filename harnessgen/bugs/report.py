@@ -16,7 +16,7 @@ import jinja2
 
 from ..data import TEMPLATES
 from ..files import write_atomic
-from .cluster import STATIC_VERDICTS, Bug
+from .cluster import STATIC_VERDICTS, Bug, load_json
 
 BUGS_DIR = "bugs"
 
@@ -24,13 +24,6 @@ BUGS_DIR = "bugs"
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), trim_blocks=True, lstrip_blocks=True,
                               keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-
-
-def _read(path: Path) -> Dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def properties(spec: str, match: Dict) -> List[Tuple[str, str]]:
@@ -94,7 +87,7 @@ def _expected_actual(bug: Bug, folder: Path, meta: Dict) -> List[str]:
         d = meta["divergence"]
         lines += ["", f"First divergence along the dataflow: `{d['container']}` written by `{d['node']}` in state "
                       f"`{d['state']}`."]
-    stack = _read(folder / "stack.json")
+    stack = load_json(folder / "stack.json") or {}
     if stack:
         lines += ["", f"Post dies of {stack.get('signal')} ({stack.get('fault')}) at `{stack.get('instruction')}` in "
                       + " < ".join(f"`{f}`" for f in stack.get("frames", [])) + "."]
@@ -133,11 +126,11 @@ def write_bug_report(bug: Bug, out_dir: Path) -> Path:
     """``<out_dir>/bugs/<id>/BUG.md`` for one bug."""
     rep = bug.representative
     folder = rep.path
-    meta = _read(folder / "meta.json")
+    meta = load_json(folder / "meta.json") or {}
     if "compiler" in meta:
         return _write_py_report(bug, out_dir, folder, meta)
-    instance = _read(folder / "instance.json")
-    match = _read(folder / "transformation.json") or instance.get("match", {})
+    instance = load_json(folder / "instance.json") or {}
+    match = load_json(folder / "transformation.json") or instance.get("match", {})
     spec = instance.get("transformation_spec") or meta.get("transformation_spec") or bug.signature.transformation
     record = bug.to_json()
     reduced = bug.reduction or {}

@@ -23,6 +23,7 @@ from ..data import TEMPLATES
 from ..bugs.cluster import bug_rows
 from ..bugs.reduce import ReduceOptions
 from ..files import write_atomic, write_json
+from ..outcome import STATIC_OUTCOMES
 from ..records import InstanceResult
 from ..records import run_summary as records_summary
 from .state import CampaignState
@@ -30,7 +31,7 @@ from .state import CampaignState
 # verdicts that mean "the transformation is wrong", in the order the report lists them
 FINDING_VERDICTS = ("MISMATCH", "POST_CRASH", "POST_HANG", "OOB_WRITE", "RACE", "BARRIER_DIVERGENCE",
                     "FAILED_TO_APPLY", "INVALID_SDFG", "BUILD_FAILURE")
-STATIC_VERDICTS = ("FAILED_TO_APPLY", "INVALID_SDFG", "BUILD_FAILURE")
+STATIC_VERDICTS = STATIC_OUTCOMES
 VERDICT_ORDER = ("PASS",) + FINDING_VERDICTS + ("CUTOUT_MISSED", "INVALID_INPUT", "FLAKY", "BUILT", "UNSUPPORTED",
                                                 "ERROR")
 COLOURS = {"PASS": "#4caf50", "MISMATCH": "#d32f2f", "POST_CRASH": "#b71c1c", "POST_HANG": "#e65100",
