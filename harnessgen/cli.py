@@ -84,11 +84,23 @@ def _add_simplify_flag(p) -> None:
                         "(passes such as simplify always start from it)")
 
 
+def _add_params_flag(p) -> None:
+    p.add_argument("--params", default="default", metavar="default|boundary|N",
+                   help="the transformation's own parameters (tile sizes, overlaps, vector widths, unroll counts, "
+                        "choices): default (the default values or --set's only), boundary (every boundary value "
+                        "of each parameter, the others at their defaults) or N (at most N combinations per match, "
+                        "seeded, simplest first); each variant is an instance of its own")
+
+
 def _add_instance_options(p) -> None:
     """What every instance is fuzzed with: oracle, decoder ranges, seeds, where files go."""
     p.add_argument("--constraints", type=Path, metavar="FILE",
                    help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
     _add_simplify_flag(p)
+    _add_params_flag(p)
+    p.add_argument("--params-shrink-time", type=float, default=120.0, metavar="SECONDS",
+                   help="a finding of a parameter variant: look this long for simpler parameters that fail alike, "
+                        "defaults and small values first (default 120; 0: none)")
     p.add_argument("--no-reference-check", dest="reference_check", action="store_false",
                    help="do not check the programs against their references before the instances (a check "
                         "runs where a program has one: the kernels, a @dace.program run as plain Python)")
@@ -134,6 +146,7 @@ def _add_reduce_flag(p) -> None:
 
 def _fuzz_options(args, **fields):
     """FuzzOptions from the flags _add_instance_options declares (plus ``fields``)."""
+    from .params import parse_mode
     from .records import FuzzOptions
 
     return FuzzOptions(
@@ -143,7 +156,8 @@ def _fuzz_options(args, **fields):
         seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
         race_check=args.race_check, audit=args.audit, verbose=args.verbose, simplify=args.simplify,
         reference_check=args.reference_check, audit_time_s=args.audit_time, reduce_seconds=args.reduce_time,
-        reduce_candidates=args.reduce_candidates, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
+        reduce_candidates=args.reduce_candidates, params=parse_mode(args.params),
+        params_shrink_s=args.params_shrink_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def _redo_list(text: str) -> tuple:
@@ -465,14 +479,18 @@ def _add_instances(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="set a transformation property, VALUE as JSON")
     _add_simplify_flag(p)
+    _add_params_flag(p)
+    p.add_argument("--max-size", type=int, default=16, help="largest value of a size symbol (default 16)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_instances)
 
 
 def cmd_instances(args) -> int:
+    from .params import ParamOptions, parse_mode
     from .subjects import plan
 
-    run_plan = plan(args.program, args.transformation, None, args.set, simplify=args.simplify)
+    run_plan = plan(args.program, args.transformation, None, args.set, simplify=args.simplify,
+                    params=ParamOptions(parse_mode(args.params), args.max_size))
     rows = [run_plan.subject.describe(spec, inst) for spec, inst in run_plan.planned]
     if args.json:
         print(json.dumps(rows, indent=1))

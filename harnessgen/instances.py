@@ -34,6 +34,15 @@ class Instance:
     # what pattern transformations meet by default) or the one the frontend wrote (--no-simplify,
     # and every pass: simplify would leave them nothing to do)
     simplified: bool = True
+    # a parameter variant (--params): the properties it sets apart from their defaults, and the
+    # id of the match's instance with every property at its default
+    params: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    base: str = ""
+
+    @property
+    def match_id(self) -> str:
+        """The match this instance judges, whatever its parameters."""
+        return self.base or self.id
 
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)

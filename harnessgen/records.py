@@ -66,6 +66,8 @@ class FuzzOptions:
     reference_check: bool = True         # check each program against its reference before the instances
     reduce_seconds: float = 60.0         # per distinct bug, when the run's findings are clustered (0: none)
     reduce_candidates: int = 2000        # programs judged per bug at most
+    params: str = "default"              # parameter variants per match: default, boundary or a count
+    params_shrink_s: float = 120.0       # per finding of a variant: time to look for simpler parameters
 
     def keep_dir(self, inst) -> Path:
         """Where an instance's findings and raw crashes are kept: crashes/<target>/<instance>/."""

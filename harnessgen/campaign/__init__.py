@@ -31,6 +31,7 @@ from .. import runlog, subjects
 from ..bugs.reduce import ReduceOptions
 from ..errors import ConfigError, HarnessgenError, Unsupported
 from ..files import clear_stale_omp_registrations
+from ..params import ParamOptions
 from .executors import ExecutorSpec, open_executor
 from .state import CampaignState
 from .worker import RESULTS_DIR, Task, error_result, remember, result_file, run_task, worker_subject
@@ -96,8 +97,12 @@ class CampaignConfig:
 
     @property
     def identity(self) -> Dict[str, str]:
-        return {"program": self.program, "transformations": self.transformations or "default",
-                "simplify": "yes" if getattr(self.options, "simplify", True) else "no"}
+        identity = {"program": self.program, "transformations": self.transformations or "default",
+                    "simplify": "yes" if getattr(self.options, "simplify", True) else "no"}
+        params = getattr(self.options, "params", "default")
+        if params != "default":          # run directories from before --params keep their identity
+            identity["params"] = params
+        return identity
 
 
 @dataclasses.dataclass
@@ -123,7 +128,8 @@ def plan(config: CampaignConfig):
     for position, spec in enumerate(specs):
         row = {"spec": spec, "position": position, "class_name": None, "instances": 0, "status": "ok", "message": ""}
         try:
-            found = subject.instances(spec, config.settings)
+            found = subject.instances(spec, config.settings, ParamOptions(
+                config.options.params, config.options.max_size, config.options.seed))
             row.update(class_name=subject.transformation_name(spec), instances=len(found))
             planned += [(spec, inst) for inst in found]
         except ConfigError:

@@ -35,9 +35,10 @@ class KernelSubject(Subject):
                               f"its reference, so leave out --transformation")
         return [KERNEL]
 
-    def instances(self, spec: str, settings: Optional[List[str]] = None) -> list:
-        if settings:
-            raise ConfigError("--set sets a transformation's properties; a CUDA kernel target has none")
+    def instances(self, spec: str, settings: Optional[List[str]] = None, params=None) -> list:
+        if settings or (params is not None and params.mode != "default"):
+            raise ConfigError("--set and --params are about a transformation's properties; a CUDA kernel target "
+                              "has none")
         return [self.kernels[name].instance(self.target.name) for name in sorted(self.kernels)]
 
     def names(self, inst) -> List[str]:

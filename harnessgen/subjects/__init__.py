@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, ClassVar, Dict, List, Optional, Tuple
 
 from ..errors import ConfigError
+from ..params import ParamOptions
 
 # kind -> "module:Class"; a --program value goes to the first kind (in this order) that claims it
 SUBJECTS: Dict[str, str] = {
@@ -52,8 +53,10 @@ class Subject(abc.ABC):
         """What ``--transformation`` selects (its default when empty)."""
 
     @abc.abstractmethod
-    def instances(self, spec: str, settings: Optional[List[str]] = None) -> list:
-        """The instances (``instances.Instance``) of one selected transformation, in a fixed order."""
+    def instances(self, spec: str, settings: Optional[List[str]] = None,
+                  params: ParamOptions = ParamOptions()) -> list:
+        """The instances (``instances.Instance``) of one selected transformation, in a fixed order;
+        ``params``: which parameter variants of each match (``--params``)."""
 
     def transformation_name(self, spec: str) -> str:
         """What a transformation spec is called in reports (loading it, where that is needed)."""
@@ -143,13 +146,14 @@ class Plan:
 
 
 def plan(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[List[str]] = None,
-         settings: Optional[List[str]] = None, simplify: bool = True) -> Plan:
+         settings: Optional[List[str]] = None, simplify: bool = True,
+         params: ParamOptions = ParamOptions()) -> Plan:
     """Every instance ``--program``/``--transformation``/``--instance`` select, in their order."""
     subject = load(program_spec, simplify)
     specs = subject.transformation_specs(xform_spec)
     if settings and len(specs) != 1:
         raise ConfigError("--set applies to one transformation: pass exactly one --transformation")
-    planned = [(spec, inst) for spec in specs for inst in subject.instances(spec, settings)]
+    planned = [(spec, inst) for spec in specs for inst in subject.instances(spec, settings, params)]
     return Plan(subject, specs, select(subject, planned, instance_ids, program_spec, specs))
 
 

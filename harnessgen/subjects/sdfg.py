@@ -14,10 +14,11 @@ import abc
 import dataclasses
 import json
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional
 
-from .. import passes
+from .. import params, passes
 from ..audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap, transformed_program
 from ..bisect import BisectOptions, bisect
 from ..build import CXX, CXXFLAGS, build
@@ -26,9 +27,10 @@ from ..cutout import CutoutPair, extract, extract_change, volume_at_probe, whole
 from ..errors import BuildError, ConfigError, Unsupported
 from ..files import write_json
 from ..instances import (Instance, cpu_builtin_transformations, enumerate_instances, instance_id, load_transformation,
-                         match_settings, parse_settings, pattern_matches)
+                         match_settings, parse_settings, pattern_matches, rebuild_transformation)
 from ..layout import InputLayout, build_layout
 from ..outcome import Outcome
+from ..params import ParamOptions
 from ..reference_check import CheckOptions, check_program
 from ..reproducer import write_static_finding
 from ..targets import resolve
@@ -40,6 +42,8 @@ from . import Subject
 MAX_GROWTH_AFTER_AUDIT = 2
 # --transformation all: every DaCe built-in that makes CPU code plus the target's own
 ALL = "all"
+# what separates a variant's parameters from its match's description
+PARAMS_MARK = " | with "
 # verdicts of a pipeline's instance that the bisection looks for the guilty passes of
 BISECTED_VERDICTS = ("MISMATCH", "POST_CRASH", "POST_HANG", "OOB_WRITE", "RACE", "FAILED_TO_APPLY", "INVALID_SDFG",
                      "BUILD_FAILURE", CUTOUT_MISSED)
@@ -53,8 +57,9 @@ class Change(abc.ABC):
     simplified: bool           # which form of the program its instances lie in
 
     @abc.abstractmethod
-    def instances(self, target, programs, sdfg_of: Callable, settings) -> List[Instance]:
-        """Its instances in ``programs``; ``sdfg_of(program name, simplified)`` gives an SDFG."""
+    def instances(self, target, programs, sdfg_of: Callable, settings, param_options: ParamOptions) -> List[Instance]:
+        """Its instances in ``programs``; ``sdfg_of(program name, simplified)`` gives an SDFG;
+        ``param_options``: which parameter variants of each match."""
 
     @abc.abstractmethod
     def extract(self, program_sdfg, inst: Instance, past: int) -> CutoutPair:
@@ -82,14 +87,47 @@ class Patterns(Change):
         self.cls = load_transformation(spec)
         self.name = self.cls.__name__
 
-    def instances(self, target, programs, sdfg_of, settings) -> List[Instance]:
+    def instances(self, target, programs, sdfg_of, settings, param_options) -> List[Instance]:
+        pinned = parse_settings(settings, self.cls) if settings else None
         found = enumerate_instances(target, programs, self.cls, self.spec,
-                                    {p.name: sdfg_of(p.name, self.simplified) for p in programs},
-                                    parse_settings(settings, self.cls) if settings else None)
+                                    {p.name: sdfg_of(p.name, self.simplified) for p in programs}, pinned)
         if not self.simplified:     # the same match in another SDFG is another instance
             found = [dataclasses.replace(i, simplified=False, id=instance_id(f"{i.program}(unsimplified)",
                                                                              self.name, i.match)) for i in found]
+        if param_options.mode == "default":
+            return found
+        return [variant for inst in found
+                for variant in self.param_variants(sdfg_of(inst.program, self.simplified), inst, sorted(pinned or {}),
+                                                   param_options)]
+
+    def param_space(self, sdfg, inst: Instance, pinned=(), max_size: int = 16) -> params.Space:
+        """The parameter space of the instance's match (``params.space``)."""
+        base = {k: v for k, v in inst.match.items() if k not in inst.params}
+        return params.space(self.cls, rebuild_transformation(self.cls, base, sdfg), sdfg, pinned, max_size)
+
+    def param_variants(self, sdfg, inst: Instance, pinned, options: ParamOptions) -> List[Instance]:
+        """The instance once per parameter variant ``--params`` asks for, the defaults first; a
+        variant's id is the match's plus a short hash of its parameters."""
+        space = self.param_space(sdfg, inst, pinned, options.max_size)
+        found = []
+        for values in params.variants(space, options.mode, options.seed, inst.id):
+            try:
+                found.append(self.with_params(inst, values))
+            except ValueError as exc:    # a value of the wrong type for its property: the domain's defect
+                warnings.warn(f"{inst.id}: parameter variant left out: {exc}")
         return found
+
+    def with_params(self, inst: Instance, values: Dict) -> Instance:
+        """The instance's match with the given parameters (those of ``inst`` replaced)."""
+        base_id = inst.match_id
+        base = {k: v for k, v in inst.match.items() if k not in inst.params}
+        if not values:
+            return dataclasses.replace(inst, id=base_id, match=base, params={}, base="",
+                                       description=inst.description.split(PARAMS_MARK)[0])
+        return dataclasses.replace(inst, id=base_id + params.variant_suffix(values), params=dict(values),
+                                   base=base_id, match=params.variant_match(self.cls, base, values),
+                                   description=f"{inst.description.split(PARAMS_MARK)[0]}{PARAMS_MARK}"
+                                               f"{params.describe(values)}")
 
     def extract(self, program_sdfg, inst, past):
         return extract(program_sdfg, inst, self.cls, past=past)
@@ -120,7 +158,7 @@ class Passes(Change):
     def apply(self, sdfg) -> None:
         passes.run_pass(self.pspec, sdfg)
 
-    def instances(self, target, programs, sdfg_of, settings) -> List[Instance]:
+    def instances(self, target, programs, sdfg_of, settings, param_options) -> List[Instance]:
         if settings:
             raise ConfigError(f"--set: {self.name} is a pass; --set gives properties of a pattern transformation")
         found = []
@@ -211,8 +249,9 @@ class SdfgSubject(Subject):
                 checks.append(check.to_json())
         return checks
 
-    def instances(self, spec: str, settings: Optional[List[str]] = None) -> List[Instance]:
-        return self.change(spec).instances(self.target, self.target.select(self.program), self.sdfg, settings)
+    def instances(self, spec: str, settings: Optional[List[str]] = None,
+                  params: ParamOptions = ParamOptions()) -> List[Instance]:
+        return self.change(spec).instances(self.target, self.target.select(self.program), self.sdfg, settings, params)
 
     # ---------------------------------------------------------------- one instance
     def prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0):
