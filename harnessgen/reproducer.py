@@ -31,6 +31,7 @@ import jinja2
 from .data import TEMPLATES
 from .emit import FRESH_STATE_HEADER
 from .layout import DecodedInput
+from .params import describe as describe_params
 
 RUNTIME_SOURCE = Path(__file__).resolve().with_name("runtime.py")
 
@@ -116,6 +117,7 @@ def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInpu
     return repro_environment().get_template("repro.py.j2").render(
         outcome=meta["outcome"], container=meta.get("container"), transformation=meta["transformation"],
         instance=meta["instance"], target=meta["target"], program=meta["program"],
+        params=describe_params(meta["params"]) if meta.get("params") else "",
         summary=summary, dace_version=meta["versions"]["dace"], harnessgen_version=meta["versions"]["harnessgen"],
         pre_sdfg=pack_text(pre_text), post_sdfg=pack_text(post_text),
         inputs_npz=base64.b64encode(_npz_bytes(decoded)).decode(), dtypes=repr(dtypes),
@@ -174,6 +176,7 @@ def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: st
     repro = tmp / "repro.py"
     repro.write_text(repro_environment().get_template("static_repro.py.j2").render(
         outcome=outcome, outcome_literal=repr(outcome), transformation=inst.transformation, instance=inst.id,
+        params=describe_params(inst.params) if inst.params else "",
         target=inst.target, program=inst.program, summary=first_line[:300], spec=inst.transformation_spec,
         spec_literal=repr(inst.transformation_spec), dace_version=dace.__version__, harnessgen_version=__version__,
         pre_sdfg=pack_text((tmp / "pre.sdfg").read_text()),

@@ -34,10 +34,11 @@ from .cutout import CutoutPair
 from .engines import RawCrash
 from .errors import HarnessgenError
 from .files import clear_stale_omp_registrations
-from .instances import Instance
+from .instances import MATCH_PLACE_KEYS, Instance, match_settings
 from .layout import InputLayout
 from .localize import Divergence, localize
 from .outcome import Outcome
+from .params import describe as describe_params
 from . import protocol
 from .protocol import Exit, HarnessEnv, Marker
 from .replay import ReplayResult, ReplayWorker
@@ -64,6 +65,9 @@ class TriageOptions:
     race_repeat: int = 20         # ... this many times
     race_repro_runs: int = 100    # post runs in a race reproducer
     tsan: bool = True             # races: also run a ThreadSanitizer build of post
+    # the instance judged: a build is shared by every instance whose pre and post are the same
+    # (parameter variants that change nothing, identical cutouts); its instance.json is the first's
+    instance: Optional[Instance] = None
 
 
 @dataclasses.dataclass
@@ -149,7 +153,8 @@ class Triage:
         self.build = HarnessBuild.open(build_dir)
         self.layout = self.build.layout
         self.options = options
-        self.instance = Instance.from_json(json.loads((self.build.dir / "instance.json").read_text()))
+        self.instance = options.instance or Instance.from_json(
+            json.loads((self.build.dir / "instance.json").read_text()))
 
     def run(self, raw: List[RawCrash]) -> TriageResult:
         started = time.monotonic()
@@ -323,7 +328,8 @@ class Triage:
         return {
             "target": self.instance.target, "instance": self.instance.id, "program": self.instance.program,
             "transformation": self.instance.transformation, "transformation_spec": self.instance.transformation_spec,
-            "transformation_json": json.loads((self.build.dir / "transformation.json").read_text()),
+            "transformation_json": self._transformation_json(),
+            "params": self.instance.params,
             "outcome": result.outcome.name, "stage": "post", "container": result.container,
             "region": list(key[2]), "index": detail.get("multi_index"), "flat_index": detail.get("index"),
             "pre_value": detail.get("pre"), "post_value": detail.get("post"),
@@ -348,6 +354,14 @@ class Triage:
             "build_dir": str(self.build.dir), "command_line": self.options.command_line or " ".join(sys.argv),
         }
 
+    def _transformation_json(self) -> Dict:
+        """The match relative to pre: where it lies from the build (the same for every instance
+        sharing it), how it is set from the instance judged."""
+        built = json.loads((self.build.dir / "transformation.json").read_text())
+        if self.options.instance is None:
+            return built
+        return {**{k: v for k, v in built.items() if k in MATCH_PLACE_KEYS}, **match_settings(self.instance.match)}
+
     def _write_notes(self, invalid: List[Dict], flaky: List[str]) -> None:
         if not invalid and not flaky:
             return
@@ -365,6 +379,8 @@ def _readme(meta: Dict, summary: str, divergence: Optional[Divergence], diff_lin
     symbols = ", ".join(f"{k}={v}" for k, v in meta["symbols"].items()) or "none"
     lines = [f"# {meta['outcome']}: {meta['transformation']} on {meta['target']}/{meta['program']}", "",
              f"Instance `{meta['instance']}`. Run `python repro.py`: it exits 1 while the bug is present.", "",
+             *([f"Parameters: {describe_params(meta['params'])} (the others at their defaults).", ""]
+               if meta.get("params") else []),
              "## What differs", "", f"    {summary}", "", f"Symbols: {symbols}. Input: {meta['minimized_bytes']} bytes "
              f"(minimized from {meta['raw_bytes']}; {len(meta['raw_crashes'])} raw crash(es) collapse into this finding).",
              ""]

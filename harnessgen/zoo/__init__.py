@@ -44,6 +44,12 @@ PLANTED = {
     "FuseStatesMissingViews": PlantedBug("softmax", "MISMATCH"),
 }
 
+# planted bugs that show only with a transformation parameter other than its default (--params)
+PLANTED_PARAMS = {
+    # tile sizes that divide no extent: 3 at N = 16 drops the 16th element
+    "TileCountFloors": PlantedBug("elementwise_chain", "MISMATCH", size_dependent=True),
+}
+
 # planted bugs that run on a GPU: they build anywhere (make setup-cuda), they are found where a GPU is
 PLANTED_GPU = {
     "GPUOffloadCopiesWholeArray": PlantedBug("column_window", "MISMATCH", size_dependent=True),

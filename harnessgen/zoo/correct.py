@@ -4,6 +4,8 @@
 ``x * (1.0 / y)``, which differs from the division in the last bits for many
 inputs. It passes with the default rtol/atol and must be caught by ``--exact``.
 ``TilingWithRemainder`` is the correct counterpart of the planted tiling bug.
+``TileCountCeils`` is the correct counterpart of the planted ``TileCountFloors``: correct
+with every tile size.
 """
 import ast
 
@@ -67,3 +69,15 @@ class TilingWithRemainder(_FirstDimensionTiling):
 
     def apply(self, graph: SDFGState, sdfg: SDFG):
         StripMining.apply_to(sdfg, map_entry=self.map_entry, options={"tile_size": TILE, "dim_idx": 0}, save=False)
+
+
+@properties.make_properties
+class TileCountCeils(_FirstDimensionTiling):
+    """Strip-mines the first map dimension by ``tile_size``, the last partial tile included
+    (the tile count rounds up): correct with every tile size."""
+
+    tile_size = properties.Property(dtype=int, default=64, desc="elements per tile")
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        StripMining.apply_to(sdfg, map_entry=self.map_entry, options={"tile_size": self.tile_size, "dim_idx": 0},
+                             save=False)

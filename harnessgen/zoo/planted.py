@@ -23,6 +23,10 @@ Each one reproduces a bug class reported by FuzzyFlow (SC'23):
 (k) ``FuseStatesMissingViews``  a state-fusion *pass* (not a pattern) that fuses two states
                                 although the second reads what the first writes through a view;
                                 ``SimplifyMissingViews`` is simplify with it in FuseStates' place
+(l) ``TileCountFloors``         a tiling whose tile count rounds down (at least one tile): right
+                                with its default tile size, larger than any extent, and with
+                                tile sizes that divide the extent; the last partial tile is
+                                lost with any other (found only with ``--params``)
 """
 import copy
 
@@ -460,3 +464,23 @@ class SimplifyMissingViews(SimplifyPass):
         members = [FuseStatesMissingViews() if cls is FuseStates else cls() for cls in SIMPLIFY_PASSES]
         ppl.FixedPointPipeline.__init__(self, passes=members)      # simplify's own __init__ picks its members
         self.validate, self.validate_all, self.skip, self.verbose = False, False, set(), False
+
+
+# ---------------------------------------------------------------- (l)
+@properties.make_properties
+class TileCountFloors(_FirstDimensionTiling):
+    """Strip-mines the first map dimension by ``tile_size`` and runs ``max(1, extent //
+    tile_size)`` tiles: one tile when the tile is at least the extent (the default, 64, is
+    larger than every extent the fuzzer decodes), whole tiles when it divides the extent, and
+    the elements of the last partial tile dropped otherwise."""
+
+    tile_size = properties.Property(dtype=int, default=64, desc="elements per tile")
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        inner = self.map_entry
+        first, last, _ = inner.map.range[0]
+        size = self.tile_size
+        StripMining.apply_to(sdfg, map_entry=inner, options={"tile_size": size, "dim_idx": 0}, save=False)
+        outer = graph.entry_node(inner)
+        tiles = sympy.Max(1, symbolic.int_floor(last - first + 1, size))
+        outer.map.range[0] = (first, first + tiles * size - 1, size)
