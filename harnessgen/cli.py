@@ -220,6 +220,12 @@ def cmd_fuzz(args) -> int:
         if r.audit and r.audit.get("verdict") not in (None, "SKIPPED"):
             console.print(f"    audit: whole program {r.audit['verdict']} on {r.audit['inputs']} input(s) "
                           f"in {r.audit['seconds']:.1f} s")
+        if r.params.get("simplest") is not None:
+            from .params import describe
+
+            console.print(f"    parameters {describe(r.params['values'])}; the simplest that fail alike: "
+                          f"{describe(r.params['simplest'])} ({r.params['tried']} tried in {r.params['seconds']:.1f} s"
+                          + ("" if r.params["complete"] else ", out of time") + ")")
         if r.bisect:
             from .bisect import BisectRecord
 
@@ -267,12 +273,16 @@ def _print_summary(console, results) -> None:
     if not rows:
         return
     table = Table(title="verdicts per transformation")
-    for col in ("transformation", "instances", "verdicts", "findings", "median s to verdict"):
-        table.add_column(col, justify="right" if col in ("instances", "findings", "median s to verdict") else "left")
+    variants = any(row["param_variants"] for row in rows)
+    columns = ("transformation", "instances") + (("matches", "parameter variants") if variants else ()) \
+        + ("verdicts", "findings", "median s to verdict")
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("transformation", "verdicts") else "right")
     for row in rows:
         verdicts = ", ".join(f"{n} {v}" for v, n in row["verdicts"].items())
-        table.add_row(row["transformation"], str(row["instances"]), verdicts, str(row["findings"]),
-                      f"{row['median_verdict_seconds']:.1f}")
+        table.add_row(row["transformation"], str(row["instances"]),
+                      *((str(row["matches"]), str(row["param_variants"])) if variants else ()), verdicts,
+                      str(row["findings"]), f"{row['median_verdict_seconds']:.1f}")
     console.print(table)
     reproducers = [(row["transformation"], path) for row in rows for path in row["reproducers"]]
     if reproducers:

@@ -104,6 +104,7 @@ class InstanceResult:
     audit: Dict = dataclasses.field(default_factory=dict)    # the whole-program audit (audit.py)
     bisect: Dict = dataclasses.field(default_factory=dict)   # a pipeline's guilty passes (bisect.py)
     race_check: str = ""                 # why and on what post was run on several threads
+    params: Dict = dataclasses.field(default_factory=dict)   # a parameter variant's (subjects.sdfg)
 
     @property
     def verdict_seconds(self) -> float:
@@ -135,8 +136,11 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
     rows = {}
     for r in results:
         row = rows.setdefault(r.transformation, {"transformation": r.transformation, "instances": 0, "verdicts": {},
-                                                 "findings": 0, "times": [], "reproducers": []})
+                                                 "findings": 0, "times": [], "reproducers": [], "matches": set(),
+                                                 "param_variants": 0})
         row["instances"] += 1
+        row["matches"].add(r.params.get("match") or r.id)
+        row["param_variants"] += bool(r.params.get("values"))
         row["verdicts"][r.verdict] = row["verdicts"].get(r.verdict, 0) + 1
         row["times"].append(r.verdict_seconds)
         row["findings"] += len(r.findings) or (1 if r.crashes and not r.build_dir else 0)
@@ -145,6 +149,7 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
     for name in sorted(rows):
         row = rows[name]
         times = row.pop("times")
+        row["matches"] = len(row["matches"])
         row["median_verdict_seconds"] = round(statistics.median(times), 2) if times else None
         row["verdicts"] = dict(sorted(row["verdicts"].items()))
         out.append(row)

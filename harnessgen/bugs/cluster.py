@@ -37,11 +37,14 @@ class FindingRecord:
     input_bytes: Optional[int]          # None for a finding without an input
     size: Tuple[int, int]               # (states, nodes) of the cutout before the transformation
     signature: sig.Signature
+    params: Dict = dataclasses.field(default_factory=dict)   # a parameter variant's non-default values
 
     @property
     def rank(self) -> Tuple:
-        """Smaller is a better representative: a smaller program, then a shorter input."""
-        return (self.size[1], self.size[0], self.input_bytes or 0, str(self.path))
+        """Smaller is a better representative: fewer and smaller non-default transformation
+        parameters, then a smaller program, then a shorter input."""
+        return (len(self.params), _magnitude(self.params), self.size[1], self.size[0], self.input_bytes or 0,
+                str(self.path))
 
     @property
     def size_text(self) -> str:
@@ -53,7 +56,16 @@ class FindingRecord:
     def to_json(self) -> Dict:
         return {"path": str(self.path), "outcome": self.outcome, "instance": self.instance, "program": self.program,
                 "target": self.target, "seen_at": _iso(self.seen_at), "input_bytes": self.input_bytes,
-                "states": self.size[0], "nodes": self.size[1], "size": self.size_text}
+                "states": self.size[0], "nodes": self.size[1], "size": self.size_text, "params": self.params}
+
+
+def _magnitude(params: Dict) -> float:
+    """How large a variant's numeric parameters are, together (booleans and names count 1)."""
+    total = 0.0
+    for value in params.values():
+        for item in (value if isinstance(value, list) else [value]):
+            total += abs(item) if isinstance(item, (int, float)) and not isinstance(item, bool) else 1
+    return total
 
 
 @dataclasses.dataclass
@@ -169,6 +181,7 @@ def read_finding(folder: Path, verdict: str = "") -> Optional[FindingRecord]:
         outcome, transformation = meta["outcome"], meta.get("transformation", "?")
         instance, program, target = meta.get("instance", ""), meta.get("program", ""), meta.get("target", "")
         signature = _dynamic_signature(folder, meta, pre, transformation)
+        params = meta.get("params") or {}
         input_file = folder / "input.bin"
         input_bytes = input_file.stat().st_size if input_file.is_file() else None
     elif (folder / "error.txt").is_file():
@@ -177,13 +190,14 @@ def read_finding(folder: Path, verdict: str = "") -> Optional[FindingRecord]:
         transformation = info.get("transformation", "?")
         instance, program, target = info.get("id", ""), info.get("program", ""), info.get("target", "")
         signature = static_signature(outcome, transformation, (folder / "error.txt").read_text(), names)
+        params = info.get("params") or {}
         input_bytes = None
     else:
         return None
     stamp = folder / ("meta.json" if (folder / "meta.json").is_file() else "error.txt")
     return FindingRecord(path=folder, outcome=outcome, transformation=transformation, instance=instance,
                          program=program, target=target, seen_at=stamp.stat().st_mtime, input_bytes=input_bytes,
-                         size=sdfg_size(pre), signature=signature)
+                         size=sdfg_size(pre), signature=signature, params=params)
 
 
 def _pyfuzz_finding(folder: Path, meta: Dict) -> FindingRecord:

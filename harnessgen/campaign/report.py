@@ -97,6 +97,9 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
             "config_before": result.get("input_config_before", ""), "config_after": result.get("input_config_after", ""),
             "findings": findings, "message": (result.get("message") or "").splitlines()[0] if result.get("message") else "",
             "bisect": result.get("bisect") or {},
+            "params": _params_text(result.get("params") or {}),
+            "match": (result.get("params") or {}).get("match") or row["id"],
+            "variant": bool((result.get("params") or {}).get("values")),
         })
         by_spec.setdefault(row["spec"], []).append(instances[-1])
     transformations = []
@@ -111,6 +114,8 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
             "findings": dict(Counter(f["outcome"] for i in done for f in i["findings"])),
             "median_execs_per_sec": _median([i["execs_per_sec"] for i in done if i["execs_per_sec"]]),
             "median_first_finding_s": _median([i["first_finding_s"] for i in done if i["first_finding_s"] is not None]),
+            # --params: the matches judged, and how many of the instances judged a parameter variant
+            "matches": len({i["match"] for i in done}), "param_variants": sum(i["variant"] for i in done),
         })
     runs = [{**r, "seconds": round(_run_end(state, r) - r["started_at"], 1)} for r in state.runs()]
     wall = sum(r["seconds"] for r in runs)
@@ -123,6 +128,18 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
         verdicts=dict(Counter(i["verdict"] for i in done)), transformations=transformations,
         instances=instances, findings=findings, reference_checks=state.reference_checks(),
         bugs=bug_rows(directory))
+
+
+def _params_text(record: Dict) -> str:
+    """A variant's parameters, and the simplest that fail alike where they were looked for."""
+    if not record.get("values"):
+        return ""
+    from ..params import describe
+
+    text = describe(record["values"])
+    if record.get("simplest") is not None and record["simplest"] != record["values"]:
+        text += f"; simplest failing: {describe(record['simplest'])}"
+    return text
 
 
 def _run_end(state: CampaignState, run: Dict) -> float:

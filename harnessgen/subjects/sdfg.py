@@ -29,12 +29,15 @@ from ..files import write_json
 from ..instances import (Instance, cpu_builtin_transformations, enumerate_instances, instance_id, load_transformation,
                          match_settings, parse_settings, pattern_matches, rebuild_transformation)
 from ..layout import InputLayout, build_layout
-from ..outcome import Outcome
+from ..engines import RawCrash
+from ..outcome import STATIC_OUTCOMES, Outcome
+from ..records import InstanceResult
+from ..seeds import screen_seeds
 from ..params import ParamOptions
 from ..reference_check import CheckOptions, check_program
 from ..reproducer import write_static_finding
 from ..targets import resolve
-from ..triage import Triage
+from ..triage import Triage, TriageOptions
 from . import Subject
 
 # how many larger cutouts an instance is judged in after the audit showed its cutout missing a
@@ -42,6 +45,8 @@ from . import Subject
 MAX_GROWTH_AFTER_AUDIT = 2
 # --transformation all: every DaCe built-in that makes CPU code plus the target's own
 ALL = "all"
+# verdicts that blame the transformation (a variant with one looks for simpler parameters)
+FINDING_VERDICTS = tuple(o.name for o in Outcome if o.is_finding)
 # what separates a variant's parameters from its match's description
 PARAMS_MARK = " | with "
 # verdicts of a pipeline's instance that the bisection looks for the guilty passes of
@@ -282,7 +287,79 @@ class SdfgSubject(Subject):
         self._audit(spec, inst, options, result)
         if result.verdict == CUTOUT_MISSED:
             self._grow_after_audit(inst, result, judge)
+        self._simplify_params(spec, inst, options, result)
         self._bisect(spec, inst, options, result)
+
+    # ---------------------------------------------------------------- a variant's simplest parameters
+    def _simplify_params(self, spec: str, inst: Instance, options, result) -> None:
+        """A finding with parameters other than the defaults: the simplest parameters that fail
+        alike (a property back at its default, or at a value nearer it, greedily, for at most
+        ``--params-shrink-time``), and the finding they give, with its own reproducer."""
+        if not inst.params:
+            return
+        result.params = {"values": inst.params, "match": inst.base}
+        if result.verdict not in FINDING_VERDICTS or options.params_shrink_s <= 0:
+            return
+        started = time.monotonic()
+        deadline = started + options.params_shrink_s
+        change = self.change(spec)
+        space = change.param_space(self.program_of(inst), inst, max_size=options.max_size)
+        inputs = [Path(f["input"]) for f in result.findings if f.get("input") and Path(f["input"]).is_file()]
+        current, harness, tried, complete = inst, None, 0, True
+        while complete:
+            for values in params.simpler(space, current.params):
+                if time.monotonic() >= deadline:
+                    complete = False
+                    break
+                candidate = change.with_params(current, values)
+                tried += 1
+                alike, built = self._fails_alike(spec, candidate, options, result.verdict, inputs)
+                if alike:
+                    current, harness = candidate, built
+                    break
+            else:
+                break
+        result.params.update(simplest=current.params, simplest_instance=current.id, tried=tried, complete=complete,
+                             seconds=round(time.monotonic() - started, 3))
+        if current is inst:
+            return
+        if harness is None:          # a static verdict: prepare wrote the variant's finding
+            folder = str(options.keep_dir(current) / result.verdict.lower())
+            result.crashes.append(folder)
+            result.params["findings"] = [folder]
+            return
+        found = self._findings_with(current, harness, options, inputs)
+        for finding in found:
+            finding["params_simplified_from"] = inst.id
+        result.findings += found
+        result.params["findings"] = [f["path"] for f in found]
+
+    def _fails_alike(self, spec: str, candidate: Instance, options, verdict: str, inputs: List[Path]):
+        """(whether the variant fails as the finding did, its harness where it built). A static
+        verdict must recur; a dynamic one must show on one of the finding's inputs."""
+        probe = InstanceResult(id=candidate.id, transformation=candidate.transformation, program=candidate.program,
+                               target=candidate.target, verdict=Outcome.PASS.name)
+        try:
+            harness = self.prepare(spec, candidate, options, probe, time.monotonic())
+        except Unsupported:
+            return False, None
+        if harness is None:
+            return probe.verdict == verdict, None
+        if verdict in STATIC_OUTCOMES or not inputs:
+            return False, harness
+        threads = options.check_threads if verdict == Outcome.RACE.name else 1
+        _, failing = screen_seeds(harness, inputs, threads=threads, repeat=options.race_repeat * 5 if threads > 1 else 1)
+        return bool(failing), harness
+
+    def _findings_with(self, inst: Instance, harness, options, inputs: List[Path]) -> List[Dict]:
+        """The findings a (simpler) variant's harness gives on the inputs that failed."""
+        triaged = self.triage_class()(harness.dir, TriageOptions(
+            tolerance=options.tolerance, keep_root=options.keep_dir(inst), work_dir=options.work_dir,
+            command_line=options.command_line, instance=inst,
+            race_threads=max(options.race_threads, 2) if options.race_threads else 4)).run(
+            [RawCrash(path, None, "params", execs=None) for path in inputs])
+        return [{**f.to_json(), "input": str(f.folder / "input.bin"), "seconds": None, "kind": "params", "execs": None}
+                for f in triaged.findings]
 
     def _bisect(self, spec: str, inst: Instance, options, result) -> None:
         """A pipeline that changed what the program computes: its first and its fewest guilty passes."""
