@@ -321,7 +321,7 @@ def simpler(space_: Space, params: Dict[str, Any]) -> List[Dict[str, Any]]:
         domain = space_.domain(name)
         if domain is not None:
             found += [{**params, name: v} for v in domain.values[1:domain.rank(value)]]
-    return sorted(_unique_dicts(found), key=space_.complexity)
+    return sorted(_unique_dicts(found, keep_default=True), key=space_.complexity)
 
 
 def variant_suffix(params: Dict[str, Any]) -> str:
@@ -363,10 +363,10 @@ def _unique(values: List[Any]) -> List[Any]:
     return out
 
 
-def _unique_dicts(dicts: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def _unique_dicts(dicts: List[Dict[str, Any]], keep_default: bool = False) -> List[Dict[str, Any]]:
     seen, out = set(), []
     for d in dicts:
-        if d and _canon(d) not in seen:
+        if (d or keep_default) and _canon(d) not in seen:
             seen.add(_canon(d))
             out.append(d)
     return out

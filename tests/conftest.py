@@ -73,6 +73,7 @@ def program_sdfg(name: str):
 def instances_of(program: str, spec: str, settings=None):
     """(the class, its instances in a kernel): a pattern transformation's matches, or the SDFGs
     a pass changes."""
+    from harnessgen.params import ParamOptions
     from harnessgen.subjects.sdfg import Patterns, load_change
 
     change = load_change(spec)
@@ -80,7 +81,7 @@ def instances_of(program: str, spec: str, settings=None):
     if isinstance(settings, dict):      # {name: value} as --set NAME=VALUE would give them
         settings = [f"{k}={json.dumps(list(v) if isinstance(v, tuple) else v)}" for k, v in settings.items()]
     insts = change.instances(target, [target.programs[program]],
-                             lambda name, simplified: target.programs[name].sdfg(simplified), settings)
+                             lambda name, simplified: target.programs[name].sdfg(simplified), settings, ParamOptions())
     return (change.cls if isinstance(change, Patterns) else change.pspec.cls), insts
 
 

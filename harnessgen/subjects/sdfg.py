@@ -62,7 +62,8 @@ class Change(abc.ABC):
     simplified: bool           # which form of the program its instances lie in
 
     @abc.abstractmethod
-    def instances(self, target, programs, sdfg_of: Callable, settings, param_options: ParamOptions) -> List[Instance]:
+    def instances(self, target, programs, sdfg_of: Callable, settings,
+                  param_options: ParamOptions = ParamOptions()) -> List[Instance]:
         """Its instances in ``programs``; ``sdfg_of(program name, simplified)`` gives an SDFG;
         ``param_options``: which parameter variants of each match."""
 
@@ -92,7 +93,8 @@ class Patterns(Change):
         self.cls = load_transformation(spec)
         self.name = self.cls.__name__
 
-    def instances(self, target, programs, sdfg_of, settings, param_options) -> List[Instance]:
+    def instances(self, target, programs, sdfg_of, settings,
+                  param_options: ParamOptions = ParamOptions()) -> List[Instance]:
         pinned = parse_settings(settings, self.cls) if settings else None
         found = enumerate_instances(target, programs, self.cls, self.spec,
                                     {p.name: sdfg_of(p.name, self.simplified) for p in programs}, pinned)
@@ -163,7 +165,8 @@ class Passes(Change):
     def apply(self, sdfg) -> None:
         passes.run_pass(self.pspec, sdfg)
 
-    def instances(self, target, programs, sdfg_of, settings, param_options) -> List[Instance]:
+    def instances(self, target, programs, sdfg_of, settings,
+                  param_options: ParamOptions = ParamOptions()) -> List[Instance]:
         if settings:
             raise ConfigError(f"--set: {self.name} is a pass; --set gives properties of a pattern transformation")
         found = []
