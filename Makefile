@@ -1,5 +1,6 @@
 # harnessgen — every target installs what it needs (idempotently).
 #   make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n] [REDO=VERDICT|Class,...]
+#             [PARAMS=default|boundary|N]
 #   make campaign [TARGET=kernels] [XFORMS=all|A,B] [BUDGET=60s|200000x per instance] [JOBS=n] [CAMPAIGN=dir]
 #   make pyfuzz [COMPILER=dace|torch] [PYFUZZ_TIME=s] [PYFUZZ_ARGS=...]
 #   make setup-cuda / setup-gpu
@@ -50,6 +51,8 @@ help:
 	@echo "make bugs TARGET=cloudsc                              that run's findings as distinct bugs (bugs.json, BUG.md)"
 	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
 	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
+	@echo "make fuzz TARGET=kernels XFORM=MapTiling PARAMS=boundary  the transformation's own parameters too (tile sizes,"
+	@echo "                                                         offsets, widths...): boundary values, or PARAMS=N per match"
 	@echo "make fuzz TARGET=kernels XFORM=gpu                       GPU transformations (GPU cutouts; built only where no GPU is)"
 	@echo "make fuzz TARGET=gpukernels                              our CUDA kernels against their references (AuCS bugs planted)"
 	@echo "make barriers [TARGET=gpukernels:NAME]                   which __syncthreads() are redundant (on a GPU)"
@@ -93,11 +96,12 @@ NEEDS_CUDA = $(or $(findstring gpukernels,$(TARGET)),$(findstring gpu,$(XFORM)),
 fuzz: setup $(if $(NEEDS_CUDA),setup-cuda)
 	$(BIN)/harnessgen fuzz --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) \
 	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --jobs $(JOBS) \
-	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(REDO),--redo $(REDO)) --out $(OUT) $(FUZZ_ARGS)
+	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(REDO),--redo $(REDO)) $(if $(PARAMS),--params $(PARAMS)) \
+	  --out $(OUT) $(FUZZ_ARGS)
 
 campaign: setup
 	$(BIN)/harnessgen campaign --program $(TARGET) $(if $(XFORMS),--transformation $(XFORMS)) \
-	  --budget $(CAMPAIGN_BUDGET) --jobs $(JOBS) --out $(CAMPAIGN) $(CAMPAIGN_ARGS)
+	  --budget $(CAMPAIGN_BUDGET) --jobs $(JOBS) $(if $(PARAMS),--params $(PARAMS)) --out $(CAMPAIGN) $(CAMPAIGN_ARGS)
 
 report: setup
 	$(BIN)/harnessgen report $(CAMPAIGN)
@@ -129,7 +133,7 @@ barriers: setup setup-cuda
 	$(BIN)/harnessgen barriers --program $(if $(filter gpukernels%,$(TARGET)),$(TARGET),gpukernels)
 
 instances: setup
-	$(BIN)/harnessgen instances --program $(TARGET) $(if $(XFORM),--transformation $(XFORM))
+	$(BIN)/harnessgen instances --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) $(if $(PARAMS),--params $(PARAMS))
 
 # torch for pyfuzz --compiler torch, into the same venv (2.13.0 is a CPU build here and runs
 # beside DaCe's numpy<2)

@@ -17,6 +17,7 @@ parallel builds of the same key never see half a build.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -229,7 +230,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
         post = generate_side(pair.post, out)
         codegen_s = time.perf_counter() - started
         (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, tolerance))
-        run_jobs({"libpre.so": pre_library, **pre_cuda, **_jobs_after_pre(out, post, afl, cmplog)}, running)
+        run_jobs({"libpre.so": pre_library, **pre_cuda, **_jobs_after_pre(out, [post], afl, cmplog)}, running)
     for obj in out.glob("*.o"):
         obj.unlink()
 
@@ -308,11 +309,11 @@ def _cuda_jobs(out: Path, side: SideSource) -> Dict[str, "Job"]:
             for cu, obj in zip(side.cuda, _cuda_objects(out, side))}
 
 
-def _jobs_after_pre(out: Path, post: SideSource, afl: bool, cmplog: bool) -> Dict[str, "Job"]:
-    """Everything after pre's library: post's, the harness object (``harness.cpp`` written)
-    and the binaries."""
+def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool) -> Dict[str, "Job"]:
+    """Everything after pre's library: each post's, the harness object (``harness.cpp`` written)
+    and the binaries (one post: ``libpost.so``, ``post_afl.o``; several: named after each)."""
     flags, work_dir, harness_cpp = _flags(out), _work_dir(out), out / "harness.cpp"
-    gpu = post.on_gpu
+    gpu = any(post.on_gpu for post in posts)
     # the harness's own code is never instrumented: its coverage is the decoder's and the
     # comparison's, the same for every input; instrumenting it tripled its compile time
     (out / "afl_denylist.txt").write_text("src: harness.cpp\n")
@@ -322,15 +323,17 @@ def _jobs_after_pre(out: Path, post: SideSource, afl: bool, cmplog: bool) -> Dic
         if afl else (CXX, {})
     harness_pch = [] if gpu else header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None)
     harness_flags = ["-DHG_CUDA", "-isystem", str(cuda_toolkit.find().include)] if gpu else []
-    jobs = {
-        **_cuda_jobs(out, post),
-        "libpost.so": _library_job(out, post, "libpost.so"),
-        "harness.o": Job([harness_cxx, *flags, *harness_flags, *harness_pch, "-c", str(harness_cpp), "-o",
-                          str(out / "harness.o")], "harness", harness_env),
-        "harness_replay": Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
-                               str(out / "libpost.so"), *_cuda_link(out, post)[-1:], RPATH, "-o", str(out / "harness_replay")], "harness",
-                              AFL_ENV if afl else {}, after=("harness.o", "libpre.so", "libpost.so")),
-    }
+    libraries = {post.name: "libpost.so" if len(posts) == 1 else f"lib{post.name}.so" for post in posts}
+    jobs: Dict[str, Job] = {}
+    for post in posts:
+        jobs.update(_cuda_jobs(out, post))
+        jobs[libraries[post.name]] = _library_job(out, post, libraries[post.name])
+    jobs["harness.o"] = Job([harness_cxx, *flags, *harness_flags, *harness_pch, "-c", str(harness_cpp), "-o",
+                             str(out / "harness.o")], "harness", harness_env)
+    jobs["harness_replay"] = Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
+                                  *(str(out / lib) for lib in libraries.values()), *_cuda_link(out, posts[0])[-1:],
+                                  RPATH, "-o", str(out / "harness_replay")], "harness", AFL_ENV if afl else {},
+                                 after=("harness.o", "libpre.so", *libraries.values()))
     if afl or cmplog:
         # the fuzzing harness links post's object itself: its allocator comes from an object of its
         # own, compiled without AFL++'s instrumentation (instrumented, every allocation of the
@@ -342,16 +345,60 @@ def _jobs_after_pre(out: Path, post: SideSource, afl: bool, cmplog: bool) -> Dic
     for variant, env in (("afl", AFL_ENV), ("cmplog", cmplog_env)):
         if not (afl if variant == "afl" else cmplog):
             continue
-        post_host = cuda_toolkit.dace_host_flags() if gpu else header_pch(work_dir, AFL_CXX, post.cpp, env)
-        jobs[f"post_{variant}.o"] = Job([AFL_CXX, *flags, *post_host, "-c", str(post.cpp), "-o",
-                                         str(out / f"post_{variant}.o")], "hg_post", env)
-        cuda_objects = tuple(o.name for o in _cuda_objects(out, post))
-        jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), str(out / f"post_{variant}.o"),
-                                          str(out / "fresh_state.o"), *_cuda_link(out, post), str(out / "libpre.so"),
-                                          RPATH, "-o", str(out / f"harness_{variant}")], "harness", env,
-                                         after=("harness.o", f"post_{variant}.o", "fresh_state.o", "libpre.so",
-                                                *cuda_objects))
+        objects = []
+        for post in posts:
+            obj = f"post_{variant}.o" if len(posts) == 1 else f"{post.name}_{variant}.o"
+            post_host = cuda_toolkit.dace_host_flags() if post.on_gpu else header_pch(work_dir, AFL_CXX, post.cpp, env)
+            jobs[obj] = Job([AFL_CXX, *flags, *post_host, "-c", str(post.cpp), "-o", str(out / obj)], "hg_post", env)
+            objects.append(obj)
+        cuda_objects = tuple(o.name for post in posts for o in _cuda_objects(out, post))
+        jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), *(str(out / o) for o in objects),
+                                          str(out / "fresh_state.o"), *_cuda_link(out, posts[0]),
+                                          str(out / "libpre.so"), RPATH, "-o", str(out / f"harness_{variant}")],
+                                         "harness", env,
+                                         after=("harness.o", *objects, "fresh_state.o", "libpre.so", *cuda_objects))
     return jobs
+
+
+def build_variants(pairs: List[CutoutPair], layout: InputLayout, work_dir: Path,
+                   tolerance: Optional[Tolerance] = None) -> HarnessBuild:
+    """One harness holding the posts of several pairs that share pre and layout (the parameter
+    variants of one match): an input's first byte picks the post, the rest is its input. What
+    ``bench/params_modes.py`` measures against one build per variant; its binaries are
+    ``harness_afl`` and ``harness_replay`` (no libraries for cffi)."""
+    import dace
+
+    tolerance = tolerance or Tolerance()
+    key = hashlib.sha256(json.dumps(["variants", *(cache_key(p, layout, tolerance, True, False) for p in pairs)])
+                         .encode()).hexdigest()[:20]
+    final = Path(work_dir) / "builds" / key
+    if (final / "manifest.json").exists():
+        return HarnessBuild.open(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+
+    def fill(out: Path) -> None:
+        started = time.perf_counter()
+        layout.save(out / "layout.json")
+        pre = generate_side(pairs[0].pre, out)
+        posts = []
+        for k, pair in enumerate(pairs):
+            post = copy.deepcopy(pair.post)
+            post.name = f"{post.name}{k}"          # distinct entry points: every post links into one binary
+            posts.append(generate_side(post, out))
+        (out / "harness.cpp").write_text(render_harness(pairs[0].instance.match_id, layout, pre, posts[0],
+                                                        tolerance, more_posts=posts[1:]))
+        run_jobs({"libpre.so": _library_job(out, pre, "libpre.so"), **_jobs_after_pre(out, posts, True, False)})
+        for obj in out.glob("*.o"):
+            obj.unlink()
+        write_json(out / "manifest.json", {
+            "key": key, "subject": "sdfg", "instance": pairs[0].instance.match_id, "harnessgen": __version__,
+            "dace": dace.__version__, "compilers": compiler_versions(True), "flags": CXXFLAGS,
+            "oracle": tolerance.to_json(), "afl": True, "cmplog": False, "cuda": None,
+            "variants": [p.instance.id for p in pairs], "posts": [p.name for p in posts],
+            "build_seconds": round(time.perf_counter() - started, 3)})
+
+    publish_dir(final, fill)
+    return HarnessBuild.open(final)
 
 
 def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[str, str]] = None) -> List[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import jinja2
 import numpy as np
@@ -151,11 +151,15 @@ def template_environment() -> jinja2.Environment:
 
 
 def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post: SideSource,
-                   tolerance: Tolerance, repeat: int = 1) -> str:
+                   tolerance: Tolerance, repeat: int = 1, more_posts: Sequence[SideSource] = ()) -> str:
+    """The harness source; ``more_posts``: posts besides ``post`` (parameter variants), one
+    picked per input by its first byte."""
     env = template_environment()
-    pre_ctx, post_ctx = _render_side(pre, layout), _render_side(post, layout)
+    pre_ctx = _render_side(pre, layout)
+    posts = [_render_side(side, layout) for side in (post, *more_posts)]
     return env.get_template("harness.cpp.j2").render(
-        version=__version__, instance_id=instance_id, sides=[pre_ctx, post_ctx], pre=pre_ctx, post=post_ctx,
+        version=__version__, instance_id=instance_id, sides=[pre_ctx, *posts], pre=pre_ctx, post=posts[0],
+        posts=posts,
         symbols=_symbol_context(layout), containers=_container_context(layout),
         max_input_bytes=MAX_INPUT_BYTES, float_tiny=repr(float(layout.float_tiny)), offsets=layout.offsets,
         allow_nonfinite=layout.allow_nonfinite, guard_bytes=GUARD_BYTES,
