@@ -13,6 +13,7 @@ from .engines import RawCrash
 from .engines import afl as afl_layout
 from .errors import ConfigError
 from .files import write_json
+from .instances import Instance
 from .records import engine_dir
 from .subjects import triage_build
 from .triage import TriageOptions, TriageResult
@@ -50,8 +51,25 @@ def triage_directory(path: Path, crashes_root: Path, options: TriageOptions) -> 
     return [(instance["id"], result)]
 
 
+def _planned(run: Path) -> Dict[str, Instance]:
+    """The run's instances as planned (its state), by id: a build shared by several instances
+    (parameter variants whose posts are the same) names only the first in its instance.json."""
+    from .campaign import DB_NAME
+    from .campaign.state import CampaignState
+
+    if not (run / DB_NAME).is_file():
+        return {}
+    state = CampaignState(run / DB_NAME)
+    try:
+        return {row["id"]: Instance.from_json(row["instance"]) for row in state.instances()
+                if "transformation_spec" in row["instance"]}
+    finally:
+        state.close()
+
+
 def _triage_run(run: Path, summary_path: Path, crashes_root: Path, options: TriageOptions):
     summary = json.loads(summary_path.read_text())
+    planned = _planned(run)
     done = []
     for entry in summary["instances"]:
         build_dir = entry.get("build_dir")
@@ -67,7 +85,8 @@ def _triage_run(run: Path, summary_path: Path, crashes_root: Path, options: Tria
             continue
         keep = (raw[0].path.parent.parent if raw[0].path.parent.name == "raw"
                 else crashes_root / (entry.get("target") or entry["program"]) / entry["id"])
-        result = triage_build(Path(build_dir), raw, dataclasses.replace(options, keep_root=keep))
+        result = triage_build(Path(build_dir), raw, dataclasses.replace(options, keep_root=keep,
+                                                                         instance=planned.get(entry["id"])))
         entry["verdict"] = result.verdict.name
         entry["findings"] = [f.to_json() for f in result.findings]
         entry["triage"] = {"raw": result.raw_total, "findings": len(result.findings),

@@ -116,3 +116,16 @@ def test_variant_instances_keep_the_match_and_set_their_parameters():
     # --set pins a property: it is never varied
     pinned = subject.instances(FLOORS, ["tile_size=5"], ParamOptions("boundary"))
     assert {json.dumps(i.match.get("tile_size")) for i in pinned} == {"5"} and all(not i.params for i in pinned)
+
+
+def test_a_run_with_parameter_variants_is_another_campaign():
+    from pathlib import Path
+
+    from harnessgen.campaign import Budget, CampaignConfig
+    from harnessgen.records import FuzzOptions
+
+    def identity(mode):
+        return CampaignConfig("kernels", "MapTiling", Path("run"), Budget(1), FuzzOptions(params=mode)).identity
+
+    assert "params" not in identity("default")           # directories from before --params keep theirs
+    assert identity("boundary")["params"] == "boundary" and identity("boundary") != identity("8")
