@@ -602,11 +602,36 @@ def _check_cutout(pre, instance: Instance, cut: _Cut) -> None:
 def extract(program_sdfg, instance: Instance, cls: type, past: int = 0) -> CutoutPair:
     """Cut out ``instance`` from ``program_sdfg`` and apply the transformation to a copy.
     ``past``: how many of the smallest cutouts that hold the match to pass over (they were
-    judged, and the whole-program audit showed them missing what the program computes)."""
+    judged, and the whole-program audit showed them missing what the program computes).
+
+    Where post changes the cutout's interface (a container's type or shape, a container made
+    transient...), the change may concern a container that is internal to the program and only
+    crosses the cutout's boundary: the next larger cutout is taken, up to the whole program,
+    whose interface is the program's own; only a change there is the transformation's."""
+    grown = f"the audit: {past} smaller cutout(s) missed a difference of the whole program" if past else ""
+    pair = _extract_at(program_sdfg, instance, cls, past, grown)
+    skipped = past
+    while pair.verdict == Outcome.INVALID_SDFG and pair.error.startswith(INTERFACE_CHANGED):
+        skipped += 1
+        try:
+            pair = _extract_at(program_sdfg, instance, cls, skipped,
+                               f"post changed the interface of {skipped - past} smaller cutout(s) "
+                               f"({pair.error[len(INTERFACE_CHANGED):][:200]})")
+        except Unsupported:
+            break                    # no larger cutout: the smallest's verdict stands
+    return pair
+
+
+# how a pair's error starts when post takes other containers or symbols than pre
+INTERFACE_CHANGED = "post changed the cutout's interface: "
+
+
+def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_for: str) -> CutoutPair:
+    """``extract`` in the cutout ``past`` steps larger than the smallest that holds the match;
+    ``grown_for``: why it was grown."""
     cut, pre, post, translated, applied = _matching_cut(program_sdfg, instance, cls, past)
-    if past:
-        cut = dataclasses.replace(cut, grown_for=f"the audit: {past} smaller cutout(s) missed a difference of the "
-                                                 f"whole program; {cut.grown_for or 'DaCe cutout'}")
+    if grown_for:
+        cut = dataclasses.replace(cut, grown_for=f"{grown_for}; {cut.grown_for or 'DaCe cutout'}")
     input_config, output_config = cut.configs or _configs(cut.sdfg)
     after = input_volume(cut.sdfg, input_config)
     # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce
@@ -637,7 +662,7 @@ def _with_post(pair: CutoutPair, post) -> CutoutPair:
     problem = _check_interface(pre, post)
     if problem:
         pair.post = post
-        pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the cutout's interface: {problem}"
+        pair.verdict, pair.error = Outcome.INVALID_SDFG, f"{INTERFACE_CHANGED}{problem}"
         return pair
     value_inputs = _value_symbols_as_inputs(pre, post)
     pair.input_config = input_config = sorted(set(pair.input_config) | set(value_inputs))
