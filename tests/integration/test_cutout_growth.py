@@ -42,3 +42,26 @@ def test_grown_cutouts_are_fuzzed_and_a_correct_unroll_stays_silent(tmp_path):
     entries = summary_of(tmp_path)["instances"]
     assert len(entries) == 2
     assert all(e["verdict"] == "PASS" and e["execs"] > 1000 for e in entries), entries
+
+
+def test_a_changed_interface_is_judged_where_it_is_the_programs():
+    """Vectorization with propagate_parent retypes the containers around the map: in a cutout
+    those are its interface, in the program some are transients. The cutout grows until the
+    change is internal (the instance is judged, not INVALID_SDFG) or until it is the whole
+    program, where only the program's own containers count."""
+    from harnessgen import subjects
+    from harnessgen.cutout import INTERFACE_CHANGED
+
+    subject = subjects.load("kernels:sigmoid")
+    change = subject.change("Vectorization")
+    program = subject.sdfg("sigmoid")
+    verdicts = []
+    for base in subject.instances("Vectorization"):
+        variant = change.with_params(base, {"propagate_parent": True})
+        pair = change.extract(program, variant, 0)
+        verdicts.append(pair.verdict.name)
+        assert "post changed the interface of 1 smaller cutout" in pair.grown_for
+        if pair.error.startswith(INTERFACE_CHANGED):        # left standing: only program containers named
+            named = {part.split()[1] for part in pair.error[len(INTERFACE_CHANGED):].split("; ")}
+            assert named and all(not program.arrays[name].transient for name in named), pair.error
+    assert "PASS" in verdicts and "INVALID_SDFG" in verdicts
