@@ -153,7 +153,7 @@ def main() -> int:
                 shutil.rmtree(tmp, ignore_errors=True)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print(f"\n| transformation | kernel | variants | mode | wall s | failing variants | first finding s | execs |")
+    print("\n| transformation | kernel | variants | mode | wall s | failing variants | first finding s | execs |")
     print("|---|---|---:|---|---:|---:|---:|---:|")
     for row in rows:
         for mode in ("enumerate", "one_harness"):
