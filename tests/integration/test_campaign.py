@@ -91,7 +91,7 @@ def test_report_is_self_contained_and_links_reproducers(reference):
     markdown = (reference / "report.md").read_text()
     for image in re.findall(r"\]\((report/[^)]+\.png)\)", markdown):
         assert (reference / image).is_file()
-    assert "| TaskletFusion | 3 | 3 | PASS 3 |" in markdown
+    assert "| TaskletFusion | 3 | 3 | 3 | 0 | PASS 3 |" in markdown     # instances, done, matches, variants
     for row in json.loads((reference / "summary.json").read_text())["instances"]:
         assert row["config_before"] and row["config_after"], row     # input configuration before/after reduction
 
