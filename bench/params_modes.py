@@ -136,8 +136,7 @@ def one_harness_mode(spec: str, program: str, variants, time_s: float, tmp: Path
         own = subject.prepare(spec, inst, opts, result, time.monotonic())
         stripped = tmp / f"input-{k}.bin"
         stripped.write_bytes(rest)
-        triaged = subject.triage_class()(own.dir, TriageOptions(keep_root=opts.keep_dir(inst), instance=inst,
-                                                                work_dir=opts.work_dir)).run(
+        triaged = subject.triage_class()(own.dir, TriageOptions.for_instance(opts, inst)).run(
             [RawCrash(stripped, None, "crash")])
         if triaged.findings:
             failing.append(inst.id)

@@ -21,6 +21,7 @@ import functools
 import hashlib
 import itertools
 import json
+import math
 import random
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -179,8 +180,8 @@ def _declared_kind(prop, default) -> Optional[str]:
 def _is_shape(prop) -> bool:
     from dace.properties import ListProperty, ShapeProperty
 
-    return isinstance(prop, (ShapeProperty, ListProperty)) and getattr(prop, "element_type", int) in (int, None) \
-        or isinstance(prop, ShapeProperty)
+    return isinstance(prop, ShapeProperty) or (isinstance(prop, ListProperty)
+                                               and getattr(prop, "element_type", int) in (int, None))
 
 
 def _scalar_default(default) -> Optional[int]:
@@ -292,11 +293,7 @@ def variants(space_: Space, mode: str, seed: int = 0, key: str = "") -> List[Dic
 
 def _drawn(space_: Space, count: int, seed: int, key: str) -> List[Dict[str, Any]]:
     """``count`` distinct non-default combinations; every one when there are no more."""
-    sizes = [len(d.values) for d in space_.domains]
-    total = 1
-    for s in sizes:
-        total *= s
-    if total - 1 <= count:
+    if math.prod(len(d.values) for d in space_.domains) - 1 <= count:
         combos = itertools.product(*(d.values for d in space_.domains))
         return [p for p in (_params(space_, c) for c in combos) if p]
     rng = random.Random(int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()[:12], 16))
@@ -364,9 +361,4 @@ def _unique(values: List[Any]) -> List[Any]:
 
 
 def _unique_dicts(dicts: List[Dict[str, Any]], keep_default: bool = False) -> List[Dict[str, Any]]:
-    seen, out = set(), []
-    for d in dicts:
-        if (d or keep_default) and _canon(d) not in seen:
-            seen.add(_canon(d))
-            out.append(d)
-    return out
+    return _unique([d for d in dicts if d or keep_default])

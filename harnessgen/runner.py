@@ -172,10 +172,7 @@ class InstanceRunner:
         if not kept:
             result.verdict = Outcome.PASS.name
             return
-        triage = self.subject.triage_class()(harness.dir, TriageOptions(
-            tolerance=opts.tolerance, keep_root=keep, work_dir=opts.work_dir, max_raw=opts.max_replays,
-            command_line=opts.command_line, race_threads=max(opts.race_threads, 2) if opts.race_threads else 4,
-            instance=inst))
+        triage = self.subject.triage_class()(harness.dir, TriageOptions.for_instance(opts, inst))
         triaged = triage.run(kept)
         when = {str(c.path): (c.seconds, c.kind, c.execs) for c in kept}
         for finding in triaged.findings:

@@ -69,6 +69,13 @@ class TriageOptions:
     # (parameter variants that change nothing, identical cutouts); its instance.json is the first's
     instance: Optional[Instance] = None
 
+    @classmethod
+    def for_instance(cls, run, inst: Instance) -> "TriageOptions":
+        """How a run (``records.FuzzOptions``) triages one instance's crashes, into its folder."""
+        return cls(tolerance=run.tolerance, keep_root=run.keep_dir(inst), work_dir=run.work_dir,
+                   max_raw=run.max_replays, command_line=run.command_line,
+                   race_threads=max(run.race_threads, 2) if run.race_threads else 4, instance=inst)
+
 
 @dataclasses.dataclass
 class Finding:

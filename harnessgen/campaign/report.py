@@ -86,6 +86,7 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
     instances, by_spec = [], {}
     for row in rows:
         result = row["result"] or {}
+        params = result.get("params") or {}
         findings = _findings_of(result, directory) if result else []
         instances.append({
             "id": row["id"], "transformation": row["transformation"], "program": row["program"], "spec": row["spec"],
@@ -97,9 +98,8 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
             "config_before": result.get("input_config_before", ""), "config_after": result.get("input_config_after", ""),
             "findings": findings, "message": (result.get("message") or "").splitlines()[0] if result.get("message") else "",
             "bisect": result.get("bisect") or {},
-            "params": _params_text(result.get("params") or {}),
-            "match": (result.get("params") or {}).get("match") or row["id"],
-            "variant": bool((result.get("params") or {}).get("values")),
+            "params": _params_text(params), "match": params.get("match") or row["id"],
+            "variant": bool(params.get("values")),
         })
         by_spec.setdefault(row["spec"], []).append(instances[-1])
     transformations = []

@@ -109,8 +109,8 @@ class Patterns(Change):
 
     def param_space(self, sdfg, inst: Instance, pinned=(), max_size: int = 16) -> params.Space:
         """The parameter space of the instance's match (``params.space``)."""
-        base = {k: v for k, v in inst.match.items() if k not in inst.params}
-        return params.space(self.cls, rebuild_transformation(self.cls, base, sdfg), sdfg, pinned, max_size)
+        return params.space(self.cls, rebuild_transformation(self.cls, _defaults_match(inst), sdfg), sdfg, pinned,
+                            max_size)
 
     def param_variants(self, sdfg, inst: Instance, pinned, options: ParamOptions) -> List[Instance]:
         """The instance once per parameter variant ``--params`` asks for, the defaults first; a
@@ -126,8 +126,7 @@ class Patterns(Change):
 
     def with_params(self, inst: Instance, values: Dict) -> Instance:
         """The instance's match with the given parameters (those of ``inst`` replaced)."""
-        base_id = inst.match_id
-        base = {k: v for k, v in inst.match.items() if k not in inst.params}
+        base_id, base = inst.match_id, _defaults_match(inst)
         if not values:
             return dataclasses.replace(inst, id=base_id, match=base, params={}, base="",
                                        description=inst.description.split(PARAMS_MARK)[0])
@@ -198,6 +197,11 @@ class Passes(Change):
 
     def judged_whole(self, inst, past) -> bool:
         return past > 0 or not inst.match.get("sdfg")
+
+
+def _defaults_match(inst: Instance) -> Dict:
+    """The instance's match with the properties its variant sets back at their defaults."""
+    return {k: v for k, v in inst.match.items() if k not in inst.params}
 
 
 def load_change(spec: str, simplified: bool = True) -> Change:
@@ -356,10 +360,7 @@ class SdfgSubject(Subject):
 
     def _findings_with(self, inst: Instance, harness, options, inputs: List[Path]) -> List[Dict]:
         """The findings a (simpler) variant's harness gives on the inputs that failed."""
-        triaged = self.triage_class()(harness.dir, TriageOptions(
-            tolerance=options.tolerance, keep_root=options.keep_dir(inst), work_dir=options.work_dir,
-            command_line=options.command_line, instance=inst,
-            race_threads=max(options.race_threads, 2) if options.race_threads else 4)).run(
+        triaged = self.triage_class()(harness.dir, TriageOptions.for_instance(options, inst)).run(
             [RawCrash(path, None, "params", execs=None) for path in inputs])
         return [{**f.to_json(), "input": str(f.folder / "input.bin"), "seconds": None, "kind": "params", "execs": None}
                 for f in triaged.findings]
