@@ -645,8 +645,8 @@ def cmd_targets(args) -> int:
         print(f"{name}: default transformations {', '.join(target.default_transformations)}")
         if target.gpu_transformations:
             print(f"{' ' * len(name)}  --transformation gpu: {', '.join(target.gpu_transformations)}")
-        for prog in target.select(None):
-            print(f"  {name}:{prog.name:<20} {prog.description}")
+        for program, description in target.listing():
+            print(f"  {name}:{program:<20} {description}")
     return 0
 
 

@@ -158,6 +158,24 @@ def pattern_matches(sdfg, cls, options: Optional[Dict[str, Any]]) -> Iterator[An
     yield from optimizer.Optimizer(sdfg).get_pattern_matches(patterns=[cls], options=[options] if options else None)
 
 
+def match_scopes(sdfg, names: List[str]) -> Dict[str, List[str]]:
+    """Every match of each named transformation in ``sdfg``, said by its scope kind: the node
+    types the match binds, in pattern order (``MapEntry``, ``LoopRegion+LoopRegion``). A
+    transformation whose matching raises counts as matching nothing."""
+    found: Dict[str, List[str]] = {}
+    for name in names:
+        cls = load_transformation(name)
+        scopes = []
+        try:
+            for xform in pattern_matches(sdfg, cls, None):
+                nodes = [getattr(xform, key, None) for key in cls._get_pattern_nodes()]
+                scopes.append("+".join(type(n).__name__ for n in nodes if n is not None) or "SDFG")
+        except Exception:  # noqa: BLE001 -- DaCe's matcher failed: what a plan records as ERROR
+            scopes = []
+        found[name] = scopes
+    return found
+
+
 def parse_settings(settings: List[str], cls: type) -> Dict[str, Any]:
     """``--set NAME=VALUE`` (VALUE as JSON, else a string) into transformation properties."""
     out: Dict[str, Any] = {}

@@ -34,6 +34,9 @@ from .program import SIZE_SYMBOLS, ArrayDecl, Block, Dim, GenProgram, extent
 CONSTANTS = ("0.5", "0.25", "1.5", "0.75", "2.0")
 CONDITION_THRESHOLDS = ("0.0", "0.25", "-0.5")
 MIN_BLOCKS, MAX_BLOCKS = 3, 6
+# argument names: no size symbol, no name sympy reads as its own (E, I, N, O, Q, S), none of the
+# prefixes of temporaries (T), views (V) and iteration variables (i)
+ARRAY_NAMES = "ABCDFGHJKLPRUWXYZ"
 
 
 @dataclasses.dataclass
@@ -68,7 +71,8 @@ class _Gen:
         return Dim(size, self.rng.choice([0, 0, 1, 2]))
 
     def new_array(self, dims: Sequence[Dim]) -> ArrayDecl:
-        name = "ABCDEFGHJKLPQRSUWXYZ"[len(self.arguments())] if len(self.arguments()) < 20 else self.fresh("X")
+        taken = len(self.arguments())
+        name = ARRAY_NAMES[taken] if taken < len(ARRAY_NAMES) else self.fresh("X")
         array = ArrayDecl(name, tuple(dims))
         self.arrays.append(array)
         return array
@@ -190,18 +194,18 @@ def _loop_headers(variables: Sequence[Var]) -> List[str]:
     return [f"for {v.name} in {v.python}:" for v in variables]
 
 
-def _dace_headers(variables: Sequence[Var]) -> List[str]:
-    """Sequential variables as loops, runs of parallel ones as one map (nested where a range
-    reads an enclosing variable)."""
+def _dace_headers(variables: Sequence[Var], nested: bool = False) -> List[str]:
+    """Sequential variables as loops, runs of parallel ones as one map (nested maps where a
+    range reads an enclosing variable, or where asked)."""
     headers, run = [], []
     for v in variables:
         if v.sequential:
-            headers += _map_headers(run, _dependent(run)) if run else []
+            headers += _map_headers(run, nested or _dependent(run)) if run else []
             run = []
             headers.append(f"for {v.name} in {v.python}:")
         else:
             run.append(v)
-    return headers + (_map_headers(run, _dependent(run)) if run else [])
+    return headers + (_map_headers(run, nested or _dependent(run)) if run else [])
 
 
 def _dependent(variables: Sequence[Var]) -> bool:
@@ -231,7 +235,11 @@ def map_nest(g: _Gen) -> Block:
         reads.append(write)             # the value it overwrites, at the same index
         tags.add("map.update")
     body = [f"{write} = {g.expr(reads)}"]
-    return Block("map_nest", sorted(tags), _nest(_dace_headers(variables), body), _nest(_loop_headers(variables), body))
+    nested = len(variables) > 1 and g.rng.random() < 0.35
+    if nested or "map.triangular" in tags:
+        tags.add("map.nested")
+    return Block("map_nest", sorted(tags), _nest(_dace_headers(variables, nested), body),
+                 _nest(_loop_headers(variables), body))
 
 
 def loop(g: _Gen) -> Block:

@@ -455,24 +455,27 @@ class SdfgSubject(Subject):
 
 
 def transformation_specs(target, xform_spec: Optional[str]) -> List[str]:
-    """Empty: the target's default set; ``all``: every CPU built-in plus the target's own
-    (``module:Class``) ones; ``gpu``: its GPU set; otherwise a comma-separated list (``gpu``
-    may be one of its items)."""
+    """Empty: the target's default set; otherwise a comma-separated list whose items may be
+    ``all`` (every CPU built-in plus the target's own ``module:Class`` ones) and ``gpu`` (the
+    target's GPU set), in the target's defaults as well."""
     if not xform_spec:
         if not target.default_transformations:
             raise ConfigError(f"target {target.name!r} has no default transformations: pass --transformation")
-        return list(target.default_transformations)
-    if xform_spec.strip().lower() == ALL:
-        return cpu_builtin_transformations() + [s for s in target.default_transformations if ":" in s]
+        items = list(target.default_transformations)
+    else:
+        items = [s.strip() for s in xform_spec.split(",") if s.strip()]
     specs: List[str] = []
-    for spec in (s.strip() for s in xform_spec.split(",") if s.strip()):
-        if spec == "gpu":
+    for spec in items:
+        if spec.lower() == ALL:
+            expanded = cpu_builtin_transformations() + [s for s in target.default_transformations if ":" in s]
+        elif spec == "gpu":
             if not target.gpu_transformations:
                 raise ConfigError(f"target {target.name!r} has no GPU transformations: name them in "
                                   "--transformation")
-            specs += [s for s in target.gpu_transformations if s not in specs]
-        elif spec not in specs:
-            specs.append(spec)
+            expanded = target.gpu_transformations
+        else:
+            expanded = [spec]
+        specs += [s for s in expanded if s not in specs]
     return specs
 
 

@@ -4,6 +4,7 @@ A target spec on the command line is one of
   ``kernels`` / ``kernels:gemm``   a built-in target (all programs / one program)
   ``path/to/prog.sdfg``            a saved SDFG
   ``path/to/file.py:function``     a ``@dace.program`` in a Python file
+  ``generated:17`` / ``generated``  a random program / a stream of them (targets/generated.py)
 
 Built-in targets live in this package, one module each, registered below by
 name; a module is imported only when its target is asked for.
@@ -24,6 +25,7 @@ __all__ = ["BUILTIN_TARGETS", "GPU_TRANSFORMATIONS", "Program", "Target", "resol
 BUILTIN_TARGETS: Dict[str, str] = {
     "kernels": ".kernels",
     "cloudsc": ".cloudsc",
+    "generated": ".generated",
 }
 
 

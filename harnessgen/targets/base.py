@@ -63,6 +63,10 @@ class Target:
                               f"choose one of: {', '.join(sorted(self.programs))}")
         return [self.programs[program]]
 
+    def listing(self) -> List[tuple]:
+        """(program, description) for ``harnessgen targets``."""
+        return [(p.name, p.description) for p in self.select(None)]
+
 
 def _afl_config(name: str, suffix: str) -> Optional[Path]:
     path = AFL_CONFIGS / f"{name}{suffix}"
