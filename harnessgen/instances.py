@@ -10,9 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
-import importlib
 import json
-from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
 from .errors import ConfigError, Unsupported

@@ -44,6 +44,12 @@ PLANTED = {
     "FuseStatesMissingViews": PlantedBug("softmax", "MISMATCH"),
 }
 
+# planted bugs that only generated programs expose: no built-in kernel has their shape
+PLANTED_GENERATED = {
+    # a strided map whose span is no multiple of its step: 0:5:2 loses its last trip
+    "StrideCountFloors": PlantedBug("generated", "MISMATCH", size_dependent=True),
+}
+
 # planted bugs that show only with a transformation parameter other than its default (--params)
 PLANTED_PARAMS = {
     # tile sizes that divide no extent: 3 at N = 16 drops the 16th element

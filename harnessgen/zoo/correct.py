@@ -6,6 +6,7 @@ inputs. It passes with the default rtol/atol and must be caught by ``--exact``.
 ``TilingWithRemainder`` is the correct counterpart of the planted tiling bug.
 ``TileCountCeils`` is the correct counterpart of the planted ``TileCountFloors``: correct
 with every tile size.
+``StrideCountCeils`` is the correct counterpart of the planted ``StrideCountFloors``.
 """
 import ast
 
@@ -16,7 +17,7 @@ from dace.sdfg import utils as sdutil
 from dace.transformation import transformation as xf
 from dace.transformation.dataflow import StripMining
 
-from .planted import TILE, _FirstDimensionTiling
+from .planted import TILE, _FirstDimensionTiling, _StrideNormalization
 
 
 class _DivToReciprocal(ast.NodeTransformer):
@@ -81,3 +82,15 @@ class TileCountCeils(_FirstDimensionTiling):
     def apply(self, graph: SDFGState, sdfg: SDFG):
         StripMining.apply_to(sdfg, map_entry=self.map_entry, options={"tile_size": self.tile_size, "dim_idx": 0},
                              save=False)
+
+
+@properties.make_properties
+class StrideCountCeils(_StrideNormalization):
+    """Gives strided maps unit steps with ``ceil((end - begin + 1) / step)`` trips (none when
+    the range is empty): correct."""
+
+    @staticmethod
+    def trips(begin, end, step):
+        import sympy
+
+        return sympy.Max(0, sympy.ceiling((end - begin + 1) / step))

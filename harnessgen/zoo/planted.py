@@ -23,6 +23,10 @@ Each one reproduces a bug class reported by FuzzyFlow (SC'23):
 (k) ``FuseStatesMissingViews``  a state-fusion *pass* (not a pattern) that fuses two states
                                 although the second reads what the first writes through a view;
                                 ``SimplifyMissingViews`` is simplify with it in FuseStates' place
+(m) ``StrideCountFloors``       gives strided maps unit steps (``i = begin + k * step``) with
+                                ``(end - begin + 1) // step`` trips, one short whenever the
+                                span is no multiple of the step; no built-in kernel has a
+                                strided map: only generated programs (``generated``) show it
 (l) ``TileCountFloors``         a tiling whose tile count rounds down (at least one tile): right
                                 with its default tile size, larger than any extent, and with
                                 tile sizes that divide the extent; the last partial tile is
@@ -484,3 +488,55 @@ class TileCountFloors(_FirstDimensionTiling):
         outer = graph.entry_node(inner)
         tiles = sympy.Max(1, symbolic.int_floor(last - first + 1, size))
         outer.map.range[0] = (first, first + tiles * size - 1, size)
+
+
+# ---------------------------------------------------------------- (m)
+class _StrideNormalization(xf.SingleStateTransformation):
+    """Gives a map with steps other than one unit steps: each strided dimension ``p`` in
+    ``begin:end:step`` (inclusive end) becomes ``p_unit`` in ``0:trips - 1``, and every use
+    of ``p`` inside the map reads ``begin + p_unit * step``. Subclasses count the trips."""
+
+    map_entry = xf.PatternNode(nodes.MapEntry)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.map_entry)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        return any(symbolic.simplify(step) != 1 for _, _, step in self.map_entry.map.range)
+
+    @staticmethod
+    def trips(begin, end, step):
+        raise NotImplementedError
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        from dace.sdfg.replace import replace_dict
+
+        entry = self.map_entry
+        exit_node = graph.exit_node(entry)
+        substitutions, ranges = {}, []
+        for index, (param, (begin, end, step)) in enumerate(zip(entry.map.params, entry.map.range)):
+            if symbolic.simplify(step) == 1:
+                ranges.append((begin, end, step))
+                continue
+            unit = f"{param}_unit"
+            substitutions[param] = begin + symbolic.pystr_to_symbolic(unit) * step
+            entry.map.params[index] = unit
+            ranges.append((0, self.trips(begin, end, step) - 1, 1))
+        entry.map.range = dace.subsets.Range(ranges)
+        symrepl = {symbolic.pystr_to_symbolic(k): v for k, v in substitutions.items()}
+        inner = graph.scope_subgraph(entry, include_entry=False, include_exit=False)
+        replace_dict(inner, {k: str(v) for k, v in substitutions.items()}, symrepl)
+        for edge in list(graph.out_edges(entry)) + list(graph.in_edges(exit_node)):
+            if edge.data.subset is not None:
+                edge.data.subset.replace(symrepl)
+
+
+@properties.make_properties
+class StrideCountFloors(_StrideNormalization):
+    """The trip count of a strided range as ``(end - begin + 1) // step``: one trip short when
+    the span is not a multiple of the step (``0:5:2`` runs 0 and 2, not 4)."""
+
+    @staticmethod
+    def trips(begin, end, step):
+        return sympy.floor((end - begin + 1) / step)
