@@ -10,7 +10,7 @@ next program is asked to hold first the block kind with the largest expected gai
 
 with rarity(T) = 1 / (1 + matches of T so far) and P estimated with add-one smoothing (a kind
 never tried counts as an even chance for every T, so every kind gets tried). The emphasis is
-part of the program's name (``17+wcr``): a stream is a list of names, each regenerable alone.
+part of the program's name (``17+reduce``): a stream is a list of names, each regenerable alone.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ DaCe source and as a NumPy reference. It renders (``templates/generated_program.
 one Python file a user can read and run: the ``@dace.program`` and the ``reference`` beside it.
 
 A program is named by its seed and the block kinds it was asked to hold first
-(``17``, ``17+wcr+map_loop``): the name alone regenerates it, in any process.
+(``17``, ``17+reduce+map_loop``): the name alone regenerates it, in any process.
 """
 from __future__ import annotations
 
@@ -100,11 +100,11 @@ def program_name(seed: int, emphasis: Tuple[str, ...]) -> str:
 
 
 def parse_name(name: str) -> Tuple[int, Tuple[str, ...]]:
-    """``17+wcr`` -> (17, ("wcr",)); a ConfigError naming --program for anything else."""
+    """``17+reduce`` -> (17, ("reduce",)); a ConfigError naming --program for anything else."""
     match = _NAME.match(name)
     if not match:
         raise ConfigError(f"--program generated:{name}: expected a seed, optionally followed by block kinds "
-                          "(generated:17, generated:17+wcr+map_loop), or a seed range for a stream (generated:0-29)")
+                          "(generated:17, generated:17+reduce+map_loop), or a seed range for a stream (generated:0-29)")
     return int(match.group(1)), tuple(k for k in match.group(2).split("+") if k)
 
 

@@ -2,7 +2,7 @@
 NumPy reference of what it computes.
 
   ``generated:17``          the program of seed 17
-  ``generated:17+wcr``      seed 17 asked to hold a block of that kind first (a stream's names)
+  ``generated:17+reduce``      seed 17 asked to hold a block of that kind first (a stream's names)
   ``generated:0-29``        a stream: seeds 0 to 29, each program made for the transformations
                             the earlier ones matched least (``progen.guide``)
   ``generated``             the stream ``generated:0-23``
