@@ -92,5 +92,6 @@ class StrideCountCeils(_StrideNormalization):
     @staticmethod
     def trips(begin, end, step):
         import sympy
+        from dace import symbolic
 
-        return sympy.Max(0, sympy.ceiling((end - begin + 1) / step))
+        return sympy.Max(0, symbolic.int_ceil(end - begin + 1, step))

@@ -494,7 +494,9 @@ class TileCountFloors(_FirstDimensionTiling):
 class _StrideNormalization(xf.SingleStateTransformation):
     """Gives a map with steps other than one unit steps: each strided dimension ``p`` in
     ``begin:end:step`` (inclusive end) becomes ``p_unit`` in ``0:trips - 1``, and every use
-    of ``p`` inside the map reads ``begin + p_unit * step``. Subclasses count the trips."""
+    of ``p`` inside the map reads ``begin + p_unit * step``. Subclasses count the trips, with
+    DaCe's integer ``int_floor``/``int_ceil``: sympy's ``ceiling((N - 1) / 3)`` becomes
+    ``int_ceil(N / 3 - 1 / 3, 1)`` in C++, whose integer divisions lose the trip."""
 
     map_entry = xf.PatternNode(nodes.MapEntry)
 
@@ -539,4 +541,4 @@ class StrideCountFloors(_StrideNormalization):
 
     @staticmethod
     def trips(begin, end, step):
-        return sympy.floor((end - begin + 1) / step)
+        return symbolic.int_floor(end - begin + 1, step)
