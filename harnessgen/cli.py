@@ -650,6 +650,35 @@ def cmd_targets(args) -> int:
     return 0
 
 
+def _add_generate(sub) -> None:
+    p = sub.add_parser("generate", help="print a generated program (generated:SEED), or a guided stream's programs "
+                                        "and what they matched (generated:FIRST-LAST)")
+    p.add_argument("program", metavar="SEED|FIRST-LAST", help="17, 17+reduce (a seed, block kinds first), or 0-29")
+    p.set_defaults(func=cmd_generate)
+
+
+def cmd_generate(args) -> int:
+    from .targets import resolve
+    from .targets.generated import program_file, stream_coverage, stream_span
+
+    target, _ = resolve("generated")
+    programs = target.select(args.program)
+    span = stream_span(args.program)
+    if span is None:
+        [program] = programs
+        print(program_file(program.name).read_text(), end="")
+        return 0
+    coverage = stream_coverage(*span)
+    for program in programs:
+        print(f"generated:{program.name:<24} {program.description}")
+    print(f"{coverage['programs']} program(s); matched: "
+          + ", ".join(f"{name} {count}" for name, count in coverage["matches"].items()))
+    print(f"never matched: {', '.join(coverage['never_matched']) or 'none'}")
+    for name, error in coverage["rejected"].items():
+        print(f"left out generated:{name}: DaCe could not take it: {error.splitlines()[0]}")
+    return 0
+
+
 # ------------------------------------------------------------------ main
 def _add_pyfuzz(sub) -> None:
     p = sub.add_parser("pyfuzz", help="fuzz a Python-level compiler (DaCe's frontend, torch.compile) with Atheris",
@@ -718,6 +747,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay(sub)
     _add_triage(sub)
     _add_targets(sub)
+    _add_generate(sub)
     _add_barriers(sub)
     _add_pyfuzz(sub)
     return parser

@@ -156,6 +156,15 @@ def pattern_matches(sdfg, cls, options: Optional[Dict[str, Any]]) -> Iterator[An
     yield from optimizer.Optimizer(sdfg).get_pattern_matches(patterns=[cls], options=[options] if options else None)
 
 
+def _bound(xform, key: str):
+    """The node a match binds to a pattern node; None for one its expression does not use
+    (DaCe raises KeyError: a loop match binds no ``loop_break`` in most of its expressions)."""
+    try:
+        return getattr(xform, key)
+    except KeyError:
+        return None
+
+
 def match_scopes(sdfg, names: List[str]) -> Dict[str, List[str]]:
     """Every match of each named transformation in ``sdfg``, said by its scope kind: the node
     types the match binds, in pattern order (``MapEntry``, ``LoopRegion+LoopRegion``). A
@@ -166,7 +175,7 @@ def match_scopes(sdfg, names: List[str]) -> Dict[str, List[str]]:
         scopes = []
         try:
             for xform in pattern_matches(sdfg, cls, None):
-                nodes = [getattr(xform, key, None) for key in cls._get_pattern_nodes()]
+                nodes = [_bound(xform, key) for key in cls._get_pattern_nodes()]
                 scopes.append("+".join(type(n).__name__ for n in nodes if n is not None) or "SDFG")
         except Exception:  # noqa: BLE001 -- DaCe's matcher failed: what a plan records as ERROR
             scopes = []

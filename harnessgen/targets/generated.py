@@ -35,13 +35,18 @@ def generated_dir() -> Path:
     return Path(envs.get("HARNESSGEN_PROGRAM_CACHE")) / "generated"
 
 
+def program_file(name: str) -> Path:
+    """Where a generated program's source is written."""
+    return generated_dir() / f"{name}.py"
+
+
 def _generator_key() -> str:
-    """Changes with the generator's code, so that cached programs follow it."""
-    from .. import progen
+    """Changes with the generator's and the matcher's code, so that cached streams follow them."""
+    from .. import instances, progen
     from ..progen import generate, guide, program
 
     digest = hashlib.sha256()
-    for module in (progen, generate, guide, program):
+    for module in (progen, generate, guide, program, instances):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:12]
 
@@ -54,7 +59,7 @@ def make_program(name: str) -> Program:
     seed, emphasis = parse_name(name)
     record = generate(seed, emphasis)
     source = record.source()
-    path = generated_dir() / f"{name}.py"
+    path = program_file(name)
     if not path.is_file() or path.read_text() != source:
         write_atomic(path, source.encode())
 
@@ -95,16 +100,24 @@ class GeneratedPrograms(dict):
         return program
 
 
+def stream_span(spec: Optional[str]) -> Optional[Tuple[int, int]]:
+    """(first seed, count) of a stream spec (``0-29``; none: the default stream); None for a
+    single program's name."""
+    span = _RANGE.match(spec or DEFAULT_STREAM)
+    if span is None:
+        return None
+    first, last = int(span.group(1)), int(span.group(2))
+    if last < first:
+        raise ConfigError(f"--program generated:{spec}: a stream runs from a seed to a larger one (generated:0-29)")
+    return first, last - first + 1
+
+
 class GeneratedTarget(Target):
     def select(self, program: Optional[str]) -> List[Program]:
-        spec = program or DEFAULT_STREAM
-        span = _RANGE.match(spec)
+        span = stream_span(program)
         if span is None:
-            return [self.programs[spec]]
-        first, last = int(span.group(1)), int(span.group(2))
-        if last < first:
-            raise ConfigError(f"--program generated:{spec}: a stream runs from a seed to a larger one (generated:0-29)")
-        return [self.programs[name] for name in stream_names(first, last - first + 1)]
+            return [self.programs[program]]
+        return [self.programs[name] for name in stream_names(*span)]
 
     def listing(self) -> List[Tuple[str, str]]:
         return [("SEED", "one random program (e.g. generated:17)"),
