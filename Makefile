@@ -47,6 +47,8 @@ help:
 	@echo "make campaign TARGET=kernels XFORMS=all BUDGET=30s JOBS=2  every instance of every transformation, resumable;"
 	@echo "                                                         report.html/.md in CAMPAIGN (default $(WORK)/campaigns/...)"
 	@echo "make report CAMPAIGN=dir                                 redraw a campaign's report"
+	@echo "make campaign TARGET=generated:0-29 XFORMS=all BUDGET=3s  random DaCe programs (a guided stream) x every"
+	@echo "                                                        CPU built-in; harnessgen generate 17 prints one"
 	@echo "make triage TARGET=kernels:gemm XFORM=MapTiling         re-triage that run's raw crashes"
 	@echo "make bugs TARGET=cloudsc                              that run's findings as distinct bugs (bugs.json, BUG.md)"
 	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
