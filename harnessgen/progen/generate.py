@@ -6,7 +6,7 @@ by 0-2) and a sequence of blocks; each block kind (``BLOCK_KINDS``) writes one k
   map_nest   map nests: offsets, strides, constant and symbolic bounds, triangular ranges,
              transposed and constant-index reads
   loop       sequential loops, positive and negative steps, nested or around a map, with and
-             without a carried dependency
+             without a carried dependency, a bound assigned to a variable first
   map_loop   a map whose body holds a loop (a nested SDFG): a recurrence or an accumulator
   map_cond   a data-dependent branch inside a map
   branch     a branch between states, on data or on a size symbol
@@ -251,8 +251,14 @@ def loop(g: _Gen) -> Block:
     lo = 1 if carried and not negative else None
     h = dim.pad - 1 if carried and negative else None
     outer = g.var(dim, negative=negative, lo=lo, h=h)
+    prelude = []
     if not negative:
         outer.sequential = True
+        if g.rng.random() < 0.4:        # the bound through a variable: an interstate assignment
+            bound = g.fresh("u")
+            prelude = [f"{bound} = {extent(dim.size, outer.h_max)}"]
+            outer.python = f"range({outer.lo_min}, {bound})"
+            tags.add("interstate.assign")
         outer.dace = outer.python
     variables = [outer]
     if len(target.dims) > 1:
@@ -270,7 +276,8 @@ def loop(g: _Gen) -> Block:
         reads.append(f"{target.name}[{', '.join(previous)}]")
         tags.add("loop.carried")
     body = [f"{write} = {g.expr(reads)}"]
-    return Block("loop", sorted(tags), _nest(_dace_headers(variables), body), _nest(_loop_headers(variables), body))
+    return Block("loop", sorted(tags), prelude + _nest(_dace_headers(variables), body),
+                 prelude + _nest(_loop_headers(variables), body))
 
 
 def map_loop(g: _Gen) -> Block:

@@ -4,7 +4,6 @@ and runs, named alone or as a guided stream."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

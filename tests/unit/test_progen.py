@@ -103,7 +103,7 @@ def test_every_block_kind_and_the_shapes_the_issue_asks_for_are_generated():
     for shape in ("map.strided", "map.triangular", "map.nested", "access.offset", "access.transposed",
                   "loop.negative", "loop.carried", "loop.nested", "map.loop.recurrence", "map.loop.accumulate",
                   "map.cond", "branch.data", "branch.symbol", "reduce.sum", "reduce.max", "wcr", "temp", "slice",
-                  "view", "loop.time"):
+                  "view", "loop.time", "interstate.assign"):
         assert tags[shape] > 0, shape
 
 
