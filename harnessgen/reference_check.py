@@ -73,7 +73,8 @@ class ReferenceCheck:
         return bad[0] if bad else (AGREES if judged else SKIPPED)
 
     def to_json(self) -> Dict:
-        return {**dataclasses.asdict(self), "verdict": self.verdict}
+        """Plain JSON values (the decoded symbols and values of a difference are NumPy scalars)."""
+        return json.loads(json.dumps({**dataclasses.asdict(self), "verdict": self.verdict}, default=_plain))
 
     def describe(self) -> str:
         parts = [f"{f.form} {f.verdict}" + (f" ({f.differing}/{f.inputs} inputs)" if f.verdict in (DIFFERS, CRASHES)
@@ -102,6 +103,11 @@ def check_program(target_name: str, program, options: CheckOptions) -> Optional[
             check.blame = pipeline
     check.seconds = round(time.monotonic() - started, 3)
     return check
+
+
+def _plain(value):
+    """A NumPy scalar as the Python number it holds (anything else as its text)."""
+    return value.item() if isinstance(value, np.generic) else str(value)
 
 
 def _layout(sdfg, options: CheckOptions):

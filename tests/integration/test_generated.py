@@ -22,6 +22,7 @@ def test_generated_programs_compile_and_agree_with_their_reference_or_the_differ
     options = CheckOptions(work_dir=BUILD_CACHE, crashes_root=tmp_path)
     for seed in SEEDS:
         check = check_program("generated", target.programs[seed], options)
+        assert json.loads(json.dumps(check.to_json()))["program"] == seed   # what a run's state stores
         verdicts = {form.form: form.verdict for form in check.forms}
         assert set(verdicts) == {"unsimplified", "simplified"}, seed
         for form in check.forms:
