@@ -370,7 +370,8 @@ def _wcr(g: _Gen) -> Block:
     target = g.writable(1)
     tags = {"wcr"}
     outer = g.var(target.dims[0])
-    inner = g.var(g.new_dim(g.rng.choice(["N", "M"])), h=0)
+    # the reduced dimension is one of an array it reads (a size no array has is no symbol of the program)
+    inner = g.var(g.rng.choice(g.readable(avoid=target).dims), h=0)
     variables = [outer, inner]
     write = f"{target.name}[{outer.name}]"
     body = [f"{write} += {g.expr(g.reads(variables, tags, avoid=target))}"]

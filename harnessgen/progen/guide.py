@@ -8,8 +8,9 @@ next program is asked to hold first the block kind with the largest expected gai
 
     gain(kind) = sum over transformations T of  rarity(T) * P(T matches | the program holds kind)
 
-with rarity(T) = 1 / (1 + matches of T so far) and P estimated with add-one smoothing (a kind
-never tried counts as an even chance for every T, so every kind gets tried). The emphasis is
+with rarity(T) = 1 / (1 + matches of T so far) and P estimated with a small prior (``PRIOR``:
+a kind never tried counts as an even chance for every T, so every kind gets tried; a T that
+no kind has reached yet soon weighs little). The emphasis is
 part of the program's name (``17+reduce``): a stream is a list of names, each regenerable alone.
 """
 from __future__ import annotations
@@ -22,6 +23,10 @@ from typing import Callable, Counter, Dict, List, Sequence
 from .generate import BLOCK_KINDS, generate
 from .program import GenProgram
 
+# the smoothing of P(T matches | kind): a kind never tried is an even chance for every T, and
+# the chance a kind gives a T it never matched falls fast as the kind is tried (a T no kind
+# reaches, as simplify's own rewrites on simplified programs, must not drown the rare ones)
+PRIOR = 0.1
 # matches of every transformation in one program: name -> the scope kinds of its matches
 Matcher = Callable[[GenProgram], Dict[str, List[str]]]
 
@@ -53,7 +58,7 @@ class Coverage:
 
     def gain(self, kind: str) -> float:
         tried = self.programs_with[kind]
-        return sum((self.matched_with.get(t, {}).get(kind, 0) + 1) / (tried + 2) / (1 + self.matches[t])
+        return sum((self.matched_with.get(t, {}).get(kind, 0) + PRIOR) / (tried + 2 * PRIOR) / (1 + self.matches[t])
                    for t in self.transformations)
 
     def emphasis(self, rng: random.Random) -> tuple:

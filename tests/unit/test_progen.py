@@ -134,3 +134,12 @@ def test_a_program_dace_cannot_take_is_left_out_of_the_stream_and_said():
     programs, coverage = stream(0, 4, ["T"], matcher)
     assert [p.seed for p in programs] == [0, 1, 3]
     assert "the frontend failed" in next(iter(coverage.rejected.values()))
+
+
+def test_every_size_symbol_a_program_uses_is_declared_by_its_arrays():
+    import re
+
+    for seed, kind in ((s, k) for s in range(200) for k in ("", *sorted(BLOCK_KINDS))):
+        program = generate(seed, (kind,) if kind else ())
+        used = {s for b in program.blocks for line in b.dace for s in re.findall(r"\b[NM]\b", line)}
+        assert used <= set(program.symbols), (program.name, used, program.symbols)
