@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import warnings
 from typing import Any, Dict, Iterator, List, Optional
 
 from .errors import ConfigError, Unsupported
@@ -212,15 +213,25 @@ def enumerate_instances(target: Target, programs: List[Program], cls: type, spec
         raise Unsupported(f"{cls.__name__} is a subgraph transformation; only pattern transformations "
                           "are enumerated so far")
     found: List[Instance] = []
+    failed: List[tuple] = []
     for program in programs:
         sdfg = sdfgs[program.name] if sdfgs is not None else program.build()
-        for xform in pattern_matches(sdfg, cls, settings):
+        try:
+            matches = list(pattern_matches(sdfg, cls, settings))
+        except Exception as exc:  # noqa: BLE001 -- DaCe's matcher failed on this program only
+            failed.append((program.name, exc))
+            continue
+        for xform in matches:
             # through JSON once, so the record equals what a file round trip gives back
             match = json.loads(json.dumps(xform.to_json()))
             desc = _describe(xform, sdfg)
             found.append(Instance(id=instance_id(program.name, cls.__name__, match), target=target.name,
                                   program=program.name, transformation=cls.__name__,
                                   transformation_spec=spec, match=match, description=desc))
+    if failed and len(failed) == len(programs):
+        raise failed[0][1]
+    for name, exc in failed:     # the other programs' matches stand; the run's warnings.log says which failed
+        warnings.warn(f"{cls.__name__}: matching failed on program {name}: {type(exc).__name__}: {exc}")
     found.sort(key=lambda inst: (inst.program, inst.id))
     return found
 

@@ -87,3 +87,24 @@ def test_subgraph_transformations_are_reported_unsupported():
     cls = load_transformation("SubgraphFusion")
     with pytest.raises(Unsupported, match="subgraph transformation"):
         enumerate_instances(kernels(), [kernels().programs["gemm"]], cls, "SubgraphFusion")
+
+
+def test_a_matcher_that_fails_on_one_program_keeps_the_others_matches(monkeypatch):
+    from harnessgen import instances
+
+    real = instances.pattern_matches
+
+    def failing_on_gemm(sdfg, cls, settings):
+        if "gemm" in sdfg.name:
+            raise RuntimeError("the matcher's own bug")
+        return real(sdfg, cls, settings)
+
+    monkeypatch.setattr(instances, "pattern_matches", failing_on_gemm)
+    target, _ = resolve("kernels")
+    cls = load_transformation("MapTiling")
+    both = [target.programs["gemm"], target.programs["sigmoid"]]
+    with pytest.warns(UserWarning, match="matching failed on program gemm"):
+        found = instances.enumerate_instances(target, both, cls, "MapTiling")
+    assert found and {i.program for i in found} == {"sigmoid"}
+    with pytest.raises(RuntimeError, match="the matcher's own bug"):
+        instances.enumerate_instances(target, both[:1], cls, "MapTiling")
