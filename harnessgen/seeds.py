@@ -125,6 +125,23 @@ def _choose_symbols(layout: InputLayout, i: int, rng) -> Dict[str, int]:
     return env
 
 
+def unsatisfiable(layout: InputLayout, count: int = 12, seed: int = 0) -> Optional[str]:
+    """Why no seed input exists for this layout (a symbol whose range is empty whatever the
+    symbols before it take, among the values the sampler tries), or None when one does."""
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        if _choose_symbols(layout, i, rng) is not None:
+            return None
+    env: Dict[str, int] = {}
+    for slot in layout.symbols:
+        lo, hi = _symbol_bounds(slot, env)
+        cands = symbol_candidates(lo, hi)
+        if not cands:
+            return f"{slot.name} has no value in [{lo}, {hi}]" + (f" with {env}" if env else "")
+        env[slot.name] = cands[0]
+    return "no symbol values satisfy the constraints"
+
+
 def _symbol_bounds(slot, env: Dict[str, int]) -> Tuple[int, int]:
     """A symbol's range given the symbols before it, clipped to its integer type."""
     info = np.iinfo(slot.dtype)

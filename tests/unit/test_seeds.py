@@ -58,3 +58,14 @@ def test_a_symbol_of_a_whole_type_range_gets_its_largest_prime_at_once():
                          allow_nonfinite=False)
     prime, largest = (layout.decode(d) for _, d in seeds.sample(layout, 3, seed=0)[1:3])
     assert prime.symbols["S"] == 2**31 - 1 and largest.symbols["S"] == 2**31 - 1   # M31 is prime
+
+
+def test_a_layout_no_input_satisfies_says_which_symbol_has_no_value():
+    import dataclasses
+
+    assert seeds.unsatisfiable(LAYOUT) is None
+    # a loop variable of a loop that never runs (range(2, 2)): its cut-out body is dead code
+    dead = SymbolSlot("i1", "int64", ex.parse("2"), ex.parse("1"))
+    layout = dataclasses.replace(LAYOUT, symbols=tuple(LAYOUT.symbols) + (dead,))
+    assert seeds.sample(layout, 12) == []
+    assert seeds.unsatisfiable(layout).startswith("i1 has no value in [2, 1]")
