@@ -115,8 +115,9 @@ class _Gen:
         dace = f"{lo}:{upper}" + (f":{step}" if step > 1 else "")
         return Var(name, dim.size, lo, h, dace, f"range({lo}, {upper}" + (f", {step})" if step > 1 else ")"))
 
-    def triangular(self, outer: Var, dim: Dim) -> Optional[Var]:
-        """A variable whose range starts or ends at ``outer`` (same size), or None."""
+    def triangular(self, outer: Var, dim: Dim) -> Var:
+        """A variable whose range starts or ends at ``outer`` (same size): above the diagonal,
+        or below it where ``outer`` stays inside this dimension."""
         name = self.fresh("i")
         if self.rng.random() < 0.5 or outer.h_max > dim.pad:
             shift = self.rng.choice([0, 1])
