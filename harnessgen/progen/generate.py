@@ -87,9 +87,9 @@ class _Gen:
             return self.rng.choice(fitting)
         return self.new_array([self.new_dim() for _ in range(rank or self.rng.choice([1, 2, 2]))])
 
-    def with_sizes(self, sizes: Sequence[str], transients: bool = True) -> ArrayDecl:
+    def with_sizes(self, sizes: Sequence[str]) -> ArrayDecl:
         """An array whose dimensions have these sizes, in this order (made when none has)."""
-        fitting = [a for a in self.arrays if [d.size for d in a.dims] == list(sizes) and (transients or not a.transient)]
+        fitting = [a for a in self.arrays if [d.size for d in a.dims] == list(sizes)]
         if fitting and self.rng.random() < 0.8:
             return self.rng.choice(fitting)
         return self.new_array([self.new_dim(s) for s in sizes])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 from ..emit import template_environment
 from ..errors import ConfigError
@@ -106,7 +106,3 @@ def parse_name(name: str) -> Tuple[int, Tuple[str, ...]]:
         raise ConfigError(f"--program generated:{name}: expected a seed, optionally followed by block kinds "
                           "(generated:17, generated:17+reduce+map_loop), or a seed range for a stream (generated:0-29)")
     return int(match.group(1)), tuple(k for k in match.group(2).split("+") if k)
-
-
-def as_dict(program: GenProgram) -> Dict:
-    return dataclasses.asdict(program)

@@ -2,7 +2,7 @@
 NumPy reference of what it computes.
 
   ``generated:17``          the program of seed 17
-  ``generated:17+reduce``      seed 17 asked to hold a block of that kind first (a stream's names)
+  ``generated:17+reduce``   seed 17 asked to hold a block of that kind first (a stream's names)
   ``generated:0-29``        a stream: seeds 0 to 29, each program made for the transformations
                             the earlier ones matched least (``progen.guide``)
   ``generated``             the stream ``generated:0-23``
@@ -124,12 +124,17 @@ class GeneratedTarget(Target):
                 ("FIRST-LAST", f"a stream of programs guided by what matched (default {DEFAULT_STREAM})")]
 
 
+def _stream_file(first_seed: int, count: int) -> Path:
+    """Where a stream's names and coverage are cached: per generator, matcher and tool version."""
+    from .. import __version__ as tool_version
+
+    return generated_dir() / f"stream-{first_seed}-{count}-{_generator_key()}-{tool_version}.json"
+
+
 def stream_names(first_seed: int, count: int) -> List[str]:
     """The names of a guided stream, computed once per generator version and cached: guiding
     matches every CPU built-in on every program, which takes seconds per program."""
-    from .. import __version__ as tool_version
-
-    cached = generated_dir() / f"stream-{first_seed}-{count}-{_generator_key()}-{tool_version}.json"
+    cached = _stream_file(first_seed, count)
     if cached.is_file():
         return json.loads(cached.read_text())["names"]
     from ..instances import cpu_builtin_transformations, match_scopes
@@ -147,9 +152,7 @@ def stream_names(first_seed: int, count: int) -> List[str]:
 
 def stream_coverage(first_seed: int, count: int) -> Dict:
     """What guided a stream (``Coverage.to_json``), once it was computed."""
-    from .. import __version__ as tool_version
-
-    cached = generated_dir() / f"stream-{first_seed}-{count}-{_generator_key()}-{tool_version}.json"
+    cached = _stream_file(first_seed, count)
     return json.loads(cached.read_text())["coverage"] if cached.is_file() else {}
 
 
