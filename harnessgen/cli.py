@@ -118,6 +118,10 @@ def _add_instance_options(p) -> None:
                    help="where post runs in parallel what pre does not (its OpenMP regions differ), run the seeds "
                         "and the final queue with post on 4 threads, unasked (default on)")
     p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
+    p.add_argument("--prove", choices=("first", "only", "off"), default="first",
+                   help="translation validation of affine cutouts (islpy + z3): first (default) proves each pair "
+                        "and fuzzes those not PROVEN, a counterexample becoming a finding and a seed; only: prove "
+                        "and replay counterexamples, never fuzz; off: fuzz only")
     p.add_argument("--seed", type=int, default=0, help="seed of the seed sampler")
     p.add_argument("--seed-mode", choices=("boundary", "random", "none"), default="boundary",
                    help="boundary-aware seeds (default), a few random byte strings, or only your own "
@@ -157,7 +161,7 @@ def _fuzz_options(args, **fields):
         race_check=args.race_check, audit=args.audit, verbose=args.verbose, simplify=args.simplify,
         reference_check=args.reference_check, audit_time_s=args.audit_time, reduce_seconds=args.reduce_time,
         reduce_candidates=args.reduce_candidates, params=parse_mode(args.params),
-        params_shrink_s=args.params_shrink_time, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
+        params_shrink_s=args.params_shrink_time, prove=args.prove, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def _redo_list(text: str) -> tuple:

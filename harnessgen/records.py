@@ -68,6 +68,7 @@ class FuzzOptions:
     reduce_candidates: int = 2000        # programs judged per bug at most
     params: str = "default"              # parameter variants per match: default, boundary or a count
     params_shrink_s: float = 120.0       # per finding of a variant: time to look for simpler parameters
+    prove: str = "first"                 # first: prove, fuzz what is not PROVEN; only: prove, never fuzz; off
 
     def keep_dir(self, inst) -> Path:
         """Where an instance's findings and raw crashes are kept: crashes/<target>/<instance>/."""
@@ -105,6 +106,7 @@ class InstanceResult:
     bisect: Dict = dataclasses.field(default_factory=dict)   # a pipeline's guilty passes (bisect.py)
     race_check: str = ""                 # why and on what post was run on several threads
     params: Dict = dataclasses.field(default_factory=dict)   # a parameter variant's (subjects.sdfg)
+    proof: Dict = dataclasses.field(default_factory=dict)    # the cutout pair's proof (prove.Proof), --prove
 
     @property
     def verdict_seconds(self) -> float:

@@ -14,6 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, List, Optional
 
+from . import prove as provelib
 from . import seeds as seedlib
 from .build import HarnessBuild
 from .engines import FuzzJob, RawCrash, get_engine
@@ -89,6 +90,9 @@ class InstanceRunner:
             generated = []
         else:
             generated = seedlib.sample(harness.layout, opts.num_seeds, opts.seed)
+        proof = self._prove(harness, result)
+        if proof is not None and proof.candidate:   # counterexamples: replayed first, then seeds
+            generated = provelib.counterexample_inputs(proof, harness.layout, opts.seed) + generated
         seed_paths = seedlib.write(generated, corpus)
         user_files = [p for p in sorted(corpus.iterdir()) if p.is_file()
                       and not p.name.startswith((".",) + seedlib.OWN_PREFIXES)]
@@ -99,7 +103,7 @@ class InstanceRunner:
             raise Unsupported(f"no input reaches the cutout: {seedlib.unsatisfiable(harness.layout)} "
                               "(the code it cuts out never runs)")
         passing, crashing = seedlib.screen_seeds(harness, seed_paths + user_files)
-        raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, "seed", execs=position)
+        raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, _seed_kind(p), execs=position)
                                for p, position in crashing]
         raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
                 for p in self.subject.passing_checks(harness, passing)]
@@ -121,6 +125,10 @@ class InstanceRunner:
         for p in passing:
             shutil.copy(p, screened / p.name)
         remaining = opts.time_s - (time.monotonic() - fuzz_started)
+        if proof is not None:
+            self._settle_proof(proof, crashing, result)
+            if proof.verdict != provelib.UNKNOWN or opts.prove == "only":
+                remaining = 0            # a proof's verdict needs no fuzzing; --prove only never fuzzes
         if passing and remaining >= 1 and not (crashing and opts.until_crash):
             engine = get_engine(opts.engine)
             job = FuzzJob(build=harness, seeds_dir=screened, out_dir=work, time_s=remaining,
@@ -143,6 +151,40 @@ class InstanceRunner:
         result.execs += len(passing) + len(crashing)
         result.fuzz_seconds = round(time.monotonic() - fuzz_started, 3)
         self._triage(inst, harness, raw, result)
+        if proof is not None:
+            self._report_proof(proof, result)
+
+    def _prove(self, harness: HarnessBuild, result: InstanceResult) -> Optional[provelib.Proof]:
+        """The pair's proof (--prove first|only), recorded on the result; None when off or when
+        the build holds no SDFG pair (a CUDA kernel subject)."""
+        if self.options.prove == "off":
+            return None
+        proof = provelib.prove_build(harness.dir, harness.layout)
+        if proof is not None:
+            result.proof = proof.to_json()
+        return proof
+
+    @staticmethod
+    def _settle_proof(proof: provelib.Proof, crashing: List[tuple], result: InstanceResult) -> None:
+        """The native replay decides a counterexample; a PROVEN pair that a seed fails is the
+        prover's defect, said as such (the finding stands)."""
+        failed = [p for p, _ in crashing]
+        if proof.candidate:
+            replayed = [p for p in failed if p.name.startswith(provelib.SEED_PREFIX)]
+            proof.confirm(f"counterexample {replayed[0].name} fails natively" if replayed else None)
+        elif proof.verdict == provelib.PROVEN and failed:
+            proof.verdict = provelib.UNKNOWN
+            proof.reason = (f"prover defect: PROVEN, yet the input {failed[0].name} fails natively "
+                            "(the finding stands)")
+        result.proof = proof.to_json()
+
+    def _report_proof(self, proof: provelib.Proof, result: InstanceResult) -> None:
+        if proof.verdict == provelib.PROVEN and result.verdict == Outcome.PASS.name:
+            result.message = f"{proof.summary()}: not fuzzed"
+        elif proof.verdict == provelib.UNKNOWN and self.options.prove == "only" and result.verdict == Outcome.PASS.name:
+            result.verdict = "BUILT"
+            result.message = f"--prove only: {proof.summary()}; not fuzzed"
+        result.proof = proof.to_json()
 
     def _race_check_queue(self, harness: HarnessBuild, queue: List[Path], fuzz_started: float,
                           result: InstanceResult) -> List[RawCrash]:
@@ -196,6 +238,10 @@ class InstanceRunner:
         elif triaged.invalid:
             result.message = (f"{len(triaged.invalid)} raw crash(es) were pre failing on its own input "
                               f"(missing constraint; see {keep / 'notes.json'})")
+
+
+def _seed_kind(path: Path) -> str:
+    return "proof" if path.name.startswith(provelib.SEED_PREFIX) else "seed"
 
 
 def _blank(inst: Instance) -> InstanceResult:

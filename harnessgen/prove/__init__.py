@@ -1,0 +1,178 @@
+"""Translation validation of affine cutout pairs (the ``prove`` stage).
+
+For a pre/post pair whose statements the model covers (``model.py``), three obligations are
+checked over every size the layout decodes (its symbol ranges), in the manner of end-to-end
+translation validation for Halide:
+
+* ``bounds``: every element pre and post read or write lies inside its container;
+* ``coverage``: post writes exactly the elements pre writes, per compared container;
+* ``values``: every element of every compared container ends with the same value, as an
+  expression over the input elements (isl's last-writer dataflow, ``dataflow.py``); equal
+  trees of the same operations on the same elements are equal bit for bit in IEEE arithmetic
+  (the harness builds with ``-fno-fast-math -ffp-contract=off``); other trees are compared by
+  z3 over the reals, which a proof then says.
+
+``prove`` gives PROVEN (the arithmetic and the ranges it holds for), UNKNOWN (the reason)
+or, where an obligation fails, candidate counterexamples (sizes, container, element). A
+candidate is no verdict: the runner encodes it as an input and replays it natively, and only
+a replay that fails makes the proof DISPROVEN (``Proof.confirm``). The prover never claims
+DISPROVEN on its model alone, and claims PROVEN only for pairs entirely inside the model.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..layout import InputLayout
+from .affine import NotAffine
+
+PROVEN, DISPROVEN, UNKNOWN = "PROVEN", "DISPROVEN", "UNKNOWN"
+VERDICTS = (PROVEN, DISPROVEN, UNKNOWN)
+IEEE = "IEEE: the same operations on the same elements in the same order, bit for bit"
+REAL = "real: equal over the reals (z3); rounding may differ"
+# isl's work limit per proof, in its own operation counts: beyond it the proof is UNKNOWN
+ISL_MAX_OPERATIONS = 2_000_000
+Z3_TIMEOUT_MS = 5000
+# how many candidate counterexamples a failing proof hands to the replay
+MAX_COUNTEREXAMPLES = 3
+# modes of --prove
+MODES = ("first", "only", "off")
+# the names of counterexample inputs in the corpus (seeds.OWN_PREFIXES knows it)
+SEED_PREFIX = "hg-proof-"
+
+
+@dataclasses.dataclass
+class Counterexample:
+    obligation: str                  # bounds | coverage | values
+    sizes: Dict[str, int]
+    container: str
+    element: List[int]
+    detail: str                      # what pre and post compute there
+
+    def describe(self) -> str:
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        return f"{self.obligation}: {self.container}{list(self.element)} at {sizes or 'no sizes'}: {self.detail}"
+
+
+@dataclasses.dataclass
+class Proof:
+    verdict: str
+    reason: str = ""
+    arithmetic: str = ""
+    ranges: str = ""
+    seconds: float = 0.0
+    obligations: Dict[str, str] = dataclasses.field(default_factory=dict)
+    counterexamples: List[Counterexample] = dataclasses.field(default_factory=list)
+    confirmed_by: str = ""           # the finding a replayed counterexample gave
+
+    @property
+    def candidate(self) -> bool:
+        """Counterexamples wait for their replay."""
+        return bool(self.counterexamples) and self.verdict != DISPROVEN and not self.confirmed_by
+
+    def confirm(self, finding_summary: Optional[str]) -> None:
+        """The native replay of the counterexamples: DISPROVEN when one failed, else UNKNOWN."""
+        if finding_summary:
+            self.verdict, self.confirmed_by = DISPROVEN, finding_summary
+            self.reason = self.counterexamples[0].describe()
+        else:
+            self.verdict = UNKNOWN
+            self.reason = (f"{self.counterexamples[0].describe()}; yet the native replay of "
+                           f"{len(self.counterexamples)} counterexample(s) shows no difference")
+
+    def summary(self) -> str:
+        if self.verdict == PROVEN:
+            return f"PROVEN ({self.arithmetic.split(':')[0]} arithmetic, {self.ranges})"
+        return f"{self.verdict}: {self.reason}"
+
+    def to_json(self) -> Dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, entry: Dict) -> "Proof":
+        entry = dict(entry)
+        entry["counterexamples"] = [Counterexample(**c) for c in entry.get("counterexamples", [])]
+        return cls(**entry)
+
+
+def prove(pre, post, layout: InputLayout) -> Proof:
+    """The proof of one pair (SDFGs pre and post, decoded by ``layout``)."""
+    import islpy as isl
+
+    started = time.monotonic()
+    ctx = isl.Context()
+    ctx.set_max_operations(ISL_MAX_OPERATIONS)
+    try:
+        proof = _prove(pre, post, layout, ctx)
+    except NotAffine as exc:
+        proof = Proof(UNKNOWN, reason=str(exc))
+    except isl.Error as exc:
+        proof = Proof(UNKNOWN, reason=f"isl gave up ({str(exc).splitlines()[0][:120]})")
+    proof.seconds = round(time.monotonic() - started, 3)
+    return proof
+
+
+def _prove(pre, post, layout: InputLayout, ctx) -> Proof:
+    from .dataflow import Dataflow
+    from .model import build_program
+    from .obligations import check_bounds, check_coverage, check_values, ranges_text
+
+    if post is None:
+        raise NotAffine("the transformation gave no post")
+    pre_prog, post_prog = build_program(pre, layout, ctx), build_program(post, layout, ctx)
+    compared = [c.name for c in layout.containers]
+    for name in compared:
+        if name not in post_prog.shapes or name not in pre_prog.shapes:
+            raise NotAffine(f"container {name} is missing from {'post' if name in pre_prog.shapes else 'pre'}")
+        if pre_prog.shapes[name] != post_prog.shapes[name]:
+            raise NotAffine(f"container {name} has another shape in post")
+    obligations: Dict[str, str] = {}
+    ranges = ranges_text(layout)
+    if pre_prog.context.is_empty():
+        raise NotAffine("no sizes satisfy the layout's ranges")
+    pre_oob = check_bounds(pre_prog)
+    if pre_oob:
+        raise NotAffine(f"pre itself accesses outside a container ({pre_oob[0].describe()}): a constraint is missing")
+    cexs = check_bounds(post_prog)
+    obligations["bounds"] = "fails" if cexs else "holds"
+    coverage = check_coverage(pre_prog, post_prog, compared)
+    obligations["coverage"] = "fails" if coverage else "holds"
+    cexs += coverage
+    flows = Dataflow(pre_prog, "pre"), Dataflow(post_prog, "post")
+    value_cexs, arithmetic = check_values(flows[0], flows[1], compared)
+    obligations["values"] = "fails" if value_cexs else "holds"
+    cexs += value_cexs
+    if cexs:
+        return Proof(UNKNOWN, reason=cexs[0].describe(), ranges=ranges, obligations=obligations,
+                     counterexamples=cexs[:MAX_COUNTEREXAMPLES])
+    return Proof(PROVEN, arithmetic=arithmetic, ranges=ranges, obligations=obligations)
+
+
+def prove_build(build_dir: Path, layout: InputLayout) -> Optional[Proof]:
+    """The proof of a build's pair (its ``pre.sdfg`` and ``post.sdfg``); None when the build
+    holds no SDFG pair."""
+    import dace
+
+    pre_file, post_file = Path(build_dir) / "pre.sdfg", Path(build_dir) / "post.sdfg"
+    if not (pre_file.is_file() and post_file.is_file()):
+        return None
+    return prove(dace.SDFG.from_file(str(pre_file)), dace.SDFG.from_file(str(post_file)), layout)
+
+
+def counterexample_inputs(proof: Proof, layout: InputLayout, seed: int = 0) -> List[Tuple[str, bytes]]:
+    """Each candidate counterexample as fuzzer bytes: its sizes, random data in the layout's
+    ranges (different data tell different expressions apart) and aligned buffers."""
+    from ..seeds import _arrays
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for k, cex in enumerate(proof.counterexamples):
+        sizes = {s.name: int(cex.sizes.get(s.name, 1)) for s in layout.symbols}
+        for pattern in ("random", "mixed"):
+            arrays = _arrays(layout, sizes, pattern, rng)
+            out.append((f"{SEED_PREFIX}{k:02d}-{cex.obligation}-{pattern}", layout.encode(sizes, arrays)))
+    return out

@@ -1,0 +1,207 @@
+"""Value-based dataflow of a modelled program (``model.Program``), with isl.
+
+``Dataflow`` checks that the schedule is the program's order wherever order matters (two
+accesses to one element, one a write, are ordered by the state's dataflow or by the state
+sequence; map iterations are unordered, so a conflict between two of them is refused), then
+asks isl for each read's last writer (``compute_flow``). ``final_cases(C)`` gives the value
+each element of container C holds at the end: a list of (region of elements, expression
+tree), the tree's leaves being input elements (``("in", container, map element -> input
+element)``), index values (``("ix", map element -> value)``), or values no statement
+defined (``("undef", container)``: a transient read before it was written).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import islpy as isl
+import networkx as nx
+
+from .affine import NotAffine
+from .model import Program, Statement, tuple_name
+
+# beyond this many cases of one container's values, the proof gives up (UNKNOWN)
+MAX_CASES = 512
+END = "END"
+
+
+class Dataflow:
+    def __init__(self, prog: Program, side: str):
+        self.prog = prog
+        self.side = side
+        self.width = max([len(s.schedule) for s in prog.statements] + [1])
+        self.by_name = {s.name: s for s in prog.statements}
+        self.domains = {s.name: prog.domain(s) for s in prog.statements}
+        self.writes = {s.name: prog.access(s, s.write) for s in prog.statements}
+        self.reads = {(s.name, k): prog.access(s, r) for s in prog.statements for k, r in enumerate(s.reads)}
+        self.schedule = isl.UnionMap.empty(prog.context.get_space())
+        for s in prog.statements:
+            self.schedule = self.schedule.union(isl.UnionMap.from_map(prog.schedule(s, self.width)))
+        self.check_races()
+        self.deps: Dict[Tuple[str, int], List[Tuple[str, object]]] = {}
+        self.no_source: Dict[Tuple[str, int], object] = {}
+        for s in prog.statements:
+            for k in range(len(s.reads)):
+                self.deps[(s.name, k)], self.no_source[(s.name, k)] = self.flow(self.reads[(s.name, k)],
+                                                                               s.reads[k].container, self.schedule)
+
+    # -------------------------------------------------------------- order
+    def check_races(self) -> None:
+        """Refuse conflicting accesses the program leaves unordered."""
+        graphs = {}
+        for a in self.prog.statements:
+            for b in self.prog.statements:
+                accesses = [self.writes[b.name]] + [self.reads[(b.name, k)] for k in range(len(b.reads))]
+                for k, acc in enumerate(accesses):
+                    if acc.get_tuple_name(isl.dim_type.out) != tuple_name(a.write.container):
+                        continue
+                    if k > 0 and a.name == b.name:
+                        continue                  # an instance reads its inputs before it writes
+                    pairs = self.writes[a.name].apply_range(acc.reverse())
+                    if a.name == b.name:
+                        pairs = pairs.subtract(isl.Map.identity(pairs.get_space()))
+                    if pairs.is_empty() or a.state != b.state:
+                        continue
+                    shared = _shared_dims(a, b)
+                    if shared:
+                        across = pairs.subtract(_equal_prefix(pairs.get_space(), shared))
+                        if not across.is_empty():
+                            entry = next(e for e, _ in a.maps)
+                            raise NotAffine(f"iterations of map {entry.map.label} conflict on {a.write.container} "
+                                            f"({a.origin}; {b.origin})")
+                    if a is b:
+                        continue
+                    state = self.prog.states[a.state]
+                    graph = graphs.setdefault(a.state, state.nx)
+                    if not (_reaches(graph, a.nodes[1], b.nodes[0]) or _reaches(graph, b.nodes[1], a.nodes[0])):
+                        raise NotAffine(f"unordered accesses to {a.write.container} in state {state.label} "
+                                        f"({a.origin}; {b.origin})")
+
+    # -------------------------------------------------------------- last writers
+    def flow(self, sink, container: str, schedule) -> Tuple[List[Tuple[str, object]], object]:
+        """For the reads ``sink`` (instance -> element): [(writer, instance -> writer instance)]
+        and the instances whose element no statement wrote before them."""
+        sources = isl.UnionMap.empty(self.prog.context.get_space())
+        for s in self.prog.statements:
+            if s.write.container == container:
+                sources = sources.union(isl.UnionMap.from_map(self.writes[s.name]))
+        info = isl.UnionAccessInfo.from_sink(isl.UnionMap.from_map(sink))
+        info = info.set_must_source(sources).set_schedule_map(schedule)
+        flow = info.compute_flow()
+        deps = []
+        for dep in _maps(flow.get_must_dependence()):
+            deps.append((dep.get_tuple_name(isl.dim_type.in_), dep.reverse()))
+        deps.sort(key=lambda d: d[0])
+        no_source = flow.get_must_no_source().domain()
+        space_name = sink.get_tuple_name(isl.dim_type.in_)
+        nosrc = isl.Set.empty(sink.domain().get_space())
+        for part in _sets(no_source):
+            if part.get_tuple_name() == space_name:
+                nosrc = nosrc.union(part)
+        return deps, nosrc
+
+    # -------------------------------------------------------------- final values
+    def final_cases(self, container: str) -> List[Tuple[object, tuple]]:
+        extent = self.prog.extent(container)
+        dims = [f"o{k}" for k in range(len(self.prog.shapes[container]))]
+        sink = isl.Map(f"{self.prog.params()} -> {{ {END}[{', '.join(dims)}] -> {tuple_name(container)}"
+                       f"[{', '.join(dims)}] }}", context=self.prog.ctx)
+        sink = sink.intersect_domain(extent.set_tuple_name(END))
+        end = isl.Map(f"{self.prog.params()} -> {{ {END}[{', '.join(dims)}] -> "
+                      f"[{', '.join([str(len(self.prog.states) + 1)] + ['0'] * (self.width - 1))}] }}",
+                      context=self.prog.ctx)
+        deps, nosrc = self.flow(sink, container, self.schedule.union(isl.UnionMap.from_map(end)))
+        identity = isl.Map.identity(sink.domain().get_space().map_from_set()).intersect_domain(sink.domain())
+        return self._read_cases(identity, deps, nosrc, sink, container, [])
+
+    def _read_cases(self, inst, deps, nosrc, access, container: str, stack: List[str]) -> List[Tuple[object, tuple]]:
+        out = []
+        for writer, dep in deps:
+            reached = inst.apply_range(dep)
+            if reached.is_empty():
+                continue
+            if writer in stack:
+                raise NotAffine(f"a value carried from one instance of {self.by_name[writer].origin} to another "
+                                "(a recurrence)")
+            out += self._statement_cases(reached, self.by_name[writer], stack + [writer])
+        initial = inst.intersect_range(nosrc)
+        if not initial.is_empty():
+            if self.prog.transient.get(container, False):
+                out.append((initial.domain(), ("undef", container, self.side)))
+            else:
+                out.append((initial.domain(), ("in", container, initial.apply_range(access))))
+        if len(out) > MAX_CASES:
+            raise NotAffine(f"more than {MAX_CASES} cases of values")
+        return out
+
+    def _statement_cases(self, inst, st: Statement, stack: List[str]) -> List[Tuple[object, tuple]]:
+        combos = [(inst.domain(), {})]
+        for k in sorted(_reads_used(st.expr)):
+            cases = self._read_cases(inst, self.deps[(st.name, k)], self.no_source[(st.name, k)],
+                                     self.reads[(st.name, k)], st.reads[k].container, stack)
+            merged = []
+            for region, chosen in combos:
+                for sub_region, tree in cases:
+                    both = region.intersect(sub_region)
+                    if not both.is_empty():
+                        merged.append((both, {**chosen, k: tree}))
+            if len(merged) > MAX_CASES:
+                raise NotAffine(f"more than {MAX_CASES} cases of values in {st.origin}")
+            combos = merged
+        return [(region, ("store", self.prog.dtypes[st.write.container],
+                          _substitute(st.expr, chosen, inst, st, self.prog)))
+                for region, chosen in combos]
+
+
+def _maps(union_map) -> list:
+    out = []
+    union_map.foreach_map(out.append)
+    return out
+
+
+def _sets(union_set) -> list:
+    out = []
+    union_set.foreach_set(out.append)
+    return out
+
+
+def _reads_used(expr: tuple) -> set:
+    if expr[0] == "read":
+        return {expr[1]}
+    return set().union(*[_reads_used(a) for a in expr[1:] if isinstance(a, tuple)]) if len(expr) > 1 else set()
+
+
+def _substitute(expr: tuple, chosen: Dict[int, tuple], inst, st: Statement, prog: Program) -> tuple:
+    kind = expr[0]
+    if kind == "read":
+        return chosen[expr[1]]
+    if kind == "idx":
+        value = isl.Map(f"{prog.params()} -> {{ {st.name}[{', '.join(st.dims)}] -> [{expr[1]}] }}", context=prog.ctx)
+        return ("ix", inst.apply_range(value))
+    if kind == "const":
+        return expr
+    return expr[:2] + tuple(_substitute(a, chosen, inst, st, prog) for a in expr[2:]) \
+        if kind in ("bin", "cmp", "bool", "call") else \
+        (kind,) + tuple(_substitute(a, chosen, inst, st, prog) for a in expr[1:])
+
+
+def _shared_dims(a: Statement, b: Statement) -> int:
+    n = 0
+    for (ea, da), (eb, _) in zip(a.maps, b.maps):
+        if ea is not eb:
+            break
+        n += da
+    return n
+
+
+def _equal_prefix(space, n: int):
+    """{ A[i] -> B[j] : i_k = j_k for k < n } in ``space``."""
+    m = isl.Map.universe(space)
+    for k in range(n):
+        c = isl.Constraint.equality_alloc(isl.LocalSpace.from_space(space))
+        c = c.set_coefficient_val(isl.dim_type.in_, k, 1).set_coefficient_val(isl.dim_type.out, k, -1)
+        m = m.add_constraint(c)
+    return m
+
+
+def _reaches(graph, a, b) -> bool:
+    return a is b or nx.has_path(graph, a, b)

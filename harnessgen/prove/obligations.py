@@ -1,0 +1,271 @@
+"""The three obligations of a proof, each giving candidate counterexamples where it fails:
+bounds (every access inside its container), coverage (post writes what pre writes), values
+(every compared element ends with the same value in pre and post)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import islpy as isl
+
+from ..layout import InputLayout
+from . import IEEE, MAX_COUNTEREXAMPLES, REAL, Z3_TIMEOUT_MS, Counterexample
+from .dataflow import Dataflow
+from .model import SIZE_PREFIX, Program, tuple_name
+
+FLOAT_TYPES = ("float32", "float64", "float", "double")
+
+
+def ranges_text(layout: InputLayout) -> str:
+    return ", ".join(f"{s.lo} <= {s.name} <= {s.hi}" for s in layout.symbols) or "no sizes"
+
+
+# ------------------------------------------------------------------ sample points
+def _sample(s) -> Tuple[Dict[str, int], List[int]]:
+    """The point of ``s`` (a set, or a wrapped map) with the smallest sizes, then the smallest
+    coordinates: (sizes, coordinates)."""
+    nparam = s.dim(isl.dim_type.param)
+    names = [s.get_dim_name(isl.dim_type.param, k) for k in range(nparam)]
+    flat = s.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, nparam)
+    point = flat.lexmin().sample_point()
+    values = [int(point.get_coordinate_val(isl.dim_type.set, k).to_python())
+              for k in range(flat.dim(isl.dim_type.set))]
+    sizes = {n[len(SIZE_PREFIX):]: v for n, v in zip(names, values[:nparam])}
+    return sizes, values[nparam:]
+
+
+# ------------------------------------------------------------------ bounds
+def check_bounds(prog: Program) -> List[Counterexample]:
+    found = []
+    for st in prog.statements:
+        for role, acc in [("writes", st.write)] + [("reads", r) for r in st.reads]:
+            outside = prog.access(st, acc).subtract_range(prog.extent(acc.container))
+            if outside.is_empty():
+                continue
+            sizes, coords = _sample(outside.wrap())
+            element = coords[len(st.dims):]
+            found.append(Counterexample("bounds", sizes, acc.container, element,
+                                        f"{st.origin} {role} outside {acc.container} "
+                                        f"(extent {list(prog.shapes[acc.container])})"))
+            if len(found) >= MAX_COUNTEREXAMPLES:
+                return found
+    return found
+
+
+# ------------------------------------------------------------------ coverage
+def written(prog: Program, container: str):
+    out = isl.Set.empty(prog.extent(container).get_space())
+    for st in prog.statements:
+        if st.write.container == container:
+            out = out.union(prog.access(st, st.write).range())
+    return out
+
+
+def check_coverage(pre: Program, post: Program, compared: List[str]) -> List[Counterexample]:
+    found = []
+    for name in compared:
+        w_pre, w_post = written(pre, name), written(post, name)
+        for only, detail in ((w_pre.subtract(w_post), "pre writes it, post does not"),
+                             (w_post.subtract(w_pre), "post writes it, pre does not")):
+            if not only.is_empty():
+                sizes, element = _sample(only)
+                found.append(Counterexample("coverage", sizes, name, element, detail))
+    return found[:MAX_COUNTEREXAMPLES]
+
+
+# ------------------------------------------------------------------ values
+def check_values(pre: Dataflow, post: Dataflow, compared: List[str]) -> Tuple[List[Counterexample], str]:
+    uniform = len({pre.prog.dtypes[c] for c in pre.prog.dtypes} | {post.prog.dtypes[c] for c in post.prog.dtypes}) == 1
+    found, real = [], False
+    for name in compared:
+        pre_cases, post_cases = pre.final_cases(name), post.final_cases(name)
+        for region_p, tree_p in pre_cases:
+            for region_q, tree_q in post_cases:
+                region = region_p.intersect(region_q)
+                if region.is_empty():
+                    continue
+                if uniform:
+                    tree_p, tree_q = _unstored(tree_p), _unstored(tree_q)
+                if _same(tree_p, tree_q, region):
+                    continue
+                if _equal_over_reals(tree_p, tree_q, region):
+                    real = True
+                    continue
+                where = _differing(tree_p, tree_q, region) or region
+                sizes, element = _sample(where)
+                found.append(Counterexample("values", sizes, name, element,
+                                            f"pre computes {_text(tree_p)}, post {_text(tree_q)}"))
+                if len(found) >= MAX_COUNTEREXAMPLES:
+                    return found, ""
+    return found, (REAL if real else IEEE)
+
+
+def _unstored(tree):
+    if not isinstance(tree, tuple):
+        return tree
+    if tree[0] == "store":
+        return _unstored(tree[2])
+    if tree[0] in ("in", "ix", "undef", "const"):
+        return tree
+    head = 2 if tree[0] in ("bin", "cmp", "bool", "call") else 1
+    return tree[:head] + tuple(_unstored(a) for a in tree[head:])
+
+
+def _same(a, b, region) -> bool:
+    """Structurally equal on ``region``: the same operations, the same elements."""
+    if a[0] != b[0]:
+        return False
+    kind = a[0]
+    if kind == "undef":
+        return False
+    if kind == "in":
+        return a[1] == b[1] and _maps_equal(a[2], b[2], region)
+    if kind == "ix":
+        return _maps_equal(a[1], b[1], region)
+    if kind == "const":
+        return a[1] == b[1]
+    head = 2 if kind in ("bin", "cmp", "bool", "call", "store") else 1
+    return a[:head] == b[:head] and len(a) == len(b) and all(_same(x, y, region) for x, y in zip(a[head:], b[head:]))
+
+
+def _maps_equal(m1, m2, region) -> bool:
+    return m1.intersect_domain(region).is_equal(m2.intersect_domain(region))
+
+
+def _differing(a, b, region):
+    """Where the two trees read different elements, if they have the same shape."""
+    if a[0] != b[0]:
+        return None
+    if a[0] in ("in", "ix"):
+        m1, m2 = (a[2], b[2]) if a[0] == "in" else (a[1], b[1])
+        m1, m2 = m1.intersect_domain(region), m2.intersect_domain(region)
+        diff = m1.subtract(m2).domain().union(m2.subtract(m1).domain())
+        return None if diff.is_empty() else diff
+    if a[0] in ("const", "undef"):
+        return None
+    head = 2 if a[0] in ("bin", "cmp", "bool", "call", "store") else 1
+    for x, y in zip(a[head:], b[head:]):
+        d = _differing(x, y, region)
+        if d is not None:
+            return d
+    return None
+
+
+def _text(tree, limit: int = 160) -> str:
+    out = _render(tree)
+    return out if len(out) <= limit else out[:limit - 3] + "..."
+
+
+def _render(t) -> str:
+    kind = t[0]
+    if kind == "in":
+        return f"{t[1]}[..]"
+    if kind == "ix":
+        return "index"
+    if kind == "undef":
+        return f"(unwritten {t[1]})"
+    if kind == "const":
+        return t[1]
+    if kind == "store":
+        return _render(t[2])
+    if kind == "bin":
+        return f"({_render(t[2])} {t[1]} {_render(t[3])})"
+    if kind == "cmp":
+        return f"({_render(t[2])} {t[1]} {_render(t[3])})"
+    if kind == "bool":
+        return "(" + f" {t[1]} ".join(_render(x) for x in t[2:]) + ")"
+    if kind == "call":
+        return f"{t[1]}({', '.join(_render(x) for x in t[2:])})"
+    if kind == "select":
+        return f"({_render(t[2])} if {_render(t[1])} else {_render(t[3])})"
+    if kind == "neg":
+        return f"-{_render(t[1])}"
+    if kind == "not":
+        return f"not {_render(t[1])}"
+    return str(kind)
+
+
+# ------------------------------------------------------------------ z3, over the reals
+class _Z3:
+    """Trees as z3 terms over the reals: equal leaves (on the region) are one variable."""
+
+    def __init__(self, region):
+        import z3
+
+        self.z3 = z3
+        self.region = region
+        self.leaves: List[Tuple[tuple, object]] = []
+        self.functions: Dict[Tuple[str, int], object] = {}
+
+    def leaf(self, t):
+        z3 = self.z3
+        if t[0] != "undef":
+            for known, var in self.leaves:
+                if known[0] == t[0] and _same(known, t, self.region):
+                    return var
+        var = z3.Real(f"x{len(self.leaves)}")
+        self.leaves.append((t, var))
+        return var
+
+    def term(self, t):
+        z3 = self.z3
+        kind = t[0]
+        if kind in ("in", "ix", "undef"):
+            return self.leaf(t)
+        if kind == "const":
+            if t[1] in ("True", "False"):
+                return z3.BoolVal(t[1] == "True")
+            return z3.RealVal(t[1])
+        if kind == "store":
+            if t[1] not in FLOAT_TYPES:
+                raise _NotReal(f"a store to {t[1]}")
+            return self.term(t[2])
+        if kind == "neg":
+            return -self.term(t[1])
+        if kind == "not":
+            return z3.Not(self.term(t[1]))
+        if kind == "select":
+            return z3.If(self.term(t[1]), self.term(t[2]), self.term(t[3]))
+        if kind == "bool":
+            args = [self.term(x) for x in t[2:]]
+            return z3.And(*args) if t[1] == "and" else z3.Or(*args)
+        if kind == "cmp":
+            a, b = self.term(t[2]), self.term(t[3])
+            return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[t[1]]
+        if kind == "bin":
+            a, b = self.term(t[2]), self.term(t[3])
+            op = t[1]
+            if op in ("+", "-", "*", "/"):
+                return {"+": a + b, "-": a - b, "*": a * b, "/": a / b}[op]
+            if op == "**" and t[3][0] == "const" and t[3][1].isdigit() and int(t[3][1]) <= 8:
+                out = z3.RealVal(1)
+                for _ in range(int(t[3][1])):
+                    out = out * a
+                return out
+            return self.function(f"op{op}", 2)(a, b)
+        if kind == "call":
+            return self.function(t[1], len(t) - 2)(*[self.term(x) for x in t[2:]])
+        raise _NotReal(f"the expression kind {kind}")
+
+    def function(self, name: str, arity: int):
+        key = (name, arity)
+        if key not in self.functions:
+            z3 = self.z3
+            self.functions[key] = z3.Function(f"f_{len(self.functions)}", *([z3.RealSort()] * (arity + 1)))
+        return self.functions[key]
+
+
+class _NotReal(Exception):
+    pass
+
+
+def _equal_over_reals(a, b, region) -> bool:
+    conv = _Z3(region)
+    z3 = conv.z3
+    try:
+        ta, tb = conv.term(a), conv.term(b)
+        solver = z3.Solver()
+        solver.set("timeout", Z3_TIMEOUT_MS)
+        solver.add(ta != tb)
+        return solver.check() == z3.unsat
+    except (_NotReal, z3.Z3Exception):
+        return False
