@@ -217,6 +217,10 @@ def cmd_fuzz(args) -> int:
                       f"{r.execs:,} execs {rate}{first}")
         if r.verdict != "PASS" and r.message:
             console.print(f"    {r.message.splitlines()[0]}")
+        if r.proof:
+            from .prove import Proof
+
+            console.print(f"    proof: {Proof.from_json(r.proof).summary()} ({r.proof['seconds']:.2f} s)")
         for finding in r.findings:
             seen = {True: ", observable in the whole program", False: ", latent: the whole program does not show it"}
             console.print(f"    -> {finding['outcome']}: {finding['path']}  ({finding['raw_crashes']} raw crash(es)"
@@ -278,14 +282,16 @@ def _print_summary(console, results) -> None:
         return
     table = Table(title="verdicts per transformation")
     variants = any(row["param_variants"] for row in rows)
+    proofs = any(row["proofs"] for row in rows)
     columns = ("transformation", "instances") + (("matches", "parameter variants") if variants else ()) \
-        + ("verdicts", "findings", "median s to verdict")
+        + ("verdicts",) + (("proofs",) if proofs else ()) + ("findings", "median s to verdict")
     for col in columns:
-        table.add_column(col, justify="left" if col in ("transformation", "verdicts") else "right")
+        table.add_column(col, justify="left" if col in ("transformation", "verdicts", "proofs") else "right")
     for row in rows:
         verdicts = ", ".join(f"{n} {v}" for v, n in row["verdicts"].items())
         table.add_row(row["transformation"], str(row["instances"]),
                       *((str(row["matches"]), str(row["param_variants"])) if variants else ()), verdicts,
+                      *((", ".join(f"{n} {v}" for v, n in row["proofs"].items()),) if proofs else ()),
                       str(row["findings"]), f"{row['median_verdict_seconds']:.1f}")
     console.print(table)
     reproducers = [(row["transformation"], path) for row in rows for path in row["reproducers"]]

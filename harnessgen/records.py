@@ -139,8 +139,10 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
     for r in results:
         row = rows.setdefault(r.transformation, {"transformation": r.transformation, "instances": 0, "verdicts": {},
                                                  "findings": 0, "times": [], "reproducers": [], "matches": set(),
-                                                 "param_variants": 0})
+                                                 "param_variants": 0, "proofs": {}})
         row["instances"] += 1
+        if r.proof:
+            row["proofs"][r.proof["verdict"]] = row["proofs"].get(r.proof["verdict"], 0) + 1
         row["matches"].add(r.params.get("match") or r.id)
         row["param_variants"] += bool(r.params.get("values"))
         row["verdicts"][r.verdict] = row["verdicts"].get(r.verdict, 0) + 1
@@ -154,6 +156,7 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
         row["matches"] = len(row["matches"])
         row["median_verdict_seconds"] = round(statistics.median(times), 2) if times else None
         row["verdicts"] = dict(sorted(row["verdicts"].items()))
+        row["proofs"] = dict(sorted(row["proofs"].items()))
         out.append(row)
     return out
 

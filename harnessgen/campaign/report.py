@@ -98,6 +98,7 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
             "config_before": result.get("input_config_before", ""), "config_after": result.get("input_config_after", ""),
             "findings": findings, "message": (result.get("message") or "").splitlines()[0] if result.get("message") else "",
             "bisect": result.get("bisect") or {},
+            "proof": (result.get("proof") or {}).get("verdict", ""), "proof_reason": _proof_text(result.get("proof")),
             "params": _params_text(params), "match": params.get("match") or row["id"],
             "variant": bool(params.get("values")),
         })
@@ -112,6 +113,7 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
             "verdicts": dict(sorted(Counter(i["verdict"] for i in done).items(),
                                     key=lambda kv: VERDICT_ORDER.index(kv[0]) if kv[0] in VERDICT_ORDER else 99)),
             "findings": dict(Counter(f["outcome"] for i in done for f in i["findings"])),
+            "proofs": dict(sorted(Counter(i["proof"] for i in done if i["proof"]).items())),
             "median_execs_per_sec": _median([i["execs_per_sec"] for i in done if i["execs_per_sec"]]),
             "median_first_finding_s": _median([i["first_finding_s"] for i in done if i["first_finding_s"] is not None]),
             # --params: the matches judged, and how many of the instances judged a parameter variant
@@ -128,6 +130,15 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
         verdicts=dict(Counter(i["verdict"] for i in done)), transformations=transformations,
         instances=instances, findings=findings, reference_checks=state.reference_checks(),
         bugs=bug_rows(directory))
+
+
+def _proof_text(record: Optional[Dict]) -> str:
+    """An instance's proof in one line (prove.Proof.summary), or ''."""
+    if not record:
+        return ""
+    from ..prove import Proof
+
+    return Proof.from_json(record).summary()
 
 
 def _params_text(record: Dict) -> str:

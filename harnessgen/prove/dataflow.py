@@ -26,6 +26,9 @@ END = "END"
 
 class Dataflow:
     def __init__(self, prog: Program, side: str):
+        for st in prog.statements:
+            if st.wcr:
+                raise NotAffine(f"{st.origin} with write-conflict resolution (a reduction: {st.wcr.strip()})")
         self.prog = prog
         self.side = side
         self.width = max([len(s.schedule) for s in prog.statements] + [1])

@@ -9,8 +9,8 @@ topological order, map iterations in index order (a map's iterations being unord
 conflict between two of them is refused, ``dataflow.check_races``).
 
 What the model does not cover raises ``NotAffine`` with the reason: nested SDFGs, library
-nodes, views and streams, non-Python tasklets, tasklets with control flow, reductions
-(write-conflict resolution), dynamic memlets, non-affine indices or bounds, and control flow
+nodes, views and streams, non-Python tasklets, tasklets with control flow, the values of
+reductions (write-conflict resolution: bounds and coverage only), dynamic memlets, non-affine indices or bounds, and control flow
 other than a sequence of states and counted loops with affine bounds.
 """
 from __future__ import annotations
@@ -50,6 +50,7 @@ class Statement:
     nodes: Tuple[object, object]     # (first, last) node in its state: dataflow order
     state: int                       # which state (in program order) it lies in
     maps: Tuple[Tuple[object, int], ...]   # (map entry, dims it adds) around it, outermost first
+    wcr: str = ""                    # write-conflict resolution (a reduction): bounds and coverage only
 
 
 @dataclasses.dataclass
@@ -64,6 +65,7 @@ class Program:
     dtypes: Dict[str, str]
     transient: Dict[str, bool]
     states: List[object]
+    private: Dict[str, int] = dataclasses.field(default_factory=dict)   # container -> leading iteration dims
 
     def params(self) -> str:
         return "[" + ", ".join(SIZE_PREFIX + s for s in self.sizes) + "]"
@@ -85,8 +87,9 @@ class Program:
     def extent(self, container: str):
         """The container's elements, as a set."""
         shape = self.shapes[container]
-        dims = [f"o{k}" for k in range(len(shape))]
-        cons = [f"0 <= {d} < {s}" for d, s in zip(dims, shape)]
+        lead = self.private.get(container, 0)     # a private copy per iteration: those dims are free
+        dims = [f"o{k}" for k in range(lead + len(shape))]
+        cons = [f"0 <= {d} < {s}" for d, s in zip(dims[lead:], shape)]
         return isl.Set(f"{self.params()} -> {{ {tuple_name(container)}[{', '.join(dims)}] : "
                        f"{' and '.join(cons) or 'true'} }}", context=self.ctx).intersect_params(self.context)
 
@@ -131,11 +134,54 @@ def build_program(sdfg, layout: InputLayout, ctx) -> Program:
         shapes[name] = tuple(affine.to_isl(_subst(s, constants), names) for s in desc.shape)
         dtypes[name] = desc.dtype.to_string() if hasattr(desc.dtype, "to_string") else str(desc.dtype)
         transient[name] = bool(desc.transient)
-    builder = _Builder(names, constants)
+    builder = _Builder(names, constants, _private_scopes(sdfg))
     states = builder.walk(sdfg)
     prog = Program(ctx=ctx, sizes=sizes, context=size_context(ctx, layout), statements=builder.statements,
-                   shapes=shapes, dtypes=dtypes, transient=transient, states=states)
+                   shapes=shapes, dtypes=dtypes, transient=transient, states=states, private=builder.private_dims)
     return prog
+
+
+def _private_scopes(sdfg) -> Dict[str, object]:
+    """Transients DaCe allocates once per iteration of a map (scope lifetime, every use in one
+    state inside that map): container -> the innermost map entry around all its uses. Each
+    iteration has its own copy, so the model indexes them by the iterations too."""
+    from dace import dtypes
+    from dace.sdfg import nodes
+
+    uses: Dict[str, list] = {}
+    for state in sdfg.states():
+        scopes = state.scope_dict()
+        for node in state.nodes():
+            if isinstance(node, nodes.AccessNode):
+                uses.setdefault(node.data, []).append((state, scopes[node]))
+        for edge in state.edges():       # tasklet to tasklet: a scalar with no access node
+            if isinstance(edge.src, nodes.Tasklet) and isinstance(edge.dst, nodes.Tasklet) and edge.data.data:
+                uses.setdefault(edge.data.data, []).append((state, scopes[edge.src]))
+    private = {}
+    for name, where in uses.items():
+        desc = sdfg.arrays.get(name)
+        if desc is None or not desc.transient or desc.lifetime != dtypes.AllocationLifetime.Scope:
+            continue
+        if len({id(s) for s, _ in where}) != 1 or any(e is None for _, e in where):
+            continue
+        state = where[0][0]
+        scopes = state.scope_dict()
+        common = _chain(where[0][1], scopes)
+        for _, entry in where[1:]:
+            chain = _chain(entry, scopes)
+            common = [e for e in common if any(e is c for c in chain)]
+        if common:
+            private[name] = common[-1]
+    return private
+
+
+def _chain(entry, scopes) -> list:
+    """The map entries from the outermost to ``entry``."""
+    out = []
+    while entry is not None:
+        out.append(entry)
+        entry = scopes[entry]
+    return out[::-1]
 
 
 def _subst(e, constants):
@@ -149,10 +195,28 @@ def _subst(e, constants):
 
 
 class _Builder:
-    def __init__(self, size_names: Dict[str, str], constants: Dict):
+    def __init__(self, size_names: Dict[str, str], constants: Dict, private: Dict[str, object]):
         self.size_names = size_names
         self.constants = constants
         self.statements: List[Statement] = []
+        self.private = private
+        self.private_dims: Dict[str, int] = {}
+
+    def privatized(self, acc: Access, dims: List[str], maps) -> Access:
+        """``acc`` indexed by the iterations that own a private copy of its container."""
+        entry = self.private.get(acc.container)
+        if entry is None:
+            return acc
+        lead = 0
+        for e, added in maps:
+            lead += added
+            if e is entry:
+                break
+        else:
+            raise NotAffine(f"{acc.container} is used outside the map that owns it")
+        if self.private_dims.setdefault(acc.container, lead) != lead:
+            raise NotAffine(f"{acc.container} is private to maps of different depths")
+        return Access(acc.container, tuple(dims[:lead]) + acc.index)
 
     # -------------------------------------------------------------- control flow
     def walk(self, sdfg) -> List[object]:
@@ -240,21 +304,19 @@ class _Builder:
         for edge in state.in_edges(node):
             if edge.data.data is None:
                 continue
-            acc = self.element(state, edge, names, "read")
+            acc = self.privatized(self.element(state, edge, names, "read"), dims, maps)
             inputs[edge.dst_conn] = ("read", len(reads))
             reads.append(acc)
-        outputs = {}
+        outputs, wcrs = {}, {}
         for edge in state.out_edges(node):
             if edge.data.data is None:
                 continue
-            if edge.data.wcr is not None:
-                raise NotAffine(f"tasklet {node.label} writes {edge.data.data} with write-conflict resolution "
-                                "(a reduction)")
             if edge.data.dynamic:
                 raise NotAffine(f"tasklet {node.label} may or may not write {edge.data.data} (dynamic memlet)")
             if edge.src_conn in outputs:
                 raise NotAffine(f"tasklet {node.label} writes connector {edge.src_conn} twice")
-            outputs[edge.src_conn] = self.element(state, edge, names, "write")
+            outputs[edge.src_conn] = self.privatized(self.element(state, edge, names, "write"), dims, maps)
+            wcrs[edge.src_conn] = edge.data.wcr or ""
         values = _tasklet_values(node, inputs, names)
         for conn in sorted(outputs):
             if conn not in values:
@@ -263,7 +325,7 @@ class _Builder:
             self.statements.append(Statement(
                 name=f"S{len(self.statements)}", origin=f"tasklet {node.label} -> {acc.container}", dims=dims,
                 domain=domain, schedule=schedule + [str(pos[node])], write=acc, dtype="", reads=reads,
-                expr=values[conn], nodes=(node, node), state=index, maps=maps))
+                expr=values[conn], nodes=(node, node), state=index, maps=maps, wcr=wcrs[conn]))
 
     def element(self, state, edge, names, role: str) -> Access:
         """The one element a tasklet's memlet names, checked against the access node it leads to."""
@@ -272,7 +334,8 @@ class _Builder:
         memlet = edge.data
         path = state.memlet_path(edge)
         end = path[0].src if role == "read" else path[-1].dst
-        if not isinstance(end, nodes.AccessNode) or end.data != memlet.data:
+        direct = isinstance(end, nodes.Tasklet) and len(path) == 1      # tasklet to tasklet
+        if not direct and (not isinstance(end, nodes.AccessNode) or end.data != memlet.data):
             raise NotAffine(f"a memlet of {memlet.data} that does not lead to its access node")
         if memlet.dynamic and role == "read":
             pass                         # a dynamic read still reads the element it names
@@ -288,8 +351,6 @@ class _Builder:
     # -------------------------------------------------------------- copies
     def copy(self, state, edge, index: int, pos, scopes) -> None:
         memlet = edge.data
-        if memlet.wcr is not None:
-            raise NotAffine(f"the copy {edge.src.data} -> {edge.dst.data} has write-conflict resolution")
         if memlet.dynamic:
             raise NotAffine(f"the copy {edge.src.data} -> {edge.dst.data} is dynamic")
         src = memlet.get_src_subset(edge, state)
@@ -300,11 +361,13 @@ class _Builder:
         copy_dims = []
         src_idx = self.copy_index(src, names, dims, domain, copy_dims, edge)
         dst_idx = self.copy_index(dst, names, dims, domain, None, edge, copy_dims)
-        read = Access(edge.src.data, src_idx)
+        read = self.privatized(Access(edge.src.data, src_idx), dims, maps)
+        write = self.privatized(Access(edge.dst.data, dst_idx), dims, maps)
         self.statements.append(Statement(
             name=f"S{len(self.statements)}", origin=f"copy {edge.src.data} -> {edge.dst.data}", dims=dims + copy_dims,
-            domain=domain, schedule=schedule + [str(pos[edge.dst])] + copy_dims, write=Access(edge.dst.data, dst_idx),
-            dtype="", reads=[read], expr=("read", 0), nodes=(edge.src, edge.dst), state=index, maps=maps))
+            domain=domain, schedule=schedule + [str(pos[edge.dst])] + copy_dims, write=write,
+            dtype="", reads=[read], expr=("read", 0), nodes=(edge.src, edge.dst), state=index, maps=maps,
+            wcr=memlet.wcr or ""))
 
     def copy_index(self, subset, names, dims, domain, new_dims: Optional[list], edge, given=None):
         """The element of ``subset`` at the copy's k-th point: each dimension longer than one
