@@ -127,7 +127,7 @@ class InstanceRunner:
         remaining = opts.time_s - (time.monotonic() - fuzz_started)
         if proof is not None:
             self._settle_proof(proof, crashing, result)
-            if proof.verdict != provelib.UNKNOWN or opts.prove == "only":
+            if proof.settles or opts.prove == "only":
                 remaining = 0            # a proof's verdict needs no fuzzing; --prove only never fuzzes
         if passing and remaining >= 1 and not (crashing and opts.until_crash):
             engine = get_engine(opts.engine)
@@ -166,22 +166,23 @@ class InstanceRunner:
 
     @staticmethod
     def _settle_proof(proof: provelib.Proof, crashing: List[tuple], result: InstanceResult) -> None:
-        """The native replay decides a counterexample; a PROVEN pair that a seed fails is the
-        prover's defect, said as such (the finding stands)."""
+        """After the seeds: the native replay decides a counterexample; a seed that fails a
+        PROVEN pair contradicts the proof (the finding stands)."""
         failed = [p for p, _ in crashing]
         if proof.candidate:
             replayed = [p for p in failed if p.name.startswith(provelib.SEED_PREFIX)]
             proof.confirm(f"counterexample {replayed[0].name} fails natively" if replayed else None)
-        elif proof.verdict == provelib.PROVEN and failed:
-            proof.verdict = provelib.UNKNOWN
-            proof.reason = (f"prover defect: PROVEN, yet the input {failed[0].name} fails natively "
-                            "(the finding stands)")
+        elif failed:
+            proof.contradicted(f"the input {failed[0].name} fails natively")
         result.proof = proof.to_json()
 
     def _report_proof(self, proof: provelib.Proof, result: InstanceResult) -> None:
-        if proof.verdict == provelib.PROVEN and result.verdict == Outcome.PASS.name:
+        """After triage: a finding contradicts a proof; an instance the proof settled says so."""
+        if result.verdict != Outcome.PASS.name and result.findings:
+            proof.contradicted(f"the native run gives {result.verdict}")
+        if proof.settles and result.verdict == Outcome.PASS.name:
             result.message = f"{proof.summary()}: not fuzzed"
-        elif proof.verdict == provelib.UNKNOWN and self.options.prove == "only" and result.verdict == Outcome.PASS.name:
+        elif self.options.prove == "only" and proof.verdict != provelib.PROVEN and result.verdict == Outcome.PASS.name:
             result.verdict = "BUILT"
             result.message = f"--prove only: {proof.summary()}; not fuzzed"
         result.proof = proof.to_json()

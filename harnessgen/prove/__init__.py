@@ -74,6 +74,13 @@ class Proof:
         """Counterexamples wait for their replay."""
         return bool(self.counterexamples) and self.verdict != DISPROVEN and not self.confirmed_by
 
+    @property
+    def settles(self) -> bool:
+        """Whether the verdict makes fuzzing needless: DISPROVEN (replayed), or PROVEN bit for
+        bit. Equality over the reals does not settle it: rounding can still exceed the tolerance
+        (cancellation) or differ under --exact, so such a pair is fuzzed all the same."""
+        return self.verdict == DISPROVEN or (self.verdict == PROVEN and self.arithmetic == IEEE)
+
     def confirm(self, finding_summary: Optional[str]) -> None:
         """The native replay of the counterexamples: DISPROVEN when one failed, else UNKNOWN."""
         if finding_summary:
@@ -83,6 +90,15 @@ class Proof:
             self.verdict = UNKNOWN
             self.reason = (f"{self.counterexamples[0].describe()}; yet the native replay of "
                            f"{len(self.counterexamples)} counterexample(s) shows no difference")
+
+    def contradicted(self, evidence: str) -> None:
+        """A native run fails where the proof says the pair is equal: over the reals that is
+        rounding; bit for bit it is the prover's own defect. Either way it is no longer PROVEN."""
+        if self.verdict != PROVEN:
+            return
+        self.reason = (f"equal over the reals, yet {evidence}: rounding" if self.arithmetic == REAL
+                       else f"prover defect: PROVEN bit for bit, yet {evidence}")
+        self.verdict = UNKNOWN
 
     def summary(self) -> str:
         if self.verdict == PROVEN:

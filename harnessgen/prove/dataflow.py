@@ -63,9 +63,13 @@ class Dataflow:
                     if a.name == b.name:
                         pairs = pairs.subtract(isl.Map.identity(pairs.get_space()))
                     if pairs.is_empty() or a.state != b.state:
+                        continue                  # states run one after the other
+                    # the same state in another iteration of a loop around it runs after it
+                    pairs = pairs.intersect(_equal_prefix(pairs.get_space(), a.loops))
+                    if pairs.is_empty():
                         continue
-                    shared = _shared_dims(a, b)
-                    if shared:
+                    shared = a.loops + _shared_dims(a, b)
+                    if shared > a.loops:
                         across = pairs.subtract(_equal_prefix(pairs.get_space(), shared))
                         if not across.is_empty():
                             entry = next(e for e, _ in a.maps)

@@ -51,6 +51,7 @@ class Statement:
     state: int                       # which state (in program order) it lies in
     maps: Tuple[Tuple[object, int], ...]   # (map entry, dims it adds) around it, outermost first
     wcr: str = ""                    # write-conflict resolution (a reduction): bounds and coverage only
+    loops: int = 0                   # how many of dims are loop iterations (the first ones)
 
 
 @dataclasses.dataclass
@@ -136,6 +137,10 @@ def build_program(sdfg, layout: InputLayout, ctx) -> Program:
         transient[name] = bool(desc.transient)
     builder = _Builder(names, constants, _private_scopes(sdfg))
     states = builder.walk(sdfg)
+    for st in builder.statements:
+        if st.write.container in builder.value_containers:
+            raise NotAffine(f"{st.write.container} is written ({st.origin}) and read through a symbol assigned "
+                            "from it")
     prog = Program(ctx=ctx, sizes=sizes, context=size_context(ctx, layout), statements=builder.statements,
                    shapes=shapes, dtypes=dtypes, transient=transient, states=states, private=builder.private_dims)
     return prog
@@ -201,13 +206,14 @@ class _Builder:
         self.statements: List[Statement] = []
         self.private = private
         self.private_dims: Dict[str, int] = {}
+        self.value_containers: set = set()     # containers value symbols were assigned from
 
-    def privatized(self, acc: Access, dims: List[str], maps) -> Access:
+    def privatized(self, acc: Access, dims: List[str], maps, loops: int) -> Access:
         """``acc`` indexed by the iterations that own a private copy of its container."""
         entry = self.private.get(acc.container)
         if entry is None:
             return acc
-        lead = 0
+        lead = loops
         for e, added in maps:
             lead += added
             if e is entry:
@@ -220,38 +226,115 @@ class _Builder:
 
     # -------------------------------------------------------------- control flow
     def walk(self, sdfg) -> List[object]:
-        """The states in program order: a straight sequence (loops are refused)."""
+        """Every state, with where it runs: the loops around it (their iteration variables
+        become dimensions) and the symbols assigned before it. Returns the states in order."""
         from dace.sdfg.state import SDFGState
 
         for block in sdfg.all_control_flow_blocks():
             if not isinstance(block, SDFGState):
                 raise NotAffine(f"control flow block {type(block).__name__} {block.label}")
-        order, state, seen = [], sdfg.start_state, set()
-        while state is not None:
-            if state in seen:
-                raise NotAffine("a loop between states")
-            seen.add(state)
-            order.append(state)
-            out = sdfg.out_edges(state)
-            if len(out) > 1:
-                raise NotAffine(f"a branch after state {state.label}")
-            if out:
-                edge = out[0]
-                if not edge.data.is_unconditional():
-                    raise NotAffine(f"a condition on the edge after state {state.label}")
-                if edge.data.assignments:
-                    raise NotAffine(f"symbol assignments after state {state.label}")
-                state = edge.dst
-            else:
-                state = None
-        if len(order) != len(list(sdfg.states())):
+        self.sdfg, self.order, self.guards = sdfg, [], []
+        self.region(sdfg.start_state, None, None, _Place(dict(self.size_names), {}, [], [], []), [])
+        if len(self.order) + len(self.guards) != len(list(sdfg.states())):
             raise NotAffine("states that the start state does not reach in sequence")
-        for index, st in enumerate(order):
-            self.state(st, index)
-        return order
+        return self.order
+
+    def region(self, cur, stop, came, place: "_Place", guards: List[object]):
+        """States from ``cur`` in sequence until the edge back to ``stop`` (a loop's guard),
+        which is returned."""
+        sdfg, position = self.sdfg, 0
+        while cur is not None:
+            if any(cur is s for s in self.order + self.guards):
+                raise NotAffine(f"control flow into state {cur.label} the prover does not recognise")
+            out = sdfg.out_edges(cur)
+            if len(out) == 2:
+                exit_edge, itervar = self.loop(cur, came, out, place, guards, position)
+                place = place.dropped(itervar).assigned(self.assign(place, exit_edge.data.assignments, exit_edge))
+                came, cur, position = exit_edge, exit_edge.dst, position + 1
+                continue
+            if len(out) > 2:
+                raise NotAffine(f"a branch after state {cur.label}")
+            self.order.append(cur)
+            self.state(cur, place.at(position), len(self.order) - 1)
+            position += 1
+            if not out:
+                if stop is not None:
+                    raise NotAffine(f"a loop body ends in state {cur.label}")
+                return None
+            edge = out[0]
+            if not edge.data.is_unconditional():
+                raise NotAffine(f"a condition on the edge after state {cur.label}")
+            if edge.dst is stop:
+                return edge
+            place = place.assigned(self.assign(place, edge.data.assignments, edge))
+            came, cur = edge, edge.dst
+        return None
+
+    def loop(self, guard, came, out, place: "_Place", guards: List[object], position: int):
+        """A counted loop at ``guard``: its body's states, with the iteration as a dimension.
+        Returns the exit edge."""
+        reach = [self.reaches(e.dst, guard, guards) for e in out]
+        if reach.count(True) != 1 or came is None:
+            raise NotAffine(f"a branch after state {guard.label}")
+        body, exit_edge = (out[0], out[1]) if reach[0] else (out[1], out[0])
+        if guard.nodes():
+            raise NotAffine(f"the loop guard {guard.label} holds nodes")
+        self.guards.append(guard)
+        backs = [e for e in self.sdfg.in_edges(guard) if e is not came]
+        if len(backs) != 1 or len(backs[0].data.assignments) != 1 or body.data.assignments:
+            raise NotAffine(f"the loop at {guard.label} is not a counted loop")
+        back = backs[0]
+        [(itervar, update)] = back.data.assignments.items()
+        new = _parse(update, self.constants)
+        step = sympy.expand(new - next((f for f in new.free_symbols if f.name == itervar), sympy.Integer(0)))
+        if itervar not in place.env or not isinstance(step, sympy.Integer) or int(step) == 0:
+            raise NotAffine(f"the loop at {guard.label} has no constant step or no start of {itervar}")
+        cond, leave = body.data.condition_sympy(), exit_edge.data.condition_sympy()
+        if sympy.simplify(sympy.Not(cond)) != sympy.simplify(leave):
+            raise NotAffine(f"the loop at {guard.label} leaves on another condition than its negation")
+        var = f"{DIM_PREFIX}{len(place.dims)}"
+        start = place.env[itervar]
+        inside = place.with_env({itervar: f"({start} + {int(step)} * {var})"})
+        first = place.with_env({itervar: start})
+        domain = [f"{var} >= 0", _convex(cond, inside.env, self.constants), _convex(cond, first.env, self.constants)]
+        body_place = _Place(inside.env, place.values, place.dims + [var], place.domain + domain,
+                            place.prefix + [str(position), var])
+        returned = self.region(body.dst, guard, body, body_place, guards + [guard])
+        if returned is not back:
+            raise NotAffine(f"the loop at {guard.label} has another way back to its guard")
+        return exit_edge, itervar        # its value after the loop is not modelled: a use refuses
+
+    def reaches(self, start, target, blocked: List[object]) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node is target:
+                return True
+            if id(node) in seen or any(node is b for b in blocked):
+                continue
+            seen.add(id(node))
+            todo.extend(e.dst for e in self.sdfg.out_edges(node))
+        return False
+
+    def assign(self, place: "_Place", assignments: Dict[str, str], edge) -> Tuple[Dict, Dict]:
+        """Symbols an interstate edge assigns: affine in what is known (an alias), or one
+        element of a container (a value symbol, read as that element)."""
+        env, values = {}, {}
+        for name, text in assignments.items():
+            tree = ast.parse(str(text), mode="eval").body
+            if isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name) and tree.value.id in self.sdfg.arrays:
+                index = tree.slice.elts if isinstance(tree.slice, ast.Tuple) else [tree.slice]
+                values[name] = Access(tree.value.id, tuple(affine.to_isl(_parse(ast.unparse(i), self.constants),
+                                                                         place.env) for i in index))
+                continue
+            try:
+                env[name] = affine.to_isl(_parse(text, self.constants), place.env)
+            except NotAffine as exc:
+                raise NotAffine(f"the assignment {name} = {text} after state {edge.src.label}: {exc}") from exc
+        return env, values
 
     # -------------------------------------------------------------- one state
-    def state(self, state, index: int) -> None:
+    def state(self, state, place: "_Place", index: int) -> None:
         from dace.sdfg import nodes, utils as sdutil
 
         order = list(sdutil.dfs_topological_sort(state))
@@ -264,23 +347,25 @@ class _Builder:
                                     f"{sorted(c for c in node.in_connectors if not c.startswith('IN_'))})")
                 continue
             if isinstance(node, nodes.Tasklet):
-                self.tasklet(state, node, index, pos, scopes)
+                self.tasklet(state, node, place, index, pos, scopes)
             else:
                 raise NotAffine(f"{type(node).__name__} {node.label} (only maps, tasklets and access nodes are modelled)")
         for edge in state.edges():
-            if isinstance(edge.src, nodes.AccessNode) and isinstance(edge.dst, nodes.AccessNode):
-                self.copy(state, edge, index, pos, scopes)
+            into = isinstance(edge.dst, nodes.AccessNode) and isinstance(edge.src, (nodes.AccessNode, nodes.MapEntry))
+            out_of = isinstance(edge.src, nodes.AccessNode) and isinstance(edge.dst, nodes.MapExit)
+            if (into or out_of) and edge.data.data is not None:
+                self.copy(state, edge, place, index, pos, scopes)
 
-    def scope_names(self, state, node, scopes, index: int, pos):
-        """(names, dims, domain, schedule, maps) of the maps around ``node``."""
+    def scope_names(self, node, scopes, place: "_Place", pos):
+        """(names, dims, domain, schedule, maps) of the loops and maps around ``node``."""
         chain = []
         entry = scopes[node]
         while entry is not None:
             chain.append(entry)
             entry = scopes[entry]
         chain.reverse()
-        names = dict(self.size_names)
-        dims, domain, schedule, maps = [], [], [str(index)], []
+        names = dict(place.env)
+        dims, domain, schedule, maps = list(place.dims), list(place.domain), list(place.prefix), []
         for entry in chain:
             schedule.append(str(pos[entry]))
             added = 0
@@ -294,17 +379,23 @@ class _Builder:
             maps.append((entry, added))
         return names, dims, domain, schedule, tuple(maps)
 
-    def tasklet(self, state, node, index: int, pos, scopes) -> None:
+    def tasklet(self, state, node, place: "_Place", index: int, pos, scopes) -> None:
         from dace import dtypes
 
         if node.code.language != dtypes.Language.Python:
             raise NotAffine(f"tasklet {node.label} is written in {node.code.language.name}")
-        names, dims, domain, schedule, maps = self.scope_names(state, node, scopes, index, pos)
+        names, dims, domain, schedule, maps = self.scope_names(node, scopes, place, pos)
+        loops = len(place.dims)
         reads, inputs = [], {}
+        for name in sorted(_names_in(node.code.as_string) & set(place.values)):
+            if name not in node.in_connectors:       # a value symbol: the element it was assigned
+                inputs[name] = ("read", len(reads))
+                reads.append(place.values[name])
+                self.value_containers.add(place.values[name].container)
         for edge in state.in_edges(node):
             if edge.data.data is None:
                 continue
-            acc = self.privatized(self.element(state, edge, names, "read"), dims, maps)
+            acc = self.privatized(self.element(state, edge, names, "read"), dims, maps, loops)
             inputs[edge.dst_conn] = ("read", len(reads))
             reads.append(acc)
         outputs, wcrs = {}, {}
@@ -315,7 +406,7 @@ class _Builder:
                 raise NotAffine(f"tasklet {node.label} may or may not write {edge.data.data} (dynamic memlet)")
             if edge.src_conn in outputs:
                 raise NotAffine(f"tasklet {node.label} writes connector {edge.src_conn} twice")
-            outputs[edge.src_conn] = self.privatized(self.element(state, edge, names, "write"), dims, maps)
+            outputs[edge.src_conn] = self.privatized(self.element(state, edge, names, "write"), dims, maps, loops)
             wcrs[edge.src_conn] = edge.data.wcr or ""
         values = _tasklet_values(node, inputs, names)
         for conn in sorted(outputs):
@@ -325,7 +416,7 @@ class _Builder:
             self.statements.append(Statement(
                 name=f"S{len(self.statements)}", origin=f"tasklet {node.label} -> {acc.container}", dims=dims,
                 domain=domain, schedule=schedule + [str(pos[node])], write=acc, dtype="", reads=reads,
-                expr=values[conn], nodes=(node, node), state=index, maps=maps, wcr=wcrs[conn]))
+                expr=values[conn], nodes=(node, node), state=index, maps=maps, wcr=wcrs[conn], loops=loops))
 
     def element(self, state, edge, names, role: str) -> Access:
         """The one element a tasklet's memlet names, checked against the access node it leads to."""
@@ -349,27 +440,41 @@ class _Builder:
         return Access(memlet.data, tuple(index))
 
     # -------------------------------------------------------------- copies
-    def copy(self, state, edge, index: int, pos, scopes) -> None:
-        memlet = edge.data
-        if memlet.dynamic:
-            raise NotAffine(f"the copy {edge.src.data} -> {edge.dst.data} is dynamic")
-        src = memlet.get_src_subset(edge, state)
-        dst = memlet.get_dst_subset(edge, state)
-        if src is None or dst is None:
-            raise NotAffine(f"the copy {edge.src.data} -> {edge.dst.data} has no subset on one side")
-        names, dims, domain, schedule, maps = self.scope_names(state, edge.dst, scopes, index, pos)
-        copy_dims = []
-        src_idx = self.copy_index(src, names, dims, domain, copy_dims, edge)
-        dst_idx = self.copy_index(dst, names, dims, domain, None, edge, copy_dims)
-        read = self.privatized(Access(edge.src.data, src_idx), dims, maps)
-        write = self.privatized(Access(edge.dst.data, dst_idx), dims, maps)
-        self.statements.append(Statement(
-            name=f"S{len(self.statements)}", origin=f"copy {edge.src.data} -> {edge.dst.data}", dims=dims + copy_dims,
-            domain=domain, schedule=schedule + [str(pos[edge.dst])] + copy_dims, write=write,
-            dtype="", reads=[read], expr=("read", 0), nodes=(edge.src, edge.dst), state=index, maps=maps,
-            wcr=memlet.wcr or ""))
+    def copy(self, state, edge, place: "_Place", index: int, pos, scopes) -> None:
+        """A copy between two access nodes, directly or through a map's entry or exit (a local
+        buffer filled from, or written back to, a container outside the map)."""
+        from dace.sdfg import nodes
 
-    def copy_index(self, subset, names, dims, domain, new_dims: Optional[list], edge, given=None):
+        from dace import subsets
+
+        memlet = edge.data
+        path = state.memlet_path(edge)
+        src_node, dst_node = path[0].src, path[-1].dst
+        inner = edge.src if isinstance(edge.dst, nodes.MapExit) else edge.dst
+        if not (isinstance(src_node, nodes.AccessNode) and isinstance(dst_node, nodes.AccessNode)):
+            raise NotAffine(f"a memlet of {memlet.data} between a map and a node that is no access node")
+        if src_node.data == dst_node.data and memlet.other_subset is None and len(path) > 1:
+            return                       # the same container inside and outside a map: no copy
+        # a side without a subset is the whole container (as DaCe's code generator copies it)
+        src = memlet.get_src_subset(edge, state) or subsets.Range.from_array(self.sdfg.arrays[src_node.data])
+        dst = memlet.get_dst_subset(edge, state) or subsets.Range.from_array(self.sdfg.arrays[dst_node.data])
+        what = f"{src_node.data} -> {dst_node.data}"
+        if memlet.dynamic:
+            raise NotAffine(f"the copy {what} is dynamic")
+        names, dims, domain, schedule, maps = self.scope_names(inner, scopes, place, pos)
+        loops = len(place.dims)
+        copy_dims = []
+        src_idx = self.copy_index(src, names, dims, domain, copy_dims, what)
+        dst_idx = self.copy_index(dst, names, dims, domain, None, what, copy_dims)
+        read = self.privatized(Access(src_node.data, src_idx), dims, maps, loops)
+        write = self.privatized(Access(dst_node.data, dst_idx), dims, maps, loops)
+        self.statements.append(Statement(
+            name=f"S{len(self.statements)}", origin=f"copy {what}", dims=dims + copy_dims,
+            domain=domain, schedule=schedule + [str(pos[inner])] + copy_dims, write=write,
+            dtype="", reads=[read], expr=("read", 0), nodes=(src_node, dst_node), state=index, maps=maps,
+            wcr=memlet.wcr or "", loops=loops))
+
+    def copy_index(self, subset, names, dims, domain, new_dims: Optional[list], what: str, given=None):
         """The element of ``subset`` at the copy's k-th point: each dimension longer than one
         takes the next copy dimension. On the first side the copy dimensions are made."""
         index, k = [], 0
@@ -379,18 +484,18 @@ class _Builder:
                 index.append(affine.to_isl(b, names))
                 continue
             if not (isinstance(s, sympy.Integer) and int(s) > 0):
-                raise NotAffine(f"the copy {edge.src.data} -> {edge.dst.data} has the step {s}")
+                raise NotAffine(f"the copy {what} has the step {s}")
             if new_dims is not None:
                 var = f"{DIM_PREFIX}{len(dims) + len(new_dims)}"
                 new_dims.append(var)
                 domain.append(f"0 <= {var} <= floor((({affine.to_isl(e, names)}) - ({affine.to_isl(b, names)}))/{int(s)})")
             elif k >= len(given):
-                raise NotAffine(f"the copy {edge.src.data} -> {edge.dst.data} has subsets of different shapes")
+                raise NotAffine(f"the copy {what} has subsets of different shapes")
             var = (new_dims if new_dims is not None else given)[k]
             k += 1
             index.append(f"({affine.to_isl(b, names)} + {int(s)} * {var})")
         if given is not None and k != len(given):
-            raise NotAffine(f"the copy {edge.src.data} -> {edge.dst.data} has subsets of different shapes")
+            raise NotAffine(f"the copy {what} has subsets of different shapes")
         return tuple(index)
 
 
@@ -408,6 +513,60 @@ def _range_constraints(var: str, rng, names: Dict[str, str], constants) -> List[
         cons = [f"{e} <= {var} <= {b}"]
         cons.append(f"(({b}) - ({var})) mod {-s} = 0")
     return cons
+
+
+@dataclasses.dataclass
+class _Place:
+    """Where a state runs: the symbols known there, the loops around it."""
+
+    env: Dict[str, str]              # symbol -> isl expression (sizes, aliases, loop iterations)
+    values: Dict[str, Access]        # value symbols: the element each was assigned from
+    dims: List[str]                  # the loops' dimensions
+    domain: List[str]
+    prefix: List[str]                # schedule entries of the loops and positions around
+
+    def at(self, position: int) -> "_Place":
+        return dataclasses.replace(self, prefix=self.prefix + [str(position)])
+
+    def with_env(self, extra: Dict[str, str]) -> "_Place":
+        return dataclasses.replace(self, env={**self.env, **extra})
+
+    def dropped(self, name: str) -> "_Place":
+        return dataclasses.replace(self, env={k: v for k, v in self.env.items() if k != name})
+
+    def assigned(self, env_values) -> "_Place":
+        env, values = env_values
+        return dataclasses.replace(self, env={**self.env, **env}, values={**self.values, **values})
+
+
+def _parse(text, constants):
+    from dace import symbolic
+
+    return _subst(symbolic.pystr_to_symbolic(str(text)), constants)
+
+
+_RELATIONS = {sympy.StrictLessThan: "<", sympy.LessThan: "<=", sympy.StrictGreaterThan: ">",
+              sympy.GreaterThan: ">=", sympy.Equality: "="}
+
+
+def _convex(cond, names: Dict[str, str], constants) -> str:
+    """A loop condition as isl constraints: a conjunction of affine comparisons (its
+    iterations are then one interval, which the loop runs from its start)."""
+    if cond is sympy.true:
+        return "0 <= 0"
+    if isinstance(cond, sympy.And):
+        return " and ".join(_convex(c, names, constants) for c in cond.args)
+    if type(cond) in _RELATIONS:
+        lhs, rhs = (_subst(x, constants) for x in cond.args)
+        return f"{affine.to_isl(lhs, names)} {_RELATIONS[type(cond)]} {affine.to_isl(rhs, names)}"
+    raise NotAffine(f"the loop condition {cond} (only conjunctions of affine comparisons)")
+
+
+def _names_in(code: str) -> set:
+    try:
+        return {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
 
 
 # ------------------------------------------------------------------ tasklet code

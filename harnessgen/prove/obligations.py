@@ -35,7 +35,19 @@ def _sample(s) -> Tuple[Dict[str, int], List[int]]:
 
 # ------------------------------------------------------------------ bounds
 def check_bounds(prog: Program) -> List[Counterexample]:
+    """Every access inside its container, and every transient allocated with extents >= 0
+    (a negative one aborts the allocation)."""
     found = []
+    for name in sorted(prog.shapes):
+        if not prog.transient[name]:
+            continue
+        for k, extent in enumerate(prog.shapes[name]):
+            negative = isl.Set(f"{prog.params()} -> {{ : {extent} < 0 }}", context=prog.ctx).intersect(prog.context)
+            if not negative.is_empty():
+                sizes, _ = _sample(negative)
+                found.append(Counterexample("bounds", sizes, name, [],
+                                            f"the transient {name} is allocated with extent {k} = {extent} < 0"))
+                break
     for st in prog.statements:
         for role, acc in [("writes", st.write)] + [("reads", r) for r in st.reads]:
             outside = prog.access(st, acc).subtract_range(prog.extent(acc.container))
