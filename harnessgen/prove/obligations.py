@@ -13,6 +13,7 @@ from .dataflow import Dataflow
 from .model import SIZE_PREFIX, Program, tuple_name
 
 FLOAT_TYPES = ("float32", "float64", "float", "double")
+COMMUTATIVE = ("+", "*")
 
 
 def ranges_text(layout: InputLayout) -> str:
@@ -136,7 +137,12 @@ def _same(a, b, region) -> bool:
     if kind == "const":
         return a[1] == b[1]
     head = 2 if kind in ("bin", "cmp", "bool", "call", "store") else 1
-    return a[:head] == b[:head] and len(a) == len(b) and all(_same(x, y, region) for x, y in zip(a[head:], b[head:]))
+    if a[:head] != b[:head] or len(a) != len(b):
+        return False
+    if all(_same(x, y, region) for x, y in zip(a[head:], b[head:])):
+        return True
+    # IEEE addition and multiplication are commutative bit for bit (not associative)
+    return kind == "bin" and a[1] in COMMUTATIVE and _same(a[2], b[3], region) and _same(a[3], b[2], region)
 
 
 def _maps_equal(m1, m2, region) -> bool:

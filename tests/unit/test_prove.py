@@ -1,0 +1,144 @@
+"""The prover on cutout pairs of the kernels, without building anything: correct tilings,
+interchanges, fusions and local buffers are PROVEN; each planted tiling, remainder and
+out-of-bounds bug gets a candidate counterexample (never DISPROVEN on the model alone) that
+decodes to its sizes; what the model does not cover is UNKNOWN with its reason."""
+import ast
+import copy
+
+import pytest
+import sympy
+
+from harnessgen.prove import IEEE, PROVEN, REAL, UNKNOWN, counterexample_inputs, prove
+from harnessgen.prove.affine import NotAffine, to_isl
+from tests.conftest import layout_of, make_pair
+
+
+def proof_of(program, spec, settings=None, pick=lambda inst: True):
+    pair = make_pair(program, spec, pick, settings)
+    layout = layout_of(pair)
+    return pair, layout, prove(pair.pre, pair.post, layout)
+
+
+@pytest.mark.parametrize("program,spec", [
+    ("elementwise_chain", "MapTiling"),
+    ("elementwise_chain", "harnessgen.zoo.correct:TilingWithRemainder"),
+    ("jacobi2d", "harnessgen.zoo.correct:TileCountCeils"),
+    ("transpose_scale", "MapInterchange"),
+    ("transpose_scale", "MapCollapse"),
+    ("sigmoid", "MapFusion"),
+    ("jacobi2d", "MapFusion"),
+    ("transpose_scale", "InLocalStorage"),
+    ("transpose_scale", "OutLocalStorage"),
+])
+def test_correct_transformations_are_proven_bit_for_bit(program, spec):
+    _, _, proof = proof_of(program, spec)
+    assert proof.verdict == PROVEN, proof.summary()
+    assert proof.arithmetic == IEEE and proof.settles
+    assert "N" in proof.ranges and set(proof.obligations.values()) == {"holds"}
+
+
+# (program, planted bug, its settings, the obligation that fails, a size the counterexample needs)
+PLANTED = [
+    ("elementwise_chain", "TilingWithoutRemainder", None, "coverage", lambda s: s["N"] % 4 != 0),
+    ("elementwise_chain", "TileCountFloors", {"tile_size": 3}, "coverage", lambda s: s["N"] % 3 != 0),
+    ("reduction", "OffByOneTiling", None, "bounds", lambda s: True),
+    ("trisolve", "UnrollDropsIterations", None, "coverage", lambda s: s["N"] % 2 == 1),
+    ("two_phase", "RedundantCopyRemoval", None, "coverage", lambda s: True),
+    ("column_window", "OffloadCopiesWholeArray", None, "coverage", lambda s: True),
+    ("elementwise_chain", "PrivateCopyWithoutValues", None, "values", lambda s: True),
+]
+
+
+@pytest.mark.parametrize("program,name,settings,obligation,needs", PLANTED, ids=[p[1] for p in PLANTED])
+def test_planted_bugs_get_counterexamples_that_decode_to_their_sizes(program, name, settings, obligation, needs):
+    _, layout, proof = proof_of(program, f"harnessgen.zoo.planted:{name}", settings)
+    assert proof.verdict == UNKNOWN and proof.candidate, proof.summary()   # DISPROVEN only after a replay
+    cex = proof.counterexamples[0]
+    assert cex.obligation == obligation and needs(cex.sizes), cex.describe()
+    inputs = counterexample_inputs(proof, layout)
+    assert inputs and all(name.startswith("hg-proof-") for name, _ in inputs)
+    for _, data in inputs:
+        assert layout.decode(data).symbols == {s.name: proof.counterexamples[int(_[9:11])].sizes.get(s.name, 1)
+                                               for s in layout.symbols}
+
+
+def test_confirmation_decides_the_verdict():
+    _, _, proof = proof_of("elementwise_chain", "harnessgen.zoo.planted:TilingWithoutRemainder")
+    refuted = copy.deepcopy(proof)
+    refuted.confirm("MISMATCH in OUT1[1]")
+    assert refuted.verdict == "DISPROVEN" and refuted.settles and "coverage" in refuted.reason
+    proof.confirm(None)
+    assert proof.verdict == UNKNOWN and "no difference" in proof.reason and not proof.settles
+
+
+def _edit_tasklets(sdfg, change):
+    """Apply ``change`` to the AST of every tasklet that computes with two operands."""
+    from dace.properties import CodeBlock
+    from dace.sdfg import nodes
+
+    edited = 0
+    for node, _ in sdfg.all_nodes_recursive():
+        if isinstance(node, nodes.Tasklet):
+            tree = ast.parse(node.code.as_string)
+            value = tree.body[0].value
+            if isinstance(value, ast.BinOp):
+                tree.body[0].value = change(value)
+                node.code = CodeBlock(ast.unparse(tree))
+                edited += 1
+    assert edited
+
+
+def _post_with(change):
+    pair = make_pair("elementwise_chain", "MapTiling")
+    post = copy.deepcopy(pair.post)
+    _edit_tasklets(post, change)
+    return prove(pair.pre, post, layout_of(pair))
+
+
+def test_commuted_operands_are_equal_bit_for_bit():
+    def swap(op):
+        if isinstance(op.op, (ast.Add, ast.Mult)):
+            op.left, op.right = op.right, op.left
+        return op
+    proof = _post_with(swap)
+    assert proof.verdict == PROVEN and proof.arithmetic == IEEE, proof.summary()
+
+
+def test_an_identity_only_over_the_reals_is_still_fuzzed():
+    # x + 0.0 is x over the reals, not in IEEE (-0.0 + 0.0 is +0.0): no bit-for-bit claim
+    proof = _post_with(lambda op: ast.BinOp(op, ast.Add(), ast.Constant(0.0)))
+    assert proof.verdict == PROVEN and proof.arithmetic == REAL and not proof.settles, proof.summary()
+    proof.contradicted("the native run gives MISMATCH")
+    assert proof.verdict == UNKNOWN and "rounding" in proof.reason
+
+
+def test_a_changed_operation_is_a_value_counterexample():
+    def another(op):
+        op.op = ast.Sub() if not isinstance(op.op, ast.Sub) else ast.Add()
+        return op
+    proof = _post_with(another)
+    assert proof.candidate and proof.counterexamples[0].obligation == "values", proof.summary()
+    assert " - " in proof.counterexamples[0].detail
+
+
+@pytest.mark.parametrize("program,spec,reason", [
+    ("reduction", "MapTiling", "write-conflict resolution"),
+    ("prefix_sum", "harnessgen.zoo.planted:ParallelizeCarriedLoop", "conflict on"),
+    ("sigmoid", "harnessgen.zoo.planted:FastExpBand", "written in CPP"),
+    ("clip_small", "MapTiling", "NestedSDFG"),
+])
+def test_what_the_model_leaves_out_is_unknown_with_its_reason(program, spec, reason):
+    _, _, proof = proof_of(program, spec)
+    assert proof.verdict == UNKNOWN and not proof.candidate and reason in proof.reason, proof.summary()
+
+
+def test_affine_printer_refuses_what_isl_cannot_represent():
+    from dace import symbolic
+
+    names = {"N": "p_N", "M": "p_M", "i": "v0"}
+    n, m, i = (symbolic.symbol(x) for x in "NMi")
+    assert "floor" in to_isl(symbolic.int_floor(n - 1, 4), names)
+    assert "min" in to_isl(sympy.Min(n - 1, i + 3), names)
+    for bad in (n * m, i / 2, symbolic.symbol("K") + 1):
+        with pytest.raises(NotAffine):
+            to_isl(bad, names)
