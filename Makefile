@@ -34,7 +34,7 @@ COMPILER     ?= dace
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup setup-torch setup-cuda setup-gpu barriers pyfuzz deps venv fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo clean distclean help
+.PHONY: setup setup-torch setup-cuda setup-gpu barriers pyfuzz deps venv fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -69,6 +69,7 @@ help:
 	@echo "                                                         README section Performance (about 30 min)"
 	@echo "make bench-quick                                        the same, one repetition each (a smoke run, no README)"
 	@echo "make bench-zoo                                          time the planted-bug zoo (about 10 min)"
+	@echo "make bench-prove                                        proof coverage: kernels x all CPU built-ins and CLOUDSC defaults (--prove only)"
 
 setup: deps venv
 
@@ -170,6 +171,10 @@ bench-quick: setup
 
 bench-zoo: setup
 	$(BIN)/python bench/zoo.py
+
+bench-prove: setup
+	$(BIN)/python bench/prove.py --program kernels
+	$(BIN)/python bench/prove.py --program cloudsc --transformation ''
 
 test-unit: setup
 	$(BIN)/pytest -n 2 tests/unit $(TEST_ARGS)

@@ -45,6 +45,29 @@ MODES = ("first", "only", "off")
 SEED_PREFIX = "hg-proof-"
 
 
+# what an UNKNOWN is about, for counting: the first phrase its reason holds
+REASON_KINDS = (
+    ("write-conflict resolution", "reduction (write-conflict resolution)"),
+    ("(a recurrence)", "value carried across loop iterations (recurrence)"),
+    ("NestedSDFG", "nested SDFG"),
+    ("is written in", "tasklet not in Python (C++)"),
+    ("names more than one element", "tasklet memlet of a range (vector code)"),
+    ("conflict on", "map iterations conflict"),
+    ("unordered accesses", "unordered accesses in a state"),
+    ("branch", "branch between states"),
+    ("a condition on the edge", "branch between states"),
+    ("only maps, tasklets and access nodes", "library or other node"),
+    ("View", "view container"),
+    ("native replay", "counterexample that does not fail natively"),
+    ("rounding", "equal over the reals only; the native run differs"),
+    ("prover defect", "prover defect"),
+    ("not affine", "non-affine index or bound"),
+    ("the symbol", "symbol the model does not know"),
+    ("loop", "loop the model does not cover"),
+    ("isl gave up", "isl operation limit"),
+)
+
+
 @dataclasses.dataclass
 class Counterexample:
     obligation: str                  # bounds | coverage | values
@@ -91,6 +114,11 @@ class Proof:
             self.reason = (f"{self.counterexamples[0].describe()}; yet the native replay of "
                            f"{len(self.counterexamples)} counterexample(s) shows no difference")
 
+    @property
+    def reason_kind(self) -> str:
+        """The reason in a few words, for counting reasons over many instances."""
+        return next((kind for phrase, kind in REASON_KINDS if phrase in self.reason), "other")
+
     def contradicted(self, evidence: str) -> None:
         """A native run fails where the proof says the pair is equal: over the reals that is
         rounding; bit for bit it is the prover's own defect. Either way it is no longer PROVEN."""
@@ -127,7 +155,10 @@ def prove(pre, post, layout: InputLayout) -> Proof:
     except NotAffine as exc:
         proof = Proof(UNKNOWN, reason=str(exc))
     except isl.Error as exc:
-        proof = Proof(UNKNOWN, reason=f"isl gave up ({str(exc).splitlines()[0][:120]})")
+        message = str(exc).splitlines()[0][:160]
+        limit = "operations" in message or "quota" in message
+        proof = Proof(UNKNOWN, reason=f"isl gave up ({message})" if limit else
+                      f"isl failed, a prover defect: {message}")
     proof.seconds = round(time.monotonic() - started, 3)
     return proof
 

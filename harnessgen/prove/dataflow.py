@@ -26,10 +26,16 @@ END = "END"
 
 class Dataflow:
     def __init__(self, prog: Program, side: str):
+        self.prog = prog
+        # containers written with write-conflict resolution: their operation and their reducers
+        self.ops: Dict[str, str] = {}
+        self.reducers: Dict[str, List[Statement]] = {}
         for st in prog.statements:
             if st.wcr:
-                raise NotAffine(f"{st.origin} with write-conflict resolution (a reduction: {st.wcr.strip()})")
-        self.prog = prog
+                op = _wcr_op(st)
+                if self.ops.setdefault(st.write.container, op) != op:
+                    raise NotAffine(f"{st.write.container} is reduced with two operations")
+                self.reducers.setdefault(st.write.container, []).append(st)
         self.side = side
         self.width = max([len(s.schedule) for s in prog.statements] + [1])
         self.by_name = {s.name: s for s in prog.statements}
@@ -39,13 +45,51 @@ class Dataflow:
         self.schedule = isl.UnionMap.empty(prog.context.get_space())
         for s in prog.statements:
             self.schedule = self.schedule.union(isl.UnionMap.from_map(prog.schedule(s, self.width)))
+        self.stamps = {s.name: prog.schedule(s, self.width) for s in prog.statements}
         self.check_races()
+        self.check_reductions()
         self.deps: Dict[Tuple[str, int], List[Tuple[str, object]]] = {}
         self.no_source: Dict[Tuple[str, int], object] = {}
+        self.contributions: Dict[Tuple[str, int], List[Tuple[str, object]]] = {}
         for s in prog.statements:
             for k in range(len(s.reads)):
                 self.deps[(s.name, k)], self.no_source[(s.name, k)] = self.flow(self.reads[(s.name, k)],
                                                                                s.reads[k].container, self.schedule)
+                self.contributions[(s.name, k)] = self.contributed(self.reads[(s.name, k)], self.stamps[s.name],
+                                                                   s.reads[k].container, s.origin)
+
+    # -------------------------------------------------------------- reductions
+    def before(self, first, second):
+        """{ a -> b : stamp(a) before stamp(b) } for two schedule maps."""
+        lex = isl.Map.lex_lt(isl.Space.set_alloc(self.prog.ctx, 0, self.width))
+        return first.apply_range(lex).apply_range(second.reverse())
+
+    def check_reductions(self) -> None:
+        """Every plain write of an element comes before every contribution to it, so that its
+        value is the last plain write combined with all contributions."""
+        for container, reducers in self.reducers.items():
+            for plain in self.prog.statements:
+                if plain.wcr or plain.write.container != container:
+                    continue
+                for red in reducers:
+                    same = self.writes[red.name].apply_range(self.writes[plain.name].reverse())
+                    if not same.intersect(self.before(self.stamps[red.name], self.stamps[plain.name])).is_empty():
+                        raise NotAffine(f"{plain.origin} overwrites {container} after {red.origin} reduced into it")
+
+    def contributed(self, sink, stamp, container: str, origin: str) -> List[Tuple[str, object]]:
+        """For the reads ``sink`` (instance -> element) of a reduced container: [(reducer,
+        instance -> the reducer's instances that contributed to the element before it)]. A read
+        that falls between two contributions to its element is refused."""
+        out = []
+        for red in self.reducers.get(container, []):
+            same = sink.apply_range(self.writes[red.name].reverse())
+            earlier = same.intersect(self.before(self.stamps[red.name], stamp).reverse())
+            later = same.subtract(earlier)
+            if not earlier.domain().intersect(later.domain()).is_empty():
+                raise NotAffine(f"{origin} reads {container} while {red.origin} is still reducing into it")
+            if not earlier.is_empty():
+                out.append((red.name, earlier))
+        return out
 
     # -------------------------------------------------------------- order
     def check_races(self) -> None:
@@ -59,6 +103,8 @@ class Dataflow:
                         continue
                     if k > 0 and a.name == b.name:
                         continue                  # an instance reads its inputs before it writes
+                    if k == 0 and a.wcr and b.wcr:
+                        continue                  # contributions to a reduction: resolved, in any order
                     pairs = self.writes[a.name].apply_range(acc.reverse())
                     if a.name == b.name:
                         pairs = pairs.subtract(isl.Map.identity(pairs.get_space()))
@@ -88,8 +134,8 @@ class Dataflow:
         """For the reads ``sink`` (instance -> element): [(writer, instance -> writer instance)]
         and the instances whose element no statement wrote before them."""
         sources = isl.UnionMap.empty(self.prog.context.get_space())
-        for s in self.prog.statements:
-            if s.write.container == container:
+        for s in self.prog.statements:      # contributions of reductions are combined apart
+            if s.write.container == container and not s.wcr:
                 sources = sources.union(isl.UnionMap.from_map(self.writes[s.name]))
         info = isl.UnionAccessInfo.from_sink(isl.UnionMap.from_map(sink))
         info = info.set_must_source(sources).set_schedule_map(schedule)
@@ -117,10 +163,40 @@ class Dataflow:
                       f"[{', '.join([str(len(self.prog.states) + 1)] + ['0'] * (self.width - 1))}] }}",
                       context=self.prog.ctx)
         deps, nosrc = self.flow(sink, container, self.schedule.union(isl.UnionMap.from_map(end)))
+        contributions = self.contributed(sink, end, container, "the end of the cutout")
         identity = isl.Map.identity(sink.domain().get_space().map_from_set()).intersect_domain(sink.domain())
-        return self._read_cases(identity, deps, nosrc, sink, container, [])
+        return self._read_cases(identity, deps, nosrc, sink, container, [], contributions)
 
-    def _read_cases(self, inst, deps, nosrc, access, container: str, stack: List[str]) -> List[Tuple[object, tuple]]:
+    def _read_cases(self, inst, deps, nosrc, access, container: str, stack: List[str],
+                    contributions=()) -> List[Tuple[object, tuple]]:
+        out = self._plain_cases(inst, deps, nosrc, access, container, stack)
+        return self._reduced(inst, out, contributions, container, stack)
+
+    def _reduced(self, inst, cases, contributions, container: str, stack: List[str]) -> List[Tuple[object, tuple]]:
+        """Where reducers contributed to the element read: ("reduce", op, the value before,
+        terms), each term (reducer, element -> its instances, cases over [element -> instance])."""
+        terms, covered = [], None
+        for name, rel in contributions:
+            reached = inst.apply_range(rel)
+            if reached.is_empty():
+                continue
+            if name in stack:
+                raise NotAffine(f"a value carried through the reduction {self.by_name[name].origin} (a recurrence)")
+            terms.append((name, reached, tuple(self._statement_cases(reached.range_map(), self.by_name[name],
+                                                                     stack + [name]))))
+            covered = reached.domain() if covered is None else covered.union(reached.domain())
+        if not terms:
+            return cases
+        out = []
+        for region, tree in cases:
+            inside, outside = region.intersect(covered), region.subtract(covered)
+            if not inside.is_empty():
+                out.append((inside, ("reduce", self.ops[container], tree, tuple(terms))))
+            if not outside.is_empty():
+                out.append((outside, tree))
+        return out
+
+    def _plain_cases(self, inst, deps, nosrc, access, container: str, stack: List[str]) -> List[Tuple[object, tuple]]:
         out = []
         for writer, dep in deps:
             reached = inst.apply_range(dep)
@@ -144,7 +220,8 @@ class Dataflow:
         combos = [(inst.domain(), {})]
         for k in sorted(_reads_used(st.expr)):
             cases = self._read_cases(inst, self.deps[(st.name, k)], self.no_source[(st.name, k)],
-                                     self.reads[(st.name, k)], st.reads[k].container, stack)
+                                     self.reads[(st.name, k)], st.reads[k].container, stack,
+                                     self.contributions[(st.name, k)])
             merged = []
             for region, chosen in combos:
                 for sub_region, tree in cases:
@@ -157,6 +234,28 @@ class Dataflow:
         return [(region, ("store", self.prog.dtypes[st.write.container],
                           _substitute(st.expr, chosen, inst, st, self.prog)))
                 for region, chosen in combos]
+
+
+def _wcr_op(st: Statement) -> str:
+    """The operation of a write-conflict resolution lambda: +, *, max or min."""
+    import ast
+
+    try:
+        body = ast.parse(st.wcr.strip()).body[0].value
+    except (SyntaxError, IndexError, AttributeError) as exc:
+        raise NotAffine(f"{st.origin}: the write-conflict resolution {st.wcr!r}") from exc
+    if isinstance(body, ast.Lambda) and len(body.args.args) == 2:
+        x, y = (a.arg for a in body.args.args)
+        expr = body.body
+        operands = None
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Mult)):
+            op, operands = ("+" if isinstance(expr.op, ast.Add) else "*"), (expr.left, expr.right)
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("max", "min") \
+                and len(expr.args) == 2:
+            op, operands = expr.func.id, tuple(expr.args)
+        if operands and {getattr(o, "id", None) for o in operands} == {x, y}:
+            return op
+    raise NotAffine(f"{st.origin}: the write-conflict resolution {st.wcr.strip()} (only +, *, max, min)")
 
 
 def _maps(union_map) -> list:

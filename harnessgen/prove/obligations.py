@@ -99,6 +99,7 @@ def check_values(pre: Dataflow, post: Dataflow, compared: List[str]) -> Tuple[Li
                 if uniform:
                     tree_p, tree_q = _unstored(tree_p), _unstored(tree_q)
                 if _same(tree_p, tree_q, region):
+                    real = real or _has_reduction(tree_p)      # terms combined in another order
                     continue
                 if _equal_over_reals(tree_p, tree_q, region):
                     real = True
@@ -119,6 +120,9 @@ def _unstored(tree):
         return _unstored(tree[2])
     if tree[0] in ("in", "ix", "undef", "const"):
         return tree
+    if tree[0] == "reduce":
+        return tree[:2] + (_unstored(tree[2]), tuple((name, reached, tuple((r, _unstored(t)) for r, t in cases))
+                                                      for name, reached, cases in tree[3]))
     head = 2 if tree[0] in ("bin", "cmp", "bool", "call") else 1
     return tree[:head] + tuple(_unstored(a) for a in tree[head:])
 
@@ -136,6 +140,8 @@ def _same(a, b, region) -> bool:
         return _maps_equal(a[1], b[1], region)
     if kind == "const":
         return a[1] == b[1]
+    if kind == "reduce":
+        return _same_reduction(a, b, region)
     head = 2 if kind in ("bin", "cmp", "bool", "call", "store") else 1
     if a[:head] != b[:head] or len(a) != len(b):
         return False
@@ -143,6 +149,97 @@ def _same(a, b, region) -> bool:
         return True
     # IEEE addition and multiplication are commutative bit for bit (not associative)
     return kind == "bin" and a[1] in COMMUTATIVE and _same(a[2], b[3], region) and _same(a[3], b[2], region)
+
+
+# ------------------------------------------------------------------ reductions
+def _same_reduction(a, b, region) -> bool:
+    """Two reductions are equal on ``region`` (over the reals: the order of their terms may
+    differ) when they combine the same value before with the same multiset of terms: the terms
+    of each shape, identified by the elements they read, form the same set per element, and
+    no two instances of one side read the same elements (so each term counts once)."""
+    if a[1] != b[1] or not _same(a[2], b[2], region):
+        return False
+    groups_a, groups_b = _term_groups(a[3]), _term_groups(b[3])
+    if groups_a is None or groups_b is None:
+        return False
+    shapes = {k for k, t in groups_a.items() if not t.intersect_domain(region).is_empty()} | \
+             {k for k, t in groups_b.items() if not t.intersect_domain(region).is_empty()}
+    return all(k in groups_a and k in groups_b and _maps_equal(groups_a[k], groups_b[k], region) for k in shapes)
+
+
+def _term_groups(terms) -> Optional[Dict[tuple, object]]:
+    """shape -> { element -> the elements a term of that shape reads }, or None when a term
+    cannot be identified by what it reads (an unwritten value, a nested reduction, two
+    instances reading the same elements)."""
+    groups: Dict[tuple, object] = {}
+    for _, reached, cases in terms:
+        per_shape: Dict[tuple, object] = {}
+        for case_region, tree in cases:
+            shape, leaves = _skeleton(tree), _leaf_maps(tree)
+            if shape is None:
+                return None
+            sig = _signature(leaves, case_region)
+            if sig is None:
+                return None
+            per_shape[shape] = sig if shape not in per_shape else per_shape[shape].union(sig)
+        for shape, sig in per_shape.items():
+            owner = sig.domain().unwrap().domain_map()          # [element -> instance] -> element
+            if not owner.flat_range_product(sig).is_injective():
+                return None
+            by_element = sig.curry().range_factor_range().set_tuple_name(isl.dim_type.out, "sig")
+            if shape in groups:
+                if not groups[shape].intersect(by_element).is_empty():
+                    return None
+                groups[shape] = groups[shape].union(by_element)
+            else:
+                groups[shape] = by_element
+    return groups
+
+
+def _signature(leaves: List[object], region):
+    if not leaves:
+        return None                      # a constant term: only its count would tell
+    sig = leaves[0]
+    for leaf in leaves[1:]:
+        sig = sig.flat_range_product(leaf)
+    return sig.intersect_domain(region)
+
+
+def _skeleton(tree) -> Optional[tuple]:
+    """The tree with its leaves reduced to their kind and container."""
+    kind = tree[0]
+    if kind in ("undef", "reduce"):
+        return None
+    if kind == "in":
+        return ("in", tree[1])
+    if kind == "ix":
+        return ("ix",)
+    if kind == "const":
+        return tree
+    head = 2 if kind in ("bin", "cmp", "bool", "call", "store") else 1
+    parts = [_skeleton(x) for x in tree[head:]]
+    return None if any(p is None for p in parts) else tree[:head] + tuple(parts)
+
+
+def _leaf_maps(tree) -> List[object]:
+    kind = tree[0]
+    if kind == "in":
+        return [tree[2].set_tuple_name(isl.dim_type.out, "e")]
+    if kind == "ix":
+        return [tree[1]]
+    if kind in ("const", "undef", "reduce"):
+        return []
+    head = 2 if kind in ("bin", "cmp", "bool", "call", "store") else 1
+    return [m for x in tree[head:] for m in _leaf_maps(x)]
+
+
+def _has_reduction(tree) -> bool:
+    if not isinstance(tree, tuple) or tree[0] in ("in", "ix", "undef", "const"):
+        return False
+    if tree[0] == "reduce":
+        return True
+    head = 2 if tree[0] in ("bin", "cmp", "bool", "call", "store") else 1
+    return any(_has_reduction(x) for x in tree[head:])
 
 
 def _maps_equal(m1, m2, region) -> bool:
@@ -158,7 +255,7 @@ def _differing(a, b, region):
         m1, m2 = m1.intersect_domain(region), m2.intersect_domain(region)
         diff = m1.subtract(m2).domain().union(m2.subtract(m1).domain())
         return None if diff.is_empty() else diff
-    if a[0] in ("const", "undef"):
+    if a[0] in ("const", "undef", "reduce"):
         return None
     head = 2 if a[0] in ("bin", "cmp", "bool", "call", "store") else 1
     for x, y in zip(a[head:], b[head:]):
@@ -185,6 +282,8 @@ def _render(t) -> str:
         return t[1]
     if kind == "store":
         return _render(t[2])
+    if kind == "reduce":
+        return f"{t[1]}-reduction({_render(t[2])}, ...)"
     if kind == "bin":
         return f"({_render(t[2])} {t[1]} {_render(t[3])})"
     if kind == "cmp":
@@ -227,7 +326,7 @@ class _Z3:
     def term(self, t):
         z3 = self.z3
         kind = t[0]
-        if kind in ("in", "ix", "undef"):
+        if kind in ("in", "ix", "undef", "reduce"):
             return self.leaf(t)
         if kind == "const":
             if t[1] in ("True", "False"):
