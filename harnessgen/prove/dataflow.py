@@ -123,6 +123,8 @@ class Dataflow:
                                             f"({a.origin}; {b.origin})")
                     if a is b:
                         continue
+                    if k == 0 and a.nodes == b.nodes and a.nodes[0] is a.nodes[1]:
+                        raise NotAffine(f"{a.origin} and {b.origin}: one tasklet writes an element twice")
                     state = self.prog.states[a.state]
                     graph = graphs.setdefault(a.state, state.nx)
                     if not (_reaches(graph, a.nodes[1], b.nodes[0]) or _reaches(graph, b.nodes[1], a.nodes[0])):

@@ -23,8 +23,7 @@ import islpy as isl
 import sympy
 
 from ..layout import InputLayout
-from . import affine
-from .affine import NotAffine
+from .affine import NotAffine, bound_to_isl, to_isl
 
 SIZE_PREFIX = "p_"          # isl parameter names of the sizes
 DIM_PREFIX = "v"            # isl names of a statement's iteration variables
@@ -111,7 +110,7 @@ def size_context(ctx, layout: InputLayout):
     """The sizes' ranges the layout decodes (each bound may name the sizes before it)."""
     names, cons = {}, []
     for slot in layout.symbols:
-        lo, hi = affine.bound_to_isl(slot.lo, names), affine.bound_to_isl(slot.hi, names)
+        lo, hi = bound_to_isl(slot.lo, names), bound_to_isl(slot.hi, names)
         names[slot.name] = SIZE_PREFIX + slot.name
         cons.append(f"{lo} <= {names[slot.name]} <= {hi}")
     params = "[" + ", ".join(names.values()) + "]"
@@ -132,7 +131,7 @@ def build_program(sdfg, layout: InputLayout, ctx) -> Program:
             raise NotAffine(f"container {name} is a {type(desc).__name__}")
         if any(sympy.sympify(o) != 0 for o in getattr(desc, "offset", []) or []):
             raise NotAffine(f"container {name} has an index offset")
-        shapes[name] = tuple(affine.to_isl(_subst(s, constants), names) for s in desc.shape)
+        shapes[name] = tuple(to_isl(_subst(s, constants), names) for s in desc.shape)
         dtypes[name] = desc.dtype.to_string() if hasattr(desc.dtype, "to_string") else str(desc.dtype)
         transient[name] = bool(desc.transient)
     builder = _Builder(names, constants, _private_scopes(sdfg))
@@ -299,9 +298,17 @@ class _Builder:
         domain = [f"{var} >= 0", _convex(cond, inside.env, self.constants), _convex(cond, first.env, self.constants)]
         body_place = _Place(inside.env, place.values, place.dims + [var], place.domain + domain,
                             place.prefix + [str(position), var])
+        first_state = len(self.order)
         returned = self.region(body.dst, guard, body, body_place, guards + [guard])
         if returned is not back:
             raise NotAffine(f"the loop at {guard.label} has another way back to its guard")
+        # a body that assigns what the condition reads would make the trip count another one
+        watched = {s.name for s in cond.free_symbols} | {itervar}
+        for state in self.order[first_state:]:
+            for edge in self.sdfg.out_edges(state):
+                if edge is not back and watched & set(edge.data.assignments):
+                    raise NotAffine(f"the body of the loop at {guard.label} assigns "
+                                    f"{sorted(watched & set(edge.data.assignments))}")
         return exit_edge, itervar        # its value after the loop is not modelled: a use refuses
 
     def reaches(self, start, target, blocked: List[object]) -> bool:
@@ -324,11 +331,11 @@ class _Builder:
             tree = ast.parse(str(text), mode="eval").body
             if isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name) and tree.value.id in self.sdfg.arrays:
                 index = tree.slice.elts if isinstance(tree.slice, ast.Tuple) else [tree.slice]
-                values[name] = Access(tree.value.id, tuple(affine.to_isl(_parse(ast.unparse(i), self.constants),
+                values[name] = Access(tree.value.id, tuple(to_isl(_parse(ast.unparse(i), self.constants),
                                                                          place.env) for i in index))
                 continue
             try:
-                env[name] = affine.to_isl(_parse(text, self.constants), place.env)
+                env[name] = to_isl(_parse(text, self.constants), place.env)
             except NotAffine as exc:
                 raise NotAffine(f"the assignment {name} = {text} after state {edge.src.label}: {exc}") from exc
         return env, values
@@ -436,7 +443,7 @@ class _Builder:
             b, e = _subst(begin, self.constants), _subst(end_, self.constants)
             if sympy.simplify(e - b) != 0:
                 raise NotAffine(f"tasklet memlet {memlet} names more than one element")
-            index.append(affine.to_isl(b, names))
+            index.append(to_isl(b, names))
         return Access(memlet.data, tuple(index))
 
     # -------------------------------------------------------------- copies
@@ -481,19 +488,19 @@ class _Builder:
         for begin, end, step in subset.ndrange():
             b, e, s = (_subst(x, self.constants) for x in (begin, end, step))
             if sympy.simplify(e - b) == 0:
-                index.append(affine.to_isl(b, names))
+                index.append(to_isl(b, names))
                 continue
             if not (isinstance(s, sympy.Integer) and int(s) > 0):
                 raise NotAffine(f"the copy {what} has the step {s}")
             if new_dims is not None:
                 var = f"{DIM_PREFIX}{len(dims) + len(new_dims)}"
                 new_dims.append(var)
-                domain.append(f"0 <= {var} <= floor((({affine.to_isl(e, names)}) - ({affine.to_isl(b, names)}))/{int(s)})")
+                domain.append(f"0 <= {var} <= floor((({to_isl(e, names)}) - ({to_isl(b, names)}))/{int(s)})")
             elif k >= len(given):
                 raise NotAffine(f"the copy {what} has subsets of different shapes")
             var = (new_dims if new_dims is not None else given)[k]
             k += 1
-            index.append(f"({affine.to_isl(b, names)} + {int(s)} * {var})")
+            index.append(f"({to_isl(b, names)} + {int(s)} * {var})")
         if given is not None and k != len(given):
             raise NotAffine(f"the copy {what} has subsets of different shapes")
         return tuple(index)
@@ -501,7 +508,7 @@ class _Builder:
 
 def _range_constraints(var: str, rng, names: Dict[str, str], constants) -> List[str]:
     begin, end, step = (_subst(x, constants) for x in rng)
-    b, e = affine.to_isl(begin, names), affine.to_isl(end, names)
+    b, e = to_isl(begin, names), to_isl(end, names)
     if not isinstance(step, sympy.Integer) or int(step) == 0:
         raise NotAffine(f"a map step {step} that is no integer constant")
     s = int(step)
@@ -558,7 +565,7 @@ def _convex(cond, names: Dict[str, str], constants) -> str:
         return " and ".join(_convex(c, names, constants) for c in cond.args)
     if type(cond) in _RELATIONS:
         lhs, rhs = (_subst(x, constants) for x in cond.args)
-        return f"{affine.to_isl(lhs, names)} {_RELATIONS[type(cond)]} {affine.to_isl(rhs, names)}"
+        return f"{to_isl(lhs, names)} {_RELATIONS[type(cond)]} {to_isl(rhs, names)}"
     raise NotAffine(f"the loop condition {cond} (only conjunctions of affine comparisons)")
 
 

@@ -64,7 +64,8 @@ def reference(tmp_path_factory, build_cache):
     """The campaign run once, uninterrupted, on two local workers."""
     tmp = tmp_path_factory.mktemp("campaign")
     with cores_to_myself():
-        run_campaign_cli(tmp, "reference", "--jobs", "2")
+        # fuzzed, not proved: the report's execs/s plot needs instances that ran afl-fuzz
+        run_campaign_cli(tmp, "reference", "--jobs", "2", "--prove", "off")
     return tmp / "reference"
 
 
