@@ -189,13 +189,38 @@ class Dataflow:
             covered = reached.domain() if covered is None else covered.union(reached.domain())
         if not terms:
             return cases
+        single = self._single_term(terms, container)
         out = []
         for region, tree in cases:
             inside, outside = region.intersect(covered), region.subtract(covered)
-            if not inside.is_empty():
-                out.append((inside, ("reduce", self.ops[container], tree, tuple(terms))))
             if not outside.is_empty():
                 out.append((outside, tree))
+            if inside.is_empty():
+                continue
+            if single is None:
+                out.append((inside, ("reduce", self.ops[container], tree, tuple(terms))))
+                continue
+            for term_region, term in single:      # one contribution: the value before, op, that term
+                both = inside.intersect(term_region)
+                if not both.is_empty():
+                    out.append((both, ("store", self.prog.dtypes[container], ("bin", self.ops[container], tree, term))))
+        return out
+
+    def _single_term(self, terms, container: str):
+        """Where each element gets exactly one contribution of a sum or product: its cases over
+        the elements (a reduction of one term is one operation, bit for bit), else None."""
+        if len(terms) != 1 or self.ops[container] not in ("+", "*"):
+            return None
+        _, reached, cases = terms[0]
+        if not reached.is_single_valued():
+            return None
+        graph = reached.domain_map().reverse()          # element -> [element -> instance]
+        out = []
+        for region, tree in cases:
+            rebased = _rebase(tree, graph)
+            if rebased is None:
+                return None
+            out.append((region.unwrap().domain(), rebased))
         return out
 
     def _plain_cases(self, inst, deps, nosrc, access, container: str, stack: List[str]) -> List[Tuple[object, tuple]]:
@@ -236,6 +261,23 @@ class Dataflow:
         return [(region, ("store", self.prog.dtypes[st.write.container],
                           _substitute(st.expr, chosen, inst, st, self.prog)))
                 for region, chosen in combos]
+
+
+def _rebase(tree, graph):
+    """A tree over [element -> instance] as a tree over the elements (``graph`` maps each
+    element to its one instance); None for a nested reduction."""
+    kind = tree[0]
+    if kind == "in":
+        return ("in", tree[1], graph.apply_range(tree[2]))
+    if kind == "ix":
+        return ("ix", graph.apply_range(tree[1]))
+    if kind in ("const", "undef"):
+        return tree
+    if kind == "reduce":
+        return None
+    head = 2 if kind in ("bin", "cmp", "bool", "call", "store") else 1
+    parts = [_rebase(x, graph) for x in tree[head:]]
+    return None if any(p is None for p in parts) else tree[:head] + tuple(parts)
 
 
 def _wcr_op(st: Statement) -> str:
