@@ -1,6 +1,6 @@
 """Proof coverage over a whole target: how many instances the prover settles, and how fast.
 
-    python bench/prove.py [--program kernels] [--transformation all] [--jobs 2]
+    python bench/prove.py [--program kernels] [--transformation all] [--jobs 2] [--budget SECONDS]
                           [--out bench/results/prove-<program>.json]
 
 Runs ``harnessgen fuzz --prove only`` (each pair proved, counterexamples replayed natively,
@@ -8,6 +8,8 @@ nothing fuzzed) and counts the proof verdicts: PROVEN (bit for bit, or over the 
 DISPROVEN (a counterexample failed natively: a finding), UNKNOWN with its reasons, and the
 instances no proof was asked of (a static verdict such as FAILED_TO_APPLY, or UNSUPPORTED).
 Prints the shares, the top UNKNOWN reasons and the seconds per proof; writes them as JSON.
+With ``--budget`` no instance starts after that many seconds; the run takes the
+transformations in turn, so a cut-short run samples every one of them.
 """
 from __future__ import annotations
 
@@ -24,13 +26,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def run(program: str, transformation: str, jobs: int, work: Path) -> dict:
+def run(program: str, transformation: str, jobs: int, work: Path, budget: float = 0) -> dict:
     out = work / "run"
     cmd = [sys.executable, "-m", "harnessgen.cli", "fuzz", "--program", program, "--prove", "only", "--time", "1",
            "--no-audit", "--no-reference-check", "--reduce-time", "0", "--jobs", str(jobs), "--no-progress",
            "--out", str(out), "--corpus-dir", str(work / "corpus"), "--crashes-dir", str(work / "crashes")]
     if transformation:
         cmd += ["--transformation", transformation]
+    if budget:
+        cmd += ["--budget", str(budget)]
     subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     return json.loads((out / "summary.json").read_text())
 
@@ -72,15 +76,17 @@ def main() -> None:
     ap.add_argument("--program", default="kernels")
     ap.add_argument("--transformation", default="all", help="default: all CPU built-ins ('' for the target's own)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--budget", type=float, default=0, help="seconds after which no instance starts (0: all)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="hg-bench-prove-") as tmp:
-        summary = run(args.program, args.transformation, args.jobs, Path(tmp))
+        summary = run(args.program, args.transformation, args.jobs, Path(tmp), args.budget)
     result = {"program": args.program, "transformation": args.transformation or "(target defaults)",
-              **tally(summary)}
+              "planned": summary.get("planned"), "budget_s": args.budget or None, **tally(summary)}
     out = args.out or REPO / "bench" / "results" / f"prove-{args.program.split(':')[0]}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"{args.program} x {result['transformation']}: {result['instances']} instances, {result['proved']} proved")
+    print(f"{args.program} x {result['transformation']}: {result['instances']} of {result['planned']} instances "
+          f"judged, {result['proved']} proved")
     for verdict, n in result["verdicts"].items():
         print(f"  {verdict:<32} {n:5d}")
     print("UNKNOWN reasons:")
