@@ -17,7 +17,7 @@ import islpy as isl
 import networkx as nx
 
 from .affine import NotAffine
-from .model import Program, Statement, tuple_name
+from .model import Program, Statement, first_child, tuple_name
 
 # beyond this many cases of one container's values, the proof gives up (UNKNOWN)
 MAX_CASES = 512
@@ -275,7 +275,7 @@ def _rebase(tree, graph):
         return tree
     if kind == "reduce":
         return None
-    head = 2 if kind in ("bin", "cmp", "bool", "call", "store") else 1
+    head = first_child(kind)
     parts = [_rebase(x, graph) for x in tree[head:]]
     return None if any(p is None for p in parts) else tree[:head] + tuple(parts)
 
@@ -329,9 +329,8 @@ def _substitute(expr: tuple, chosen: Dict[int, tuple], inst, st: Statement, prog
         return ("ix", inst.apply_range(value))
     if kind == "const":
         return expr
-    return expr[:2] + tuple(_substitute(a, chosen, inst, st, prog) for a in expr[2:]) \
-        if kind in ("bin", "cmp", "bool", "call") else \
-        (kind,) + tuple(_substitute(a, chosen, inst, st, prog) for a in expr[1:])
+    head = first_child(kind)
+    return expr[:head] + tuple(_substitute(a, chosen, inst, st, prog) for a in expr[head:])
 
 
 def _shared_dims(a: Statement, b: Statement) -> int:

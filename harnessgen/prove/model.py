@@ -577,6 +577,16 @@ def _names_in(code: str) -> set:
 
 
 # ------------------------------------------------------------------ tasklet code
+# expression trees: (kind, [name,] children...): these kinds carry a name (operator, function,
+# dtype) before their children
+NAMED_KINDS = ("bin", "cmp", "bool", "call", "store")
+
+
+def first_child(kind: str) -> int:
+    """Where the children of a tree node of ``kind`` start."""
+    return 2 if kind in NAMED_KINDS else 1
+
+
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%"}
 _CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 

@@ -10,7 +10,7 @@ import islpy as isl
 from ..layout import InputLayout
 from .proof import IEEE, MAX_COUNTEREXAMPLES, REAL, Z3_TIMEOUT_MS, Counterexample
 from .dataflow import Dataflow
-from .model import SIZE_PREFIX, Program
+from .model import SIZE_PREFIX, Program, first_child
 
 FLOAT_TYPES = ("float32", "float64", "float", "double")
 COMMUTATIVE = ("+", "*")
@@ -123,7 +123,7 @@ def _unstored(tree):
     if tree[0] == "reduce":
         return tree[:2] + (_unstored(tree[2]), tuple((name, reached, tuple((r, _unstored(t)) for r, t in cases))
                                                       for name, reached, cases in tree[3]))
-    head = 2 if tree[0] in ("bin", "cmp", "bool", "call") else 1
+    head = first_child(tree[0])
     return tree[:head] + tuple(_unstored(a) for a in tree[head:])
 
 
@@ -142,7 +142,7 @@ def _same(a, b, region) -> bool:
         return a[1] == b[1]
     if kind == "reduce":
         return _same_reduction(a, b, region)
-    head = 2 if kind in ("bin", "cmp", "bool", "call", "store") else 1
+    head = first_child(kind)
     if a[:head] != b[:head] or len(a) != len(b):
         return False
     if all(_same(x, y, region) for x, y in zip(a[head:], b[head:])):
@@ -216,7 +216,7 @@ def _skeleton(tree) -> Optional[tuple]:
         return ("ix",)
     if kind == "const":
         return tree
-    head = 2 if kind in ("bin", "cmp", "bool", "call", "store") else 1
+    head = first_child(kind)
     parts = [_skeleton(x) for x in tree[head:]]
     return None if any(p is None for p in parts) else tree[:head] + tuple(parts)
 
@@ -229,7 +229,7 @@ def _leaf_maps(tree) -> List[object]:
         return [tree[1]]
     if kind in ("const", "undef", "reduce"):
         return []
-    head = 2 if kind in ("bin", "cmp", "bool", "call", "store") else 1
+    head = first_child(kind)
     return [m for x in tree[head:] for m in _leaf_maps(x)]
 
 
@@ -238,7 +238,7 @@ def _has_reduction(tree) -> bool:
         return False
     if tree[0] == "reduce":
         return True
-    head = 2 if tree[0] in ("bin", "cmp", "bool", "call", "store") else 1
+    head = first_child(tree[0])
     return any(_has_reduction(x) for x in tree[head:])
 
 
@@ -257,7 +257,7 @@ def _differing(a, b, region):
         return None if diff.is_empty() else diff
     if a[0] in ("const", "undef", "reduce"):
         return None
-    head = 2 if a[0] in ("bin", "cmp", "bool", "call", "store") else 1
+    head = first_child(a[0])
     for x, y in zip(a[head:], b[head:]):
         d = _differing(x, y, region)
         if d is not None:
@@ -284,9 +284,7 @@ def _render(t) -> str:
         return _render(t[2])
     if kind == "reduce":
         return f"{t[1]}-reduction({_render(t[2])}, ...)"
-    if kind == "bin":
-        return f"({_render(t[2])} {t[1]} {_render(t[3])})"
-    if kind == "cmp":
+    if kind in ("bin", "cmp"):
         return f"({_render(t[2])} {t[1]} {_render(t[3])})"
     if kind == "bool":
         return "(" + f" {t[1]} ".join(_render(x) for x in t[2:]) + ")"
