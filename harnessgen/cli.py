@@ -501,6 +501,8 @@ def _add_instances(sub) -> None:
     _add_simplify_flag(p)
     _add_params_flag(p)
     p.add_argument("--max-size", type=int, default=16, help="largest value of a size symbol (default 16)")
+    p.add_argument("--prove", action="store_true",
+                   help="prove each cutout pair too (nothing is built: a counterexample is shown, not replayed)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_instances)
 
@@ -511,7 +513,8 @@ def cmd_instances(args) -> int:
 
     run_plan = plan(args.program, args.transformation, None, args.set, simplify=args.simplify,
                     params=ParamOptions(parse_mode(args.params), args.max_size))
-    rows = [run_plan.subject.describe(spec, inst) for spec, inst in run_plan.planned]
+    rows = [run_plan.subject.describe(spec, inst, prove_max_size=args.max_size if args.prove else None)
+            for spec, inst in run_plan.planned]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -520,12 +523,13 @@ def cmd_instances(args) -> int:
 
     table = Table(title=f"{args.transformation or 'default transformations'} in {args.program}: "
                         f"{len(rows)} instance(s)")
-    for col in ("id", "program", "match", "input config (elements)", "at 20", "status"):
+    for col in ("id", "program", "match", "input config (elements)", "at 20", "status") + (("proof",) if args.prove else ()):
         table.add_column(col)
     for r in rows:
         vol = f"{r.get('before', '?')} -> {r.get('after', '?')}"
         at = f"{r.get('before_at_20', '?')} -> {r.get('after_at_20', '?')}"
-        table.add_row(r["id"], r["program"], r["match"], vol, at, r["status"])
+        table.add_row(r["id"], r["program"], r["match"], vol, at, r["status"],
+                      *((r.get("proof", {}).get("summary", "-"),) if args.prove else ()))
     Console().print(table)
     return 0
 

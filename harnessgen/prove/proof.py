@@ -103,6 +103,8 @@ class Proof:
         self.verdict = UNKNOWN
 
     def summary(self) -> str:
+        if self.candidate:
+            return f"COUNTEREXAMPLE, not yet replayed: {self.reason}"
         if self.verdict == PROVEN:
             return f"PROVEN ({self.arithmetic.split(':')[0]} arithmetic, {self.ranges})"
         return f"{self.verdict}: {self.reason}"

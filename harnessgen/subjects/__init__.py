@@ -94,8 +94,9 @@ class Subject(abc.ABC):
         ``judge(inst, past)`` judges a variant of the instance again."""
 
     @abc.abstractmethod
-    def describe(self, spec: str, inst) -> Dict:
-        """The instance's row in ``harnessgen instances`` (id, program, match, status, ...)."""
+    def describe(self, spec: str, inst, prove_max_size: Optional[int] = None) -> Dict:
+        """The instance's row in ``harnessgen instances`` (id, program, match, status, ...);
+        ``prove_max_size``: prove its pair too, sizes up to that (a kind without pairs ignores it)."""
 
     # ---------------------------------------------------------------- triage
     @classmethod

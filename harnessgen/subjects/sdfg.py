@@ -34,6 +34,7 @@ from ..outcome import STATIC_OUTCOMES, Outcome
 from ..records import InstanceResult
 from ..seeds import screen_seeds
 from ..params import ParamOptions
+from ..prove import prove
 from ..reference_check import CheckOptions, check_program
 from ..reproducer import write_static_finding
 from ..targets import resolve
@@ -377,7 +378,7 @@ class SdfgSubject(Subject):
         for finding in result.findings:
             _record_in_finding(Path(finding["path"]), "bisect", record.to_json())
 
-    def describe(self, spec: str, inst: Instance) -> Dict:
+    def describe(self, spec: str, inst: Instance, prove_max_size: Optional[int] = None) -> Dict:
         row = {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description}
         try:
             pair = self.change(spec).extract(self.program_of(inst), inst, 0)
@@ -385,6 +386,11 @@ class SdfgSubject(Subject):
                        before_at_20=volume_at_probe(pair.input_volume_before),
                        after_at_20=volume_at_probe(pair.input_volume_after),
                        inputs=pair.input_config, outputs=pair.output_config, status=pair.verdict.name)
+            if prove_max_size is not None and pair.ok:
+                layout = build_layout(pair, derive(pair, max_size=prove_max_size,
+                                                   strict_names=len(self.target.programs) == 1))
+                proof = prove(pair.pre, pair.post, layout)
+                row["proof"] = {**proof.to_json(), "summary": proof.summary()}
         except Unsupported as exc:
             row.update(status="UNSUPPORTED", reason=str(exc))
         return row

@@ -187,3 +187,14 @@ def test_affine_printer_refuses_what_isl_cannot_represent():
     for bad in (n * m, i / 2, symbolic.symbol("K") + 1):
         with pytest.raises(NotAffine):
             to_isl(bad, names)
+
+
+def test_the_instance_list_shows_each_pairs_proof_without_building():
+    from harnessgen import subjects
+
+    subject = subjects.load("kernels:elementwise_chain")
+    spec = "harnessgen.zoo.planted:TilingWithoutRemainder"
+    [first, *_] = subject.instances(spec)
+    row = subject.describe(spec, first, prove_max_size=16)
+    assert row["proof"]["summary"].startswith("COUNTEREXAMPLE, not yet replayed: coverage")
+    assert "proof" not in subject.describe(spec, first)          # only when asked
