@@ -248,6 +248,8 @@ class _Builder:
             out = sdfg.out_edges(cur)
             if len(out) == 2:
                 exit_edge, itervar = self.loop(cur, came, out, place, guards, position)
+                if exit_edge.dst is stop:
+                    return exit_edge         # straight back to the guard of the loop around it
                 place = place.dropped(itervar).assigned(self.assign(place, exit_edge.data.assignments, exit_edge))
                 came, cur, position = exit_edge, exit_edge.dst, position + 1
                 continue
