@@ -174,7 +174,7 @@ bench-zoo: setup
 
 bench-prove: setup
 	$(BIN)/python bench/prove.py --program kernels
-	$(BIN)/python bench/prove.py --program cloudsc --transformation '' --budget 1200
+	$(BIN)/python bench/prove.py --program cloudsc --transformation '' --budget 900
 
 test-unit: setup
 	$(BIN)/pytest -n 2 tests/unit $(TEST_ARGS)
