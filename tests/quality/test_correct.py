@@ -30,7 +30,7 @@ def pick(program, spec, extra, accept):
 def test_correct_transformation_stays_silent_for_60_seconds(tmp_path, name):
     program, spec, extra, accept = SILENT[name]
     inst = pick(program, spec, extra, accept)
-    # the fuzzer's oracle itself stays silent: a proof would skip the fuzzing (tests/quality/test_prove.py)
+    # the fuzzer's oracle itself stays silent: a proof would skip the fuzzing (tests/quality/test_prove_native.py)
     proc = run_cli(["fuzz", "--program", f"kernels:{program}", "--transformation", spec, "--instance", inst.id,
                     "--time", "60", "--prove", "off", *extra], tmp_path)
     assert proc.returncode == 0, proc.stderr
