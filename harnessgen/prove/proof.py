@@ -65,11 +65,12 @@ class Proof:
     obligations: Dict[str, str] = dataclasses.field(default_factory=dict)
     counterexamples: List[Counterexample] = dataclasses.field(default_factory=list)
     confirmed_by: str = ""           # the finding a replayed counterexample gave
+    replayed: bool = False           # whether the counterexamples ran natively (``confirm``)
 
     @property
     def candidate(self) -> bool:
         """Counterexamples wait for their replay."""
-        return bool(self.counterexamples) and self.verdict != DISPROVEN and not self.confirmed_by
+        return bool(self.counterexamples) and not self.replayed
 
     @property
     def settles(self) -> bool:
@@ -80,6 +81,7 @@ class Proof:
 
     def confirm(self, finding_summary: Optional[str]) -> None:
         """The native replay of the counterexamples: DISPROVEN when one failed, else UNKNOWN."""
+        self.replayed = True
         if finding_summary:
             self.verdict, self.confirmed_by = DISPROVEN, finding_summary
             self.reason = self.counterexamples[0].describe()

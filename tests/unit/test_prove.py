@@ -69,6 +69,7 @@ def test_confirmation_decides_the_verdict():
     assert refuted.verdict == "DISPROVEN" and refuted.settles and "coverage" in refuted.reason
     proof.confirm(None)
     assert proof.verdict == UNKNOWN and "no difference" in proof.reason and not proof.settles
+    assert not proof.candidate and not proof.summary().startswith("COUNTEREXAMPLE, not yet replayed")
 
 
 def _edit_tasklets(sdfg, change):
