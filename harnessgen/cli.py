@@ -120,8 +120,8 @@ def _add_instance_options(p) -> None:
     p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
     p.add_argument("--prove", choices=("first", "only", "off"), default="first",
                    help="translation validation of affine cutouts (islpy + z3): first (default) proves each pair "
-                        "and fuzzes those not PROVEN, a counterexample becoming a finding and a seed; only: prove "
-                        "and replay counterexamples, never fuzz; off: fuzz only")
+                        "and fuzzes those neither PROVEN bit for bit nor DISPROVEN, a counterexample becoming a "
+                        "finding and a seed; only: prove and replay counterexamples, never fuzz; off: fuzz only")
     p.add_argument("--seed", type=int, default=0, help="seed of the seed sampler")
     p.add_argument("--seed-mode", choices=("boundary", "random", "none"), default="boundary",
                    help="boundary-aware seeds (default), a few random byte strings, or only your own "

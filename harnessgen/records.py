@@ -68,7 +68,7 @@ class FuzzOptions:
     reduce_candidates: int = 2000        # programs judged per bug at most
     params: str = "default"              # parameter variants per match: default, boundary or a count
     params_shrink_s: float = 120.0       # per finding of a variant: time to look for simpler parameters
-    prove: str = "first"                 # first: prove, fuzz what is not PROVEN; only: prove, never fuzz; off
+    prove: str = "first"                 # first: prove, fuzz what the proof does not settle; only: never fuzz; off
 
     def keep_dir(self, inst) -> Path:
         """Where an instance's findings and raw crashes are kept: crashes/<target>/<instance>/."""

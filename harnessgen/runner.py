@@ -170,7 +170,7 @@ class InstanceRunner:
         PROVEN pair contradicts the proof (the finding stands)."""
         failed = [p for p, _ in crashing]
         if proof.candidate:
-            replayed = [p for p in failed if p.name.startswith(provelib.SEED_PREFIX)]
+            replayed = [p for p in failed if p.name.startswith(seedlib.PROOF_PREFIX)]
             proof.confirm(f"counterexample {replayed[0].name} fails natively" if replayed else None)
         elif failed:
             proof.contradicted(f"the input {failed[0].name} fails natively")
@@ -242,7 +242,7 @@ class InstanceRunner:
 
 
 def _seed_kind(path: Path) -> str:
-    return "proof" if path.name.startswith(provelib.SEED_PREFIX) else "seed"
+    return "proof" if path.name.startswith(seedlib.PROOF_PREFIX) else "seed"
 
 
 def _blank(inst: Instance) -> InstanceResult:

@@ -217,7 +217,8 @@ def random_inputs(count: int = 4, seed: int = 0, length: int = 512) -> List[Tupl
 
 
 SEED_MODES = ("boundary", "random", "none")
-OWN_PREFIXES = ("hg-seed-", "hg-random-", "hg-proof-")   # hg-proof-: prove.SEED_PREFIX
+PROOF_PREFIX = "hg-proof-"      # a proof's counterexamples (prove.counterexample_inputs)
+OWN_PREFIXES = ("hg-seed-", "hg-random-", PROOF_PREFIX)
 
 
 def write(seeds: List[Tuple[str, bytes]], directory: Path) -> List[Path]:

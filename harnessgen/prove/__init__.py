@@ -29,11 +29,12 @@ import numpy as np
 from ..layout import InputLayout
 from .affine import NotAffine
 
-from .proof import (DISPROVEN, IEEE, ISL_MAX_OPERATIONS, MAX_COUNTEREXAMPLES, MODES, PROVEN, REAL,
-                    REASON_KINDS, SEED_PREFIX, UNKNOWN, VERDICTS, Z3_TIMEOUT_MS, Counterexample, Proof)
+from ..seeds import PROOF_PREFIX, _arrays
+from .proof import (DISPROVEN, IEEE, ISL_MAX_OPERATIONS, MAX_COUNTEREXAMPLES, PROVEN, REAL, REASON_KINDS, UNKNOWN,
+                    Counterexample, Proof)
 
-__all__ = ["DISPROVEN", "IEEE", "MODES", "PROVEN", "REAL", "REASON_KINDS", "SEED_PREFIX", "UNKNOWN", "VERDICTS",
-           "Z3_TIMEOUT_MS", "Counterexample", "Proof", "prove", "prove_build", "counterexample_inputs"]
+__all__ = ["DISPROVEN", "IEEE", "PROVEN", "REAL", "REASON_KINDS", "UNKNOWN", "Counterexample", "Proof", "prove",
+           "prove_build", "counterexample_inputs"]
 
 
 def prove(pre, post, layout: InputLayout) -> Proof:
@@ -112,13 +113,11 @@ def prove_build(build_dir: Path, layout: InputLayout) -> Optional[Proof]:
 def counterexample_inputs(proof: Proof, layout: InputLayout, seed: int = 0) -> List[Tuple[str, bytes]]:
     """Each candidate counterexample as fuzzer bytes: its sizes, random data in the layout's
     ranges (different data tell different expressions apart) and aligned buffers."""
-    from ..seeds import _arrays
-
     rng = np.random.default_rng(seed)
     out = []
     for k, cex in enumerate(proof.counterexamples):
         sizes = {s.name: int(cex.sizes.get(s.name, 1)) for s in layout.symbols}
         for pattern in ("random", "mixed"):
             arrays = _arrays(layout, sizes, pattern, rng)
-            out.append((f"{SEED_PREFIX}{k:02d}-{cex.obligation}-{pattern}", layout.encode(sizes, arrays)))
+            out.append((f"{PROOF_PREFIX}{k:02d}-{cex.obligation}-{pattern}", layout.encode(sizes, arrays)))
     return out

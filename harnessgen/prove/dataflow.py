@@ -39,13 +39,13 @@ class Dataflow:
         self.side = side
         self.width = max([len(s.schedule) for s in prog.statements] + [1])
         self.by_name = {s.name: s for s in prog.statements}
-        self.domains = {s.name: prog.domain(s) for s in prog.statements}
         self.writes = {s.name: prog.access(s, s.write) for s in prog.statements}
         self.reads = {(s.name, k): prog.access(s, r) for s in prog.statements for k, r in enumerate(s.reads)}
-        self.schedule = isl.UnionMap.empty(prog.context.get_space())
-        for s in prog.statements:
-            self.schedule = self.schedule.union(isl.UnionMap.from_map(prog.schedule(s, self.width)))
         self.stamps = {s.name: prog.schedule(s, self.width) for s in prog.statements}
+        self.schedule = isl.UnionMap.empty(prog.context.get_space())
+        for stamp in self.stamps.values():
+            self.schedule = self.schedule.union(isl.UnionMap.from_map(stamp))
+        self.lex_lt = isl.Map.lex_lt(isl.Space.set_alloc(prog.ctx, 0, self.width))
         self.check_races()
         self.check_reductions()
         self.deps: Dict[Tuple[str, int], List[Tuple[str, object]]] = {}
@@ -61,8 +61,7 @@ class Dataflow:
     # -------------------------------------------------------------- reductions
     def before(self, first, second):
         """{ a -> b : stamp(a) before stamp(b) } for two schedule maps."""
-        lex = isl.Map.lex_lt(isl.Space.set_alloc(self.prog.ctx, 0, self.width))
-        return first.apply_range(lex).apply_range(second.reverse())
+        return first.apply_range(self.lex_lt).apply_range(second.reverse())
 
     def check_reductions(self) -> None:
         """Every plain write of an element comes before every contribution to it, so that its

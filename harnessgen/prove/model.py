@@ -9,9 +9,10 @@ topological order, map iterations in index order (a map's iterations being unord
 conflict between two of them is refused, ``dataflow.check_races``).
 
 What the model does not cover raises ``NotAffine`` with the reason: nested SDFGs, library
-nodes, views and streams, non-Python tasklets, tasklets with control flow, the values of
-reductions (write-conflict resolution: bounds and coverage only), dynamic memlets, non-affine indices or bounds, and control flow
-other than a sequence of states and counted loops with affine bounds.
+nodes, views and streams, non-Python tasklets, tasklets with control flow, dynamic written
+memlets, memlets of ranges in tasklets, non-affine indices or bounds, and control flow other
+than a sequence of states and counted loops with affine bounds. Reductions (write-conflict
+resolution) are statements with their operation; ``dataflow`` combines them.
 """
 from __future__ import annotations
 
@@ -43,13 +44,12 @@ class Statement:
     domain: List[str]                # isl constraints over dims and sizes (a conjunction)
     schedule: List[str]              # timestamp entries (isl expressions)
     write: Access
-    dtype: str
     reads: List[Access]
     expr: tuple                      # ("read", k) | ("idx", isl expr) | ("const", text) | (op, ...)
     nodes: Tuple[object, object]     # (first, last) node in its state: dataflow order
     state: int                       # which state (in program order) it lies in
     maps: Tuple[Tuple[object, int], ...]   # (map entry, dims it adds) around it, outermost first
-    wcr: str = ""                    # write-conflict resolution (a reduction): bounds and coverage only
+    wcr: str = ""                    # write-conflict resolution: the statement contributes to a reduction
     loops: int = 0                   # how many of dims are loop iterations (the first ones)
 
 
@@ -98,10 +98,6 @@ def tuple_name(container: str) -> str:
     return "A_" + container
 
 
-def container_of(tuple_id: str) -> str:
-    return tuple_id[2:]
-
-
 def size_names(layout: InputLayout) -> Dict[str, str]:
     return {s.name: SIZE_PREFIX + s.name for s in layout.symbols}
 
@@ -125,7 +121,7 @@ def build_program(sdfg, layout: InputLayout, ctx) -> Program:
     sizes = [s.name for s in layout.symbols]
     shapes, dtypes, transient = {}, {}, {}
     names = size_names(layout)
-    constants = {k: v for k, v in sdfg.constants.items()}
+    constants = dict(sdfg.constants)
     for name, desc in sdfg.arrays.items():
         if isinstance(desc, (dt.View, dt.Stream)) or type(desc).__name__ in ("View", "ArrayView", "StructureView"):
             raise NotAffine(f"container {name} is a {type(desc).__name__}")
@@ -367,15 +363,9 @@ class _Builder:
 
     def scope_names(self, node, scopes, place: "_Place", pos):
         """(names, dims, domain, schedule, maps) of the loops and maps around ``node``."""
-        chain = []
-        entry = scopes[node]
-        while entry is not None:
-            chain.append(entry)
-            entry = scopes[entry]
-        chain.reverse()
         names = dict(place.env)
         dims, domain, schedule, maps = list(place.dims), list(place.domain), list(place.prefix), []
-        for entry in chain:
+        for entry in _chain(scopes[node], scopes):
             schedule.append(str(pos[entry]))
             added = 0
             for param, rng in zip(entry.map.params, entry.map.range):
@@ -424,7 +414,7 @@ class _Builder:
             acc = outputs[conn]
             self.statements.append(Statement(
                 name=f"S{len(self.statements)}", origin=f"tasklet {node.label} -> {acc.container}", dims=dims,
-                domain=domain, schedule=schedule + [str(pos[node])], write=acc, dtype="", reads=reads,
+                domain=domain, schedule=schedule + [str(pos[node])], write=acc, reads=reads,
                 expr=values[conn], nodes=(node, node), state=index, maps=maps, wcr=wcrs[conn], loops=loops))
 
     def element(self, state, edge, names, role: str) -> Access:
@@ -437,9 +427,7 @@ class _Builder:
         direct = isinstance(end, nodes.Tasklet) and len(path) == 1      # tasklet to tasklet
         if not direct and (not isinstance(end, nodes.AccessNode) or end.data != memlet.data):
             raise NotAffine(f"a memlet of {memlet.data} that does not lead to its access node")
-        if memlet.dynamic and role == "read":
-            pass                         # a dynamic read still reads the element it names
-        subset = memlet.subset
+        subset = memlet.subset           # a dynamic read still reads the element it names
         index = []
         for begin, end_, _ in subset.ndrange():
             b, e = _subst(begin, self.constants), _subst(end_, self.constants)
@@ -452,9 +440,8 @@ class _Builder:
     def copy(self, state, edge, place: "_Place", index: int, pos, scopes) -> None:
         """A copy between two access nodes, directly or through a map's entry or exit (a local
         buffer filled from, or written back to, a container outside the map)."""
-        from dace.sdfg import nodes
-
         from dace import subsets
+        from dace.sdfg import nodes
 
         memlet = edge.data
         path = state.memlet_path(edge)
@@ -480,7 +467,7 @@ class _Builder:
         self.statements.append(Statement(
             name=f"S{len(self.statements)}", origin=f"copy {what}", dims=dims + copy_dims,
             domain=domain, schedule=schedule + [str(pos[inner])] + copy_dims, write=write,
-            dtype="", reads=[read], expr=("read", 0), nodes=(src_node, dst_node), state=index, maps=maps,
+            reads=[read], expr=("read", 0), nodes=(src_node, dst_node), state=index, maps=maps,
             wcr=memlet.wcr or "", loops=loops))
 
     def copy_index(self, subset, names, dims, domain, new_dims: Optional[list], what: str, given=None):

@@ -5,7 +5,6 @@ import dataclasses
 from typing import Dict, List, Optional
 
 PROVEN, DISPROVEN, UNKNOWN = "PROVEN", "DISPROVEN", "UNKNOWN"
-VERDICTS = (PROVEN, DISPROVEN, UNKNOWN)
 IEEE = "IEEE: the same operations on the same elements in the same order, bit for bit"
 REAL = "real: equal over the reals (z3); rounding may differ"
 # isl's work limit per proof, in its own operation counts: beyond it the proof is UNKNOWN
@@ -13,10 +12,6 @@ ISL_MAX_OPERATIONS = 2_000_000
 Z3_TIMEOUT_MS = 5000
 # how many candidate counterexamples a failing proof hands to the replay
 MAX_COUNTEREXAMPLES = 3
-# modes of --prove
-MODES = ("first", "only", "off")
-# the names of counterexample inputs in the corpus (seeds.OWN_PREFIXES knows it)
-SEED_PREFIX = "hg-proof-"
 
 
 # what an UNKNOWN is about, for counting: the first phrase its reason holds
