@@ -296,13 +296,14 @@ class _Builder:
         domain = [f"{var} >= 0", _convex(cond, inside.env, self.constants), _convex(cond, first.env, self.constants)]
         body_place = _Place(inside.env, place.values, place.dims + [var], place.domain + domain,
                             place.prefix + [str(position), var])
-        first_state = len(self.order)
+        first_state, first_guard = len(self.order), len(self.guards)
         returned = self.region(body.dst, guard, body, body_place, guards + [guard])
         if returned is not back:
             raise NotAffine(f"the loop at {guard.label} has another way back to its guard")
         # a body that assigns what the condition reads would make the trip count another one
+        # (its states' edges, and the exits of the loops nested in it)
         watched = {s.name for s in cond.free_symbols} | {itervar}
-        for state in self.order[first_state:]:
+        for state in self.order[first_state:] + self.guards[first_guard:]:
             for edge in self.sdfg.out_edges(state):
                 if edge is not back and watched & set(edge.data.assignments):
                     raise NotAffine(f"the body of the loop at {guard.label} assigns "
