@@ -23,6 +23,11 @@ class Outcome(enum.IntEnum):
     COMPILER_ERROR = 15     # raised on a valid program
     UNCLEAR_ERROR = 16      # an invalid program made it fail with an internal error, not a clear rejection
     ACCEPTED_INVALID = 17   # it ran a program the reference rejects, without a word
+    # called again with other values of the same shapes, a compiled function raised or computed
+    # something else: its guards let a graph run that does not fit the new inputs
+    GUARD_FAILURE = 19
+    # the reference and the compiled program reject an invalid program with different errors
+    EXCEPTION_MISMATCH = 23
     # CUDA kernels: a barrier that not every thread of a block reaches (compute-sanitizer synccheck)
     BARRIER_DIVERGENCE = 18
     BUILD_FAILURE = 20

@@ -44,8 +44,11 @@ def load_module(source: str, tag: str) -> Dict[str, object]:
     return namespace
 
 
-def as_outputs(result) -> List[np.ndarray]:
-    items = result if isinstance(result, (tuple, list)) else (result,)
+def as_outputs(result, arguments: Optional[Dict] = None) -> List[np.ndarray]:
+    """The returned values, then the final state of every argument (a program may write its
+    inputs: a compiler must too)."""
+    items = list(result) if isinstance(result, (tuple, list)) else [result]
+    items += list((arguments or {}).values())
     out = []
     for item in items:
         if hasattr(item, "detach"):              # torch tensor
@@ -72,8 +75,25 @@ class Compiler:
     def run(self, program: Program, mode: str, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
         raise NotImplementedError
 
+    # the compiled program is kept and called again with other values of the same shapes
+    # (torch: its guards decide whether the graph fits them)
+    reuses_compiled = False
+
+    def run_calls(self, program: Program, mode: str, calls: Sequence[Dict[str, np.ndarray]]) -> List:
+        """The outputs of one compile called with each of ``calls`` in turn; the first call's
+        exception propagates, a later call's is returned in its place."""
+        return [self.run(program, mode, inputs) for inputs in calls]
+
     def is_clear_error(self, error: BaseException) -> bool:
         return isinstance(error, self.clear_errors)
+
+    # the reference is the same library run eagerly (torch): a clear rejection must raise the
+    # reference's own error type. DaCe's reference is NumPy, whose errors are its own
+    same_errors_as_reference = False
+
+    def root_error(self, error: BaseException) -> BaseException:
+        """The error a compiler's wrappers carry (the one to compare with the reference's)."""
+        return error
 
     def versions(self) -> Dict[str, str]:
         return {}
@@ -118,7 +138,8 @@ class DaceCompiler(Compiler):
 
     def reference(self, program: Program, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
         function = self._program(program, f"ref{next(_serial)}")
-        return as_outputs(function.f(**{k: v.copy() for k, v in inputs.items()}))
+        arguments = {k: v.copy() for k, v in inputs.items()}
+        return as_outputs(function.f(**arguments), arguments)
 
     def sdfg(self, program: Program, mode: str):
         from dace.transformation.auto.auto_optimize import auto_optimize
@@ -139,7 +160,8 @@ class DaceCompiler(Compiler):
         folder = Path(sdfg.build_folder)
         try:
             compiled = sdfg.compile()
-            return as_outputs(compiled(**{k: v.copy() for k, v in inputs.items()}))
+            arguments = {k: v.copy() for k, v in inputs.items()}
+            return as_outputs(compiled(**arguments), arguments)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -183,15 +205,43 @@ class TorchCompiler(Compiler):
     def is_clear_error(self, error: BaseException) -> bool:
         return not isinstance(error, self.unclear) and isinstance(error, self.clear_errors)
 
+    def root_error(self, error: BaseException) -> BaseException:
+        # Dynamo re-raises torch's own error inside its wrappers (TorchRuntimeError, ...)
+        while type(error).__module__.startswith("torch._dynamo") and error.__cause__ is not None:
+            error = error.__cause__
+        return error
+
     def _tensors(self, inputs: Dict[str, np.ndarray], device: str = "cpu"):
         return {k: self.torch.from_numpy(v.copy()).to(device) for k, v in inputs.items()}
 
     def reference(self, program: Program, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
         function = load_module(program.source(), f"ref{next(_serial)}")[FUNCTION]
+        arguments = self._tensors(inputs)
         with self.torch.no_grad():
-            return as_outputs(function(**self._tensors(inputs)))
+            return as_outputs(function(**arguments), arguments)
+
+    reuses_compiled = True
+    same_errors_as_reference = True
 
     def run(self, program: Program, mode: str, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        return self.run_calls(program, mode, [inputs])[0]
+
+    def run_calls(self, program: Program, mode: str, calls: Sequence[Dict[str, np.ndarray]]) -> List:
+        compiled, device = self.compile(program, mode)
+        results: List = []
+        for number, inputs in enumerate(calls):
+            arguments = self._tensors(inputs, device)
+            try:
+                with self.torch.no_grad():
+                    results.append(as_outputs(compiled(**arguments), arguments))
+            except Exception as error:
+                if number == 0:
+                    raise
+                results.append(error)
+        return results
+
+    def compile(self, program: Program, mode: str):
+        """(the compiled function, its device)."""
         if mode not in self.modes():
             raise ConfigError(f"torch has no mode {mode!r} here; choose one of {', '.join(self.modes())}")
         function = load_module(program.source(), f"{mode}{next(_serial)}")[FUNCTION]
@@ -199,8 +249,7 @@ class TorchCompiler(Compiler):
         device = "cuda" if mode.endswith("cuda") else "cpu"
         self.torch._dynamo.reset()
         compiled = self.torch.compile(function, backend=backend, dynamic=True if mode == "inductor-dynamic" else False)
-        with self.torch.no_grad():
-            return as_outputs(compiled(**self._tensors(inputs, device)))
+        return compiled, device
 
 
 COMPILERS = {"dace": DaceCompiler, "torch": TorchCompiler}

@@ -21,10 +21,10 @@ import dataclasses
 from typing import Counter, Dict, List, Optional, Tuple
 
 from .choices import ByteChoices
-from .ops import INTS, POOLS, Op, limit, result_shape
+from .ops import BOOLS, CONSTANTS, INTS, POOLS, Op, limit, result_shape
+from .shapes import SHAPES, Aliases, Draft
 from .program import INPUT_BOUND, INT_INPUT_BOUND, Program, Stmt, Value
 
-CONSTANTS = (0.5, 1.5, -2.0, 3.0, 0.25, -0.75)
 MODES = ("strict", "disruptive")
 VIOLATIONS = ("broadcast", "matmul", "axis")
 
@@ -55,8 +55,11 @@ class Coverage:
 
     def record(self, program: Program) -> None:
         producer = {v.name: "input" for v in program.inputs}
+        values = program.values()
         for stmt in program.stmts:
-            self.op_dtype[(stmt.op, stmt.target.dtype)] += 1
+            # the dtype the operator was chosen for: its first operand's (a cast or a comparison
+            # returns another)
+            self.op_dtype[(stmt.op, values[stmt.args[0]].dtype)] += 1
             self.op_shape[(stmt.op, shape_class(stmt.target.shape))] += 1
             for arg in stmt.args:
                 self.edges[(producer[arg], stmt.op)] += 1
@@ -78,6 +81,7 @@ class _Builder:
         self.bounds: Dict[str, float] = {}
         self.producer: Dict[str, str] = {}
         self.used: set = set()
+        self.aliases = Aliases()
 
     # ------------------------------------------------------------ values
     def values(self) -> List[Value]:
@@ -86,8 +90,9 @@ class _Builder:
     def new_input(self, shape: Tuple[int, ...], dtype: str) -> Value:
         value = Value(f"a{len(self.inputs)}", tuple(shape), dtype)
         self.inputs.append(value)
-        self.bounds[value.name] = INT_INPUT_BOUND if dtype in INTS else INPUT_BOUND
+        self.bounds[value.name] = INT_INPUT_BOUND if dtype in INTS else 1.0 if dtype in BOOLS else INPUT_BOUND
         self.producer[value.name] = "input"
+        self.aliases.new(value.name)
         return value
 
     def new_shape(self, rank: Optional[int] = None, op: Optional[Op] = None) -> Tuple[int, ...]:
@@ -120,12 +125,15 @@ class _Builder:
     def input_names(self) -> set:
         return {v.name for v in self.inputs}
 
-    def partner(self, x: Value, shape: Tuple[int, ...]) -> Value:
-        """A second operand of ``shape`` and x's dtype: an earlier value or a new input."""
-        candidates = [v for v in self.values() if v.dtype == x.dtype and v.shape == shape and v.name != x.name]
+    def partner(self, x: Value, shape: Tuple[int, ...], dtype: Optional[str] = None, apart: bool = False) -> Value:
+        """A second operand of ``shape`` and x's dtype (or ``dtype``): an earlier value or a new
+        input; ``apart``: none that shares x's storage (torch refuses a write from memory it overlaps)."""
+        dtype = dtype or x.dtype
+        candidates = [v for v in self.values() if v.dtype == dtype and v.shape == shape and v.name != x.name
+                      and not (apart and self.aliases.root[v.name] == self.aliases.root[x.name])]
         if candidates and self.choices.boolean(0.7):
             return self.choices.choice(candidates)
-        return self.new_input(shape, x.dtype)
+        return self.new_input(shape, dtype)
 
     # ------------------------------------------------------------ statements
     def choose_op(self) -> Tuple[Op, str]:
@@ -137,13 +145,27 @@ class _Builder:
 
     def statement(self) -> Optional[Stmt]:
         op, dtype = self.choose_op()
+        return self.make(op, dtype)
+
+    def make(self, op: Op, dtype: str) -> Optional[Stmt]:
+        draft = SHAPES.get(op.kind, _Builder.elementwise)(self, op, dtype)
+        if draft is None:
+            return None
+        if draft.bound is None or draft.bound > limit(draft.dtype):
+            return None            # strict: the value could overflow or leave the operator's domain
+        target = Value(f"v{len(self.stmts)}", draft.shape, draft.dtype)
+        self.bounds[target.name] = draft.bound
+        return Stmt(target, op.name, draft.args, draft.const, draft.axis, draft.params)
+
+    def elementwise(self, op: Op, dtype: str) -> Optional["Draft"]:
+        """The operator kinds DaCe and torch share (the module docstring of ``ops``)."""
         needs_rank2 = op.kind in ("reduce", "transpose", "matmul")
         x = self.operand(op, dtype, 2 if needs_rank2 else None)
         args, const, axis, bound = [x.name], None, None, None
         bx = self.bounds[x.name]
         if op.kind in ("binary", "where"):
             row = len(x.shape) == 2 and op.kind == "binary" and self.choices.boolean(0.3)
-            y = self.partner(x, x.shape[-1:] if row else x.shape)
+            y = self.partner(x, x.shape[-1:] if row else self.broadcast_shape(x.shape))
             args.append(y.name)
             bound = op.bound(bx, self.bounds[y.name])
             shape = result_shape(op, x.shape)
@@ -161,20 +183,28 @@ class _Builder:
             shape = result_shape(op, x.shape, y.shape)
         else:
             bound, shape = op.bound(bx), result_shape(op, x.shape)
-        if bound is None or bound > limit(dtype):
-            return None            # strict: the value could overflow or leave the operator's domain
-        target = Value(f"v{len(self.stmts)}", shape, dtype)
-        self.bounds[target.name] = bound
-        return Stmt(target, op.name, args, const, axis)
+        return Draft(args, shape, dtype, bound, const, axis)
+
+    def broadcast_shape(self, shape: Tuple[int, ...]) -> Tuple[int, ...]:
+        """``shape``, or for torch now and then with some dimensions 1 (broadcast against it)."""
+        if self.options.compiler != "torch" or not self.choices.boolean(0.25):
+            return shape
+        return tuple(1 if self.choices.boolean() else n for n in shape)
 
     def add(self, stmt: Stmt) -> None:
         self.stmts.append(stmt)
         self.producer[stmt.target.name] = stmt.op
         self.used.update(stmt.args)
+        self.aliases.record(stmt, self.bounds)
 
     def outputs(self) -> List[str]:
-        """Every value nothing else reads, but views (they may alias an input)."""
-        return [s.target.name for s in self.stmts if s.target.name not in self.used and not s.operator.view]
+        """Every value nothing else reads, and for torch the base of every group written
+        through an alias (its final state); DaCe returns no views."""
+        unread = [s.target.name for s in self.stmts if s.target.name not in self.used
+                  and (self.options.compiler == "torch" or not s.operator.view)]
+        written = [self.aliases.root[s.target.name] for s in self.stmts if s.operator.mutates]
+        inputs = self.input_names()
+        return list(dict.fromkeys(unread + [w for w in written if w not in inputs]))
 
 
 def generate(choices: ByteChoices, options: GenOptions, coverage: Optional[Coverage] = None) -> Optional[Program]:

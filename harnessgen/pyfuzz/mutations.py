@@ -17,7 +17,15 @@ rewrite computes the same values on the program's own input, which
              synthesized from the value profiled on the program's input, with a
              margin wider than any rounding; the else branch computes zeros
 ``recover``  an entry of the result overwritten with junk and restored from a
-             saved copy (mutate-then-recover)
+             saved copy (mutate-then-recover); torch: also through a view, so
+             that the junk reaches the view's base for a while
+``break``    torch: a graph break (``torch._dynamo.graph_break()``) before the
+             statement, so that its operands, aliases and pending writes cross
+             from one compiled graph to the next
+
+torch guards compare an entry, that entry as a Python number (``.item()``) or
+the probe's sum; the probe is a value nothing writes between its definition
+and the guard, so the profiled value is the one the guard reads.
 """
 from __future__ import annotations
 
@@ -30,7 +38,9 @@ from .ops import INTS
 from .program import Mutation, Program
 
 ELEMENTWISE = ("unary", "binary", "scalar", "where")
-FAMILIES = ("loops", "closure", "guard", "recover")
+FAMILIES = ("loops", "closure", "guard", "recover", "break")
+TORCH_ONLY = ("break",)
+GUARD_FORMS = {"dace": ("entry",), "torch": ("entry", "item", "sum")}
 # families that replace the statement's own line (at most one of them per statement)
 REPLACING = ("loops", "closure")
 
@@ -44,8 +54,14 @@ def applicable(program: Program, kind: str, index: int) -> bool:
     if kind == "loops":
         return (stmt.operator.kind in ELEMENTWISE and len(stmt.target.shape) >= 1
                 and (program.compiler == "dace" or stmt.operator.exact))
+    if kind in TORCH_ONLY:
+        return program.compiler == "torch"
     if kind == "recover":
-        return not stmt.operator.view and len(stmt.target.shape) >= 1
+        if len(stmt.target.shape) < 1 or stmt.target.name in program.overlapping():
+            return False
+        return program.compiler == "torch" or not stmt.operator.view
+    if kind == "guard":
+        return bool(_probes(program, index))
     return True
 
 
@@ -67,17 +83,27 @@ def _index(shape: Tuple[int, ...], choices: ByteChoices) -> List[int]:
     return [choices.integer(0, n - 1) for n in shape]
 
 
+def _probes(program: Program, index: int):
+    """Values a guard of statement ``index`` may read: defined before it, not empty, not
+    boolean, and in a group nothing writes between their definition and the statement."""
+    roots, written = program.alias_roots(), program.written_groups()
+    earlier = [(-1, v) for v in program.inputs] + [(i, s.target) for i, s in enumerate(program.stmts[:index])]
+    return [v for defined, v in earlier if all(n > 0 for n in v.shape) and v.dtype != "bool"
+            and roots[v.name] not in written[defined + 1:index]]
+
+
 def _guard_params(program: Program, index: int, choices: ByteChoices, profile) -> Dict:
-    earlier = [v for v in program.inputs] + [s.target for s in program.stmts[:index]]
-    probe = choices.choice([v for v in earlier if all(n > 0 for n in v.shape)])
+    probe = choices.choice(_probes(program, index))
+    form = choices.choice(GUARD_FORMS[program.compiler])
     where = _index(probe.shape, choices)
-    seen = profile[probe.name][tuple(where)].item()
+    values = profile[probe.name]
+    seen = float(np.sum(values, dtype=np.float64)) if form == "sum" else values[tuple(where)].item()
     margin = 1 + choices.integer(0, 3) + abs(seen) / 2
     below = choices.boolean()
     threshold = seen + margin if below else seen - margin
     if probe.dtype in INTS:
         threshold = int(np.floor(threshold)) if below else int(np.ceil(threshold))
-    return {"probe": probe.name, "index": where, "threshold": threshold, "below": below}
+    return {"probe": probe.name, "index": where, "threshold": threshold, "below": below, "form": form}
 
 
 def _recover_params(program: Program, index: int, choices: ByteChoices, profile) -> Dict:
@@ -90,4 +116,5 @@ PARAMS: Dict[str, Callable] = {
     "closure": lambda program, index, choices, profile: {},
     "guard": _guard_params,
     "recover": _recover_params,
+    "break": lambda program, index, choices, profile: {},
 }

@@ -15,6 +15,23 @@ Shape rules by kind::
     matmul     (m, k) @ (k, n) -> (m, n); (m, k) @ (k,) -> (m,)
     transpose  (m, n) -> (n, m)
     where      x, y -> x.shape; picks x where x > y
+
+torch only: the shape, view and in-place statements that reach functionalization,
+alias analysis and the reinplacing passes (TorchProbe's program space)::
+
+    compare    x, y -> bool x.shape
+    cast       x -> x.shape in another dtype (float, int, bool)
+    slice      x[.., a:b:s, ..] along one dimension (a view)
+    select     x.select(d, i): one index of a dimension (a view, rank - 1)
+    view       x.view(shape): the same elements in another shape (a view; x contiguous)
+    reshape    x.reshape(shape): a view or a copy, torch does not say which (read only)
+    squeeze / unsqueeze   drop / add a dimension of size 1 (views)
+    expand     a dimension of size 1 repeated (a view whose elements overlap: never written)
+    cat / stack           x and y joined along a dimension
+    pad        F.pad on the last dimension, negative widths crop
+    inplace    x.add_(y), x.mul_(c), x.copy_(y), x[slice] = y, x[slice] = c,
+               x.index_put_((i,), y, accumulate=True) with repeated indices,
+               x.scatter_add_(d, index, y): x is written, the statement's value is x
 """
 from __future__ import annotations
 
@@ -24,7 +41,10 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 FLOATS = ("float64", "float32")
 INTS = ("int64",)
+BOOLS = ("bool",)
 ALL = FLOATS + INTS
+# the constants of scalar operators, paddings and fills
+CONSTANTS = (0.5, 1.5, -2.0, 3.0, 0.25, -0.75)
 # Strict mode keeps every value below this magnitude (float32 overflows at 3.4e38;
 # int64 products must not overflow: signed overflow is undefined behaviour in C)
 FLOAT_LIMIT = 1e12
@@ -48,14 +68,19 @@ class Op:
     dtypes: Tuple[str, ...]
     spelling: Dict[str, str]            # compiler -> format string over {x}, {y}, {c}, {axis}
     bound: Bound                        # bounds of the operands (and constant) -> bound of the result, None: unsafe
-    view: bool = False                  # the result may alias an operand (never returned as is)
+    view: bool = False                  # the result aliases its first operand
+    mutates: bool = False               # writes its first operand in place; its value is that operand
+    ambiguous: bool = False             # may or may not alias (reshape): nothing writes its group after it
     # IEEE 754 rounds the result correctly (+ - * / sqrt, min/max, abs, selection): any
     # evaluation order or vector width gives the same bits. Transcendental functions are not:
     # torch's CPU kernels run SLEEF on full vectors and libm on the tail, 1 ulp apart
     exact: bool = False
 
     def render(self, compiler: str, **operands) -> str:
-        return self.spelling[compiler].format(**operands)
+        spelling = self.spelling[compiler]
+        if callable(spelling):
+            return spelling(**operands)
+        return spelling.format(**operands)
 
 
 def _both(np_form: str, torch_form: str) -> Dict[str, str]:
@@ -108,16 +133,84 @@ TORCH_ONLY: List[Op] = [
     Op("softmax", "reduce_keep", FLOATS, {"torch": "torch.softmax({x}, dim={axis})"}, lambda b, n: 1.0),
 ]
 
+
+
+# ---------------------------------------------------------------- torch: shapes, views, writes
+def slice_text(rank: int, dim: int, start: int, stop: int, step: int) -> str:
+    """The subscript that slices dimension ``dim`` of a rank-``rank`` tensor."""
+    part = f"{start}:{stop}" + (f":{step}" if step != 1 else "")
+    return ", ".join(part if d == dim else ":" for d in range(rank))
+
+
+def _slice(x, rank, dim, start, stop, step, **_):
+    return f"{x}[{slice_text(rank, dim, start, stop, step)}]"
+
+
+def _index_tensor(values, like: str) -> str:
+    return f"torch.tensor({values!r}, dtype=torch.int64, device={like}.device)"
+
+
+def _assign_slice(x, y, rank, dim, start, stop, step, **_):
+    return f"{x}[{slice_text(rank, dim, start, stop, step)}] = {y}"
+
+
+def _fill_slice(x, c, rank, dim, start, stop, step, **_):
+    return f"{x}[{slice_text(rank, dim, start, stop, step)}] = {c}"
+
+
+def _index_put(x, y, indices, **_):
+    return f"{x}.index_put_(({_index_tensor(indices, x)},), {y}, accumulate=True)"
+
+
+def _scatter_add(x, y, dim, index, **_):
+    return f"{x}.scatter_add_({dim}, {_index_tensor(index, x)}, {y})"
+
+
+def _torch(name, kind, form, bound, dtypes=ALL, **flags) -> Op:
+    return Op(name, kind, dtypes, {"torch": form}, bound, **flags)
+
+
+def _keep(b, *_):
+    return b
+
+
+TORCH_SHAPES: List[Op] = [
+    _torch("gt", "compare", "{x} > {y}", lambda a, b: 1.0, dtypes=FLOATS + INTS, exact=True),
+    _torch("cast", "cast", "{x}.to(torch.{dtype})", _keep, dtypes=ALL + BOOLS, exact=True),
+    _torch("masked", "masked", "torch.where({x}, {y}, {z})", lambda m, a, b: max(a, b), dtypes=BOOLS, exact=True),
+    _torch("slice", "slice", _slice, _keep, dtypes=ALL + BOOLS, view=True, exact=True),
+    _torch("select", "select", "{x}.select({dim}, {index})", _keep, dtypes=ALL + BOOLS, view=True, exact=True),
+    _torch("view", "view", "{x}.view({shape!r})", _keep, dtypes=ALL, view=True, exact=True),
+    _torch("reshape", "view", "{x}.reshape({shape!r})", _keep, dtypes=ALL, view=True, ambiguous=True, exact=True),
+    _torch("squeeze", "squeeze", "{x}.squeeze({dim})", _keep, dtypes=ALL, view=True, exact=True),
+    _torch("unsqueeze", "unsqueeze", "{x}.unsqueeze({dim})", _keep, dtypes=ALL, view=True, exact=True),
+    _torch("expand", "expand", "{x}.expand({shape!r})", _keep, dtypes=ALL, view=True, exact=True),
+    _torch("cat", "cat", "torch.cat([{x}, {y}], dim={dim})", max, dtypes=ALL + BOOLS, exact=True),
+    _torch("stack", "stack", "torch.stack([{x}, {y}], dim={dim})", max, dtypes=ALL + BOOLS, exact=True),
+    _torch("pad", "pad", "torch.nn.functional.pad({x}, ({left}, {right}), value={c!r})",
+           lambda b, c: max(b, abs(c)), dtypes=FLOATS, exact=True),
+    _torch("add_", "inplace", "{x}.add_({y})", lambda a, b: a + b, mutates=True, exact=True),
+    _torch("mul_", "inplace_scalar", "{x}.mul_({c!r})", lambda a, c: a * abs(c), dtypes=FLOATS, mutates=True,
+           exact=True),
+    _torch("copy_", "inplace", "{x}.copy_({y})", lambda a, b: max(a, b), mutates=True, exact=True),
+    _torch("setitem", "setitem", _assign_slice, lambda a, b: max(a, b), mutates=True, exact=True),
+    _torch("fill_slice", "fill_slice", _fill_slice, lambda a, c: max(a, abs(c)), dtypes=FLOATS, mutates=True,
+           exact=True),
+    # repeated indices add up: the order of the additions is the compiler's (not exact)
+    _torch("index_put_", "index_put", _index_put, lambda a, b, n: a + n * b, mutates=True),
+    _torch("scatter_add_", "scatter_add", _scatter_add, lambda a, b, n: a + n * b, mutates=True),
+]
+
 POOLS: Dict[str, List[Op]] = {
     "dace": COMMON,
-    "torch": COMMON + TORCH_ONLY,
+    "torch": COMMON + TORCH_ONLY + TORCH_SHAPES,
 }
 
-OPS_BY_NAME: Dict[str, Op] = {op.name: op for op in COMMON + TORCH_ONLY}
+OPS_BY_NAME: Dict[str, Op] = {op.name: op for op in COMMON + TORCH_ONLY + TORCH_SHAPES}
 
 
 def limit(dtype: str) -> float:
-    return INT_LIMIT if dtype in INTS else FLOAT_LIMIT
+    return INT_LIMIT if dtype in INTS + BOOLS else FLOAT_LIMIT
 
 
 def result_shape(op: Op, x: Tuple[int, ...], y: Optional[Tuple[int, ...]] = None,

@@ -39,18 +39,26 @@ class Stmt:
     args: List[str]
     const: Optional[float] = None
     axis: Optional[int] = None
+    params: Dict = dataclasses.field(default_factory=dict)     # slices, shapes, indices, dtypes (``ops``)
 
     @property
     def operator(self) -> Op:
         return OPS_BY_NAME[self.op]
 
     def expression(self, compiler: str, names: Optional[Dict[str, str]] = None) -> str:
-        """The statement's right-hand side; ``names`` renames operands (loops, closures)."""
+        """The statement's right-hand side, or for an in-place operator the statement that
+        writes its first operand; ``names`` renames operands (loops, closures)."""
         names = names or {}
-        operands = [names.get(a, a) for a in self.args]
-        fields = {"x": operands[0], "y": operands[1] if len(operands) > 1 else "",
-                  "c": repr(self.const), "axis": self.axis}
+        operands = [names.get(a, a) for a in self.args] + ["", ""]
+        fields = dict(self.params, x=operands[0], y=operands[1], z=operands[2], c=self.const, axis=self.axis)
         return self.operator.render(compiler, **fields)
+
+    def lines(self, compiler: str, names: Optional[Dict[str, str]] = None) -> List[str]:
+        """The statement's source: an assignment, or the write and then its value bound."""
+        if not self.operator.mutates:
+            return [f"{self.target.name} = {self.expression(compiler, names)}"]
+        written = (names or {}).get(self.args[0], self.args[0])
+        return [self.expression(compiler, names), f"{self.target.name} = {written}"]
 
 
 @dataclasses.dataclass
@@ -76,16 +84,60 @@ class Program:
         out.update({s.target.name: s.target for s in self.stmts})
         return out
 
-    def make_inputs(self) -> Dict[str, np.ndarray]:
-        """The input values, drawn from ``seed`` in input order."""
-        rng = np.random.default_rng(self.seed)
+    def make_inputs(self, call: int = 0) -> Dict[str, np.ndarray]:
+        """The input values, drawn from ``seed`` in input order; ``call`` > 0 draws other
+        values of the same shapes (a compiled function called again)."""
+        rng = np.random.default_rng(self.seed if call == 0 else [self.seed, call])
         arrays = {}
         for value in self.inputs:
-            if value.dtype in INTS:
+            if value.dtype == "bool":
+                arrays[value.name] = rng.integers(0, 2, value.shape).astype(bool)
+            elif value.dtype in INTS:
                 arrays[value.name] = rng.integers(-INT_INPUT_BOUND, INT_INPUT_BOUND + 1, value.shape).astype(value.dtype)
             else:
                 arrays[value.name] = rng.uniform(-INPUT_BOUND, INPUT_BOUND, value.shape).astype(value.dtype)
         return arrays
+
+    def alias_roots(self) -> Dict[str, str]:
+        """Each value's alias group, named by the value that owns the storage: a view and
+        an in-place statement's value share their first operand's group."""
+        roots = {v.name: v.name for v in self.inputs}
+        for stmt in self.stmts:
+            shares = stmt.operator.view or stmt.operator.mutates
+            roots[stmt.target.name] = roots[stmt.args[0]] if shares else stmt.target.name
+        return roots
+
+    def written_groups(self) -> List[Optional[str]]:
+        """Per statement, the alias group it writes (None for a statement that writes nothing new)."""
+        roots = self.alias_roots()
+        return [roots[s.args[0]] if s.operator.mutates else None for s in self.stmts]
+
+    def overlapping(self) -> set:
+        """Values whose elements may share memory (an ``expand`` and every view of it): a
+        write to them is an error in torch, so nothing writes them."""
+        out: set = set()
+        for stmt in self.stmts:
+            if stmt.op == "expand" or (stmt.operator.view and stmt.args[0] in out):
+                out.add(stmt.target.name)
+        return out
+
+    def widened(self) -> "Program":
+        """The same program in float64 wherever it computes in float32: the reference that
+        tells a compiler's rounding from its errors."""
+        def wide(dtype: str) -> str:
+            return "float64" if dtype == "float32" else dtype
+
+        out = self.copy()
+        out.inputs = [Value(v.name, v.shape, wide(v.dtype)) for v in out.inputs]
+        for stmt in out.stmts:
+            stmt.target = Value(stmt.target.name, stmt.target.shape, wide(stmt.target.dtype))
+            if "dtype" in stmt.params:
+                stmt.params["dtype"] = wide(stmt.params["dtype"])
+        return out
+
+    @property
+    def has_float32(self) -> bool:
+        return any(v.dtype == "float32" for v in self.values().values())
 
     # ------------------------------------------------------------ source
     def source(self) -> str:
@@ -105,8 +157,8 @@ class Program:
             return Value(d["name"], tuple(d["shape"]), d["dtype"])
 
         return cls(compiler=data["compiler"], inputs=[value(v) for v in data["inputs"]],
-                   stmts=[Stmt(value(s["target"]), s["op"], list(s["args"]), s.get("const"), s.get("axis"))
-                          for s in data["stmts"]],
+                   stmts=[Stmt(value(s["target"]), s["op"], list(s["args"]), s.get("const"), s.get("axis"),
+                               _tuples(s.get("params", {}))) for s in data["stmts"]],
                    outputs=list(data["outputs"]), seed=int(data["seed"]),
                    mutations=[Mutation(m["kind"], m["stmt"], dict(m.get("params", {}))) for m in data.get("mutations", [])],
                    valid=bool(data.get("valid", True)))
@@ -116,3 +168,8 @@ class Program:
 
     def copy(self) -> "Program":
         return Program.from_json(json.loads(self.dumps()))
+
+
+def _tuples(params: Dict) -> Dict:
+    """JSON has no tuples: shapes come back as lists, and render as tuples again."""
+    return {k: tuple(v) if k == "shape" else v for k, v in params.items()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Tuple
 
-from .ops import INTS
+from .ops import BOOLS, INTS
 
 if TYPE_CHECKING:      # the types only: program.py renders through this module
     from .program import Mutation, Program, Stmt, Value
@@ -26,6 +26,8 @@ def render_body(program: Program) -> Tuple[List[str], List[str]]:
             lines = _guarded(program.compiler, stmt, mine["guard"].params, lines)
         if "recover" in mine:
             lines = lines + _recovered(program.compiler, index, stmt, mine["recover"].params)
+        if "break" in mine:
+            lines = ["torch._dynamo.graph_break()"] + lines
         body += lines
     return helpers, body
 
@@ -36,7 +38,7 @@ def _base_lines(compiler: str, index: int, stmt: Stmt, values: Dict[str, Value],
         return _loops(compiler, index, stmt, values)
     if "closure" in mine:
         return _closure(compiler, index, stmt, helpers)
-    return [f"{stmt.target.name} = {stmt.expression(compiler)}"]
+    return stmt.lines(compiler)
 
 
 def _dtype(compiler: str, dtype: str) -> str:
@@ -62,7 +64,7 @@ def _loops(compiler: str, index: int, stmt: Stmt, values: Dict[str, Value]) -> L
     names = {}
     for arg in stmt.args:
         shape = values[arg].shape
-        if len(shape) == len(target.shape):
+        if len(shape) == len(target.shape) and shape[0] == target.shape[0]:
             names[arg] = f"{arg}[{', '.join(element)}]"
         elif compiler == "dace":     # row broadcast: the operand follows the last dimension
             names[arg] = f"{arg}[{element[-1]}]"
@@ -82,15 +84,30 @@ def _closure(compiler: str, index: int, stmt: Stmt, helpers: List[str]) -> List[
         expression = stmt.expression(compiler, dict(zip(stmt.args, params)))
         helpers.append(f"def {name}({', '.join(params)}):\n    return {expression}")
         return [f"{stmt.target.name} = {name}({', '.join(stmt.args)})"]
+    if stmt.operator.mutates:
+        # torch, a write: the closure writes the tensor it captures; the other operands are parameters
+        params = {arg: f"p{k}" for k, arg in enumerate(stmt.args[1:])}
+        lines = [f"def {name}({', '.join(params.values())}):", f"    {stmt.expression(compiler, params)}",
+                 f"    return {stmt.args[0]}"]
+        return lines + [f"{stmt.target.name} = {name}({', '.join(params)})"]
     # torch: the first operand is the parameter, the others are captured from the enclosing scope
     first = stmt.args[0]
     expression = stmt.expression(compiler, {first: "p0"})
     return [f"def {name}(p0):", f"    return {expression}", f"{stmt.target.name} = {name}({first})"]
 
 
-def _guarded(compiler: str, stmt: Stmt, params: Dict, lines: List[str]) -> List[str]:
+def guard_operand(compiler: str, params: Dict) -> str:
+    """What a guard compares with its threshold: an entry of the probe (``entry``), that
+    entry as a Python number (``item``: a graph break in torch), or the probe's sum."""
+    form = params.get("form", "entry")
+    if form == "sum":
+        return f"{params['probe']}.sum()" if compiler != "dace" else f"np.sum({params['probe']})"
     entry = f"{params['probe']}[{', '.join(str(i) for i in params['index'])}]"
-    condition = f"{entry} {'<=' if params['below'] else '>='} {params['threshold']!r}"
+    return f"{entry}.item()" if form == "item" else entry
+
+
+def _guarded(compiler: str, stmt: Stmt, params: Dict, lines: List[str]) -> List[str]:
+    condition = f"{guard_operand(compiler, params)} {'<=' if params['below'] else '>='} {params['threshold']!r}"
     return ([f"if {condition}:"] + ["    " + line for line in lines]
             + ["else:", f"    {stmt.target.name} = {_zeros(compiler, stmt.target, stmt.args[0])}"])
 
@@ -100,5 +117,6 @@ def _recovered(compiler: str, index: int, stmt: Stmt, params: Dict) -> List[str]
     entry = f"{name}[{', '.join(str(i) for i in params['index'])}]"
     keep = f"keep_{index}"
     saved = entry if compiler == "dace" else f"{entry}.clone()"
-    junk = params["junk"] if stmt.target.dtype in INTS else float(params["junk"])
+    junk = (params["junk"] if stmt.target.dtype in INTS else bool(params["junk"]) if stmt.target.dtype in BOOLS
+            else float(params["junk"]))
     return [f"{keep} = {saved}", f"{entry} = {junk!r}", f"{entry} = {keep}"]
