@@ -2,7 +2,8 @@
 #   make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n] [REDO=VERDICT|Class,...]
 #             [PARAMS=default|boundary|N]
 #   make campaign [TARGET=kernels] [XFORMS=all|A,B] [BUDGET=60s|200000x per instance] [JOBS=n] [CAMPAIGN=dir]
-#   make pyfuzz [COMPILER=dace|torch] [PYFUZZ_TIME=s] [PYFUZZ_ARGS=...]
+#   make pyfuzz [COMPILER=dace|torch|tvm] [TORCH=version] [PYFUZZ_TIME=s] [PYFUZZ_ARGS=...]
+#   make setup-torch [TORCH=version]
 #   make setup-cuda / setup-gpu
 #   make test
 #   make instances TARGET=kernels XFORM=MapTiling
@@ -31,10 +32,11 @@ CAMPAIGN     ?= $(WORK)/campaigns/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFO
 CAMPAIGN_BUDGET = $(if $(filter command line environment,$(origin BUDGET)),$(BUDGET),60s)
 
 COMPILER     ?= dace
+TORCH        ?=
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup setup-torch setup-cuda setup-gpu barriers pyfuzz deps venv fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
+.PHONY: setup setup-torch setup-tvm setup-cuda setup-gpu barriers pyfuzz deps venv fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -61,6 +63,8 @@ help:
 	@echo "make pyfuzz COMPILER=dace|torch PYFUZZ_TIME=120          Atheris on DaCe's Python frontend or torch.compile;"
 	@echo "                                                         findings in crashes/pyfuzz/<compiler>/"
 	@echo "make setup-torch                                         install torch 2.13.0 (CPU) for COMPILER=torch"
+	@echo "make setup-torch TORCH=2.0.1                             that torch in its own env and Python (3.10 for 2.0);"
+	@echo "                                                         make pyfuzz COMPILER=torch TORCH=2.0.1 uses it"
 	@echo "make setup-cuda                                          CUDA 13 compiler, runtime and CCCL from PyPI into the venv"
 	@echo "                                                         (builds GPU cutouts and kernels; no GPU needed)"
 	@echo "make setup-gpu                                           on a GPU machine: pycuda (kernel replays) as well"
@@ -139,8 +143,12 @@ instances: setup
 	$(BIN)/harnessgen instances --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) $(if $(PARAMS),--params $(PARAMS))
 
 # torch for pyfuzz --compiler torch, into the same venv (2.13.0 is a CPU build here and runs
-# beside DaCe's numpy<2)
-setup-torch: $(VENV)/.torch-stamp
+# beside DaCe's numpy<2); TORCH=<version>: that release in .harnessgen/pyenvs/torch-<version>,
+# on the newest Python its torch.compile runs on (3.10 for the 2.0 series)
+setup-torch: $(if $(TORCH),setup,$(VENV)/.torch-stamp)
+ifneq ($(TORCH),)
+	$(BIN)/python -m harnessgen.pyfuzz.interpreters setup-torch $(TORCH)
+endif
 $(VENV)/.torch-stamp: $(VENV)/.stamp
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask,torch]'
 	touch $@
@@ -157,8 +165,8 @@ $(VENV)/.cuda-stamp: $(VENV)/.stamp
 setup-gpu: setup-cuda
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask,cuda,gpu]'
 
-pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch)
-	$(BIN)/harnessgen pyfuzz --compiler $(COMPILER) --time $(PYFUZZ_TIME) $(PYFUZZ_ARGS)
+pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch) $(if $(filter tvm,$(COMPILER)),setup-tvm)
+	$(BIN)/harnessgen pyfuzz --compiler $(COMPILER) --time $(PYFUZZ_TIME) $(if $(TORCH),--torch $(TORCH)) $(PYFUZZ_ARGS)
 
 test: setup setup-torch setup-cuda
 	$(BIN)/pytest -n 2 --durations=10 $(TEST_ARGS)

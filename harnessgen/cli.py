@@ -713,6 +713,18 @@ def _add_pyfuzz(sub) -> None:
     p.add_argument("--mutations", help="mutation families to apply (default loops,closure,guard,recover; empty: none)")
     p.add_argument("--dace-pass", action="append", default=[], metavar="MODULE:CLASS",
                    help="a transformation applied after auto_optimize (test your own in the pipeline)")
+    p.add_argument("--torch-pass", action="append", default=[], metavar="MODULE:FUNCTION",
+                   help="a graph pass (graph, example inputs) -> graph run on Dynamo's graph before the backend "
+                        "(test your own; harnessgen.pyfuzz.planted:drop_alias_writes is a planted bug)")
+    p.add_argument("--compile-modes", default=None, metavar="MODE,...",
+                   help="judge only these modes (torch: aot_eager,inductor,inductor-dynamic; dace: "
+                        "simplify,auto_optimize; default: all)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--python", default=None, metavar="PATH",
+                       help="the interpreter the compiler under test runs in (a nightly, a source build; it "
+                            "needs numpy, jinja2 and atheris beside the compiler); harnessgen stays in its venv")
+    where.add_argument("--torch", default=None, metavar="VERSION",
+                       help="torch VERSION from `make setup-torch TORCH=VERSION` (its own interpreter)")
     p.add_argument("--instrument", default=None, metavar="PREFIX,...",
                    help="modules Atheris instruments (default: the compiler's passes)")
     _add_tolerance_flags(p)
@@ -732,8 +744,17 @@ def cmd_pyfuzz(args) -> int:
                         ("--instrument", args.instrument)):
         if value is not None:
             target_args += [flag, value]
-    config = PyFuzzConfig(compiler=args.compiler, out_dir=args.out or Path(".harnessgen/pyfuzz") / args.compiler,
-                          crashes_dir=args.crashes, time_s=args.time, target_args=target_args, passes=args.dace_pass,
+    from .pyfuzz.interpreters import resolve_python
+
+    if args.dace_pass and args.compiler != "dace" or args.torch_pass and args.compiler != "torch":
+        raise ConfigError(f"--dace-pass is for --compiler dace, --torch-pass for --compiler torch; "
+                          f"this run is --compiler {args.compiler}")
+    python = resolve_python(args.compiler, args.python, args.torch)
+    default_out = Path(".harnessgen/pyfuzz") / (args.compiler + (f"-{args.torch}" if args.torch else ""))
+    config = PyFuzzConfig(compiler=args.compiler, out_dir=args.out or default_out,
+                          modes=[m for m in (args.compile_modes or "").split(",") if m], python=python,
+                          crashes_dir=args.crashes, time_s=args.time, target_args=target_args,
+                          passes=args.dace_pass + args.torch_pass,
                           libfuzzer=args.libfuzzer, tolerance=_tolerance(args),
                           shrink=not args.no_shrink, shrink_budget_s=args.shrink_time, fresh=args.fresh,
                           seed=args.seed)

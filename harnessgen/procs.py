@@ -4,6 +4,8 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+from pathlib import Path
+from typing import Dict, Optional
 
 _PR_SET_PDEATHSIG = 1
 
@@ -18,3 +20,17 @@ def die_with_parent() -> None:
         return
     if os.getppid() == 1:   # the parent died before prctl took effect
         os._exit(1)
+
+
+def package_root() -> Path:
+    """The folder that holds the ``harnessgen`` package."""
+    return Path(__file__).resolve().parents[1]
+
+
+def interpreter_environment(python: Optional[str]) -> Dict[str, str]:
+    """The environment for a process of ``python`` (None: this interpreter): another
+    interpreter imports harnessgen from its source folder."""
+    env = dict(os.environ)
+    if python:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(package_root()), env.get("PYTHONPATH", "")) if p)
+    return env

@@ -29,7 +29,7 @@ from typing import List, Optional
 
 from ..errors import HarnessgenError
 from ..files import write_atomic
-from ..procs import die_with_parent
+from ..procs import die_with_parent, interpreter_environment
 from . import Engine, EngineResult, FuzzJob, RawCrash
 
 # a fuzzing process that ends this soon after it started is not restarted
@@ -49,6 +49,7 @@ class PyFuzzTarget:
     """What the engine fuzzes: the target process's own arguments (compiler, mode, passes)."""
 
     arguments: List[str]
+    python: Optional[str] = None      # the interpreter of the compiler under test (None: this one)
 
 
 class AtherisEngine(Engine):
@@ -63,7 +64,7 @@ class AtherisEngine(Engine):
             flags.append(f"-runs={job.max_execs}")
         flags += job.options
         corpus = [str(job.out_dir / "corpus")] + ([str(job.seeds_dir)] if job.seeds_dir else [])
-        return ([sys.executable, "-m", "harnessgen.pyfuzz.target", *job.build.arguments, "--out", str(job.out_dir),
+        return ([job.build.python or sys.executable, "-m", "harnessgen.pyfuzz.target", *job.build.arguments, "--out", str(job.out_dir),
                  "--"] + corpus + [f for f in flags if f])
 
     def seed_corpus(self, corpus: Path, seed: int) -> None:
@@ -91,7 +92,7 @@ class AtherisEngine(Engine):
             before = set((job.out_dir / "artifacts").iterdir())
             process_started = time.time()
             with open(log_path, "a") as log:
-                returncode = _run_until(command, log, deadline)
+                returncode = _run_until(command, log, deadline, interpreter_environment(job.build.python))
             libfuzzer_execs += _last_exec_count(log_path)
             for artifact in sorted(set((job.out_dir / "artifacts").iterdir()) - before):
                 kind = "hang" if artifact.name.startswith(("timeout-", "slow-unit-")) else "crash"
@@ -111,10 +112,10 @@ class AtherisEngine(Engine):
                             stats={}, command=command)
 
 
-def _run_until(command: List[str], log, deadline: float) -> Optional[int]:
+def _run_until(command: List[str], log, deadline: float, env=None) -> Optional[int]:
     """Run one fuzzing process; its exit status, or None when the deadline stopped it."""
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                               preexec_fn=die_with_parent)
+                               preexec_fn=die_with_parent, env=env)
     try:
         return process.wait(timeout=max(deadline - time.time(), 0.0))
     except subprocess.TimeoutExpired:

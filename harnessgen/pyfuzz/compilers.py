@@ -62,12 +62,21 @@ class Compiler:
     # exception types that are a compiler's clear rejection of an invalid program
     clear_errors: Tuple[type, ...] = (SyntaxError, TypeError, ValueError, NotImplementedError)
 
-    def __init__(self, work_dir: Path, extra_passes: Sequence[str] = ()):
+    def __init__(self, work_dir: Path, extra_passes: Sequence[str] = (), modes: Sequence[str] = ()):
         self.work_dir = Path(work_dir)
         self.extra_passes = list(extra_passes)
+        self.only_modes = list(modes)
+
+    def all_modes(self) -> List[str]:
+        raise NotImplementedError
 
     def modes(self) -> List[str]:
-        raise NotImplementedError
+        """The modes judged: all of them, or those ``--compile-modes`` names."""
+        every = self.all_modes()
+        unknown = [m for m in self.only_modes if m not in every]
+        if unknown:
+            raise ConfigError(f"--compile-modes {','.join(unknown)}: {self.name} has the modes {', '.join(every)}")
+        return [m for m in every if m in self.only_modes] if self.only_modes else every
 
     def reference(self, program: Program, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
         raise NotImplementedError
@@ -110,20 +119,20 @@ class Compiler:
 class DaceCompiler(Compiler):
     name = "dace"
 
-    def __init__(self, work_dir: Path, extra_passes: Sequence[str] = ()):
-        super().__init__(work_dir, extra_passes)
+    def __init__(self, work_dir: Path, extra_passes: Sequence[str] = (), modes: Sequence[str] = ()):
+        super().__init__(work_dir, extra_passes, modes)
         import dace
 
         self.dace = dace
         self.build_root = self.work_dir / "dacecache"
         self.build_root.mkdir(parents=True, exist_ok=True)
         dace.config.Config.set("default_build_folder", value=str(self.build_root.resolve()))
-        self.passes = [_load_class(spec) for spec in self.extra_passes]
+        self.passes = [_load_object(spec, "--dace-pass") for spec in self.extra_passes]
         from dace.frontend.python.common import DaceSyntaxError
 
         self.clear_errors = Compiler.clear_errors + (DaceSyntaxError,)
 
-    def modes(self) -> List[str]:
+    def all_modes(self) -> List[str]:
         return ["simplify", "auto_optimize"]
 
     def versions(self) -> Dict[str, str]:
@@ -152,7 +161,7 @@ class DaceCompiler(Compiler):
             for xform in self.passes:
                 apply_at_every_match(sdfg, xform)
         elif mode != "simplify":
-            raise ConfigError(f"DaCe has no mode {mode!r}; choose one of {', '.join(self.modes())}")
+            raise ConfigError(f"DaCe has no mode {mode!r}; choose one of {', '.join(self.all_modes())}")
         return sdfg
 
     def run(self, program: Program, mode: str, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
@@ -169,8 +178,8 @@ class DaceCompiler(Compiler):
 class TorchCompiler(Compiler):
     name = "torch"
 
-    def __init__(self, work_dir: Path, extra_passes: Sequence[str] = ()):
-        super().__init__(work_dir, extra_passes)
+    def __init__(self, work_dir: Path, extra_passes: Sequence[str] = (), modes: Sequence[str] = ()):
+        super().__init__(work_dir, extra_passes, modes)
         try:
             import torch
         except ImportError as error:
@@ -183,8 +192,10 @@ class TorchCompiler(Compiler):
         # a backend's crash or an internal error is not a clear rejection
         self.unclear = (exc.BackendCompilerFailed, exc.InternalTorchDynamoError)
         self.clear_errors = Compiler.clear_errors + (RuntimeError, IndexError)
+        # --torch-pass: functions (graph, example inputs) -> graph, run on Dynamo's graph before the backend
+        self.passes = [_load_object(spec, "--torch-pass") for spec in self.extra_passes]
 
-    def modes(self) -> List[str]:
+    def all_modes(self) -> List[str]:
         modes = ["aot_eager", "inductor", "inductor-dynamic"]
         if self.torch.cuda.is_available():
             modes.append("inductor-cuda")
@@ -248,19 +259,33 @@ class TorchCompiler(Compiler):
         backend = "aot_eager" if mode == "aot_eager" else "inductor"
         device = "cuda" if mode.endswith("cuda") else "cpu"
         self.torch._dynamo.reset()
-        compiled = self.torch.compile(function, backend=backend, dynamic=True if mode == "inductor-dynamic" else False)
+        compiled = self.torch.compile(function, backend=self._backend(backend),
+                                      dynamic=True if mode == "inductor-dynamic" else False)
         return compiled, device
+
+    def _backend(self, name: str):
+        """The backend by name, or with ``--torch-pass`` a backend that runs the passes first."""
+        if not self.passes:
+            return name
+        from torch._dynamo.backends.registry import lookup_backend
+
+        compile_graph = lookup_backend(name)
+
+        def with_passes(gm, example_inputs):
+            for graph_pass in self.passes:
+                gm = graph_pass(gm, example_inputs)
+            return compile_graph(gm, example_inputs)
+
+        return with_passes
 
 
 COMPILERS = {"dace": DaceCompiler, "torch": TorchCompiler}
 
 
-def get_compiler(name: str, work_dir: Path, extra_passes: Sequence[str] = ()) -> Compiler:
+def get_compiler(name: str, work_dir: Path, extra_passes: Sequence[str] = (), modes: Sequence[str] = ()) -> Compiler:
     if name not in COMPILERS:
         raise ConfigError(f"--compiler {name!r} is unknown; choose one of {', '.join(sorted(COMPILERS))}")
-    if extra_passes and name != "dace":
-        raise ConfigError("--dace-pass applies to --compiler dace only")
-    return COMPILERS[name](work_dir, extra_passes)
+    return COMPILERS[name](work_dir, extra_passes, modes)
 
 
 def torch_available() -> Optional[str]:
@@ -290,11 +315,11 @@ def apply_at_every_match(sdfg, xform) -> int:
     return applied
 
 
-def _load_class(spec: str):
-    module_name, _, cls_name = spec.partition(":")
-    if not cls_name:
-        raise ConfigError(f"--dace-pass {spec!r}: write it as module:Class")
+def _load_object(spec: str, flag: str):
+    module_name, _, name = spec.partition(":")
+    if not name:
+        raise ConfigError(f"{flag} {spec!r}: write it as module:name")
     try:
-        return getattr(importlib.import_module(module_name), cls_name)
+        return getattr(importlib.import_module(module_name), name)
     except (ImportError, AttributeError) as error:
-        raise ConfigError(f"--dace-pass {spec!r}: {error}") from error
+        raise ConfigError(f"{flag} {spec!r}: {error}") from error

@@ -23,8 +23,10 @@ Order of checks, one ``Verdict``:
    that differ and the ones that agree: DaCe's ``simplify`` agreeing while
    ``auto_optimize`` differs blames the optimization pipeline.
 4. A compiler that keeps what it compiled (torch) is called a second time
-   with other values of the same shapes; a raise or a wrong result there, the
-   first call right, is ``GUARD_FAILURE``.
+   with other values of the same shapes. A raise or a wrong result there, with
+   the first call right, is ``GUARD_FAILURE`` when a compile for the second
+   values alone gets them right (the kept graph did not fit them and its
+   guards let it run), else a ``MISMATCH`` on the second inputs (``call`` 1).
 
 A compiled program that kills the process (SIGSEGV) or hangs is caught by the
 caller: the fuzzing target writes the program before running it, the engine
@@ -64,6 +66,7 @@ class Verdict:
     difference: Optional[Dict] = None
     failing_modes: List[str] = dataclasses.field(default_factory=list)
     agreeing_modes: List[str] = dataclasses.field(default_factory=list)
+    call: int = 0                        # 1: it shows on the second call (other values, same shapes)
 
     @property
     def is_finding(self) -> bool:
@@ -157,24 +160,36 @@ def judge(compiler: Compiler, program: Program, inputs: Dict[str, np.ndarray],
         except Exception as error:
             return Verdict(Outcome.COMPILER_ERROR, mode=mode, detail=f"{type(error).__name__}: {_short(error)}",
                            error_type=type(error).__name__, where=_compiler_frame(error, compiler.name))
-        difference = calls[0].difference(results[0], tolerance)
+        difference, call = calls[0].difference(results[0], tolerance), 0
         if difference is None and len(results) > 1:
             stale = _stale(calls[1], results[1], tolerance, compiler, mode)
             if stale is not None:
-                return stale
+                # stale only when a compile for the second inputs alone gets them right;
+                # otherwise the second inputs just show a plain wrong result
+                try:
+                    fresh = compiler.run_calls(program, mode, [calls[1].inputs])[0]
+                except Exception as error:
+                    return Verdict(Outcome.COMPILER_ERROR, mode=mode, call=1, error_type=type(error).__name__,
+                                   detail=f"on the second inputs: {type(error).__name__}: {_short(error)}",
+                                   where=_compiler_frame(error, compiler.name))
+                difference, call = calls[1].difference(fresh, tolerance), 1
+                if difference is None:
+                    return stale
         if difference is None:
             agreeing.append(mode)
             continue
         failing.append(mode)
-        first = first or (mode, difference)
+        first = first or (mode, difference, call)
     if not failing:
         return Verdict(Outcome.PASS, agreeing_modes=agreeing)
-    mode, (index, diff) = first
+    mode, (index, diff), call = first
     detail = f"{_output_name(program, index)} of {mode} differs from the reference"
+    if call:
+        detail += " on the second inputs (other values, the same shapes)"
     if agreeing:
         detail += f" ({', '.join(agreeing)} agree{'s' if len(agreeing) == 1 else ''} with it)"
     return Verdict(Outcome.MISMATCH, mode=mode, detail=detail, output=index, difference=diff,
-                   failing_modes=failing, agreeing_modes=agreeing)
+                   failing_modes=failing, agreeing_modes=agreeing, call=call)
 
 
 def _output_name(program: Program, index: int) -> str:
@@ -237,16 +252,17 @@ def _stale(call: Call, result, tolerance: Tolerance, compiler: Compiler, mode: s
     """A GUARD_FAILURE: the first call was right, the second (other values, same shapes)
     raised or computed something else."""
     if isinstance(result, BaseException):
-        return Verdict(Outcome.GUARD_FAILURE, mode=mode, failing_modes=[mode],
+        return Verdict(Outcome.GUARD_FAILURE, mode=mode, failing_modes=[mode], call=1,
                        detail=f"called again with other values: {type(result).__name__}: {_short(result)}",
                        error_type=type(result).__name__, where=_compiler_frame(result, compiler.name))
     difference = call.difference(result, tolerance)
     if difference is None:
         return None
     index, diff = difference
-    return Verdict(Outcome.GUARD_FAILURE, mode=mode, output=index, difference=diff, failing_modes=[mode],
+    return Verdict(Outcome.GUARD_FAILURE, mode=mode, output=index, difference=diff, failing_modes=[mode], call=1,
                    detail=f"called again with other values of the same shapes, {_output_name(call.program, index)} "
-                          f"of {mode} differs from the reference (the first call agreed)")
+                          f"of {mode} differs from the reference (the first call agreed, and a compile for "
+                          f"these values alone agrees too)")
 
 
 def _judge_invalid(compiler: Compiler, program: Program, inputs, modes, rejected: BaseException) -> Verdict:

@@ -11,7 +11,7 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from ..engines import FuzzJob, get_engine
 from ..engines.atheris import PyFuzzTarget
@@ -28,7 +28,9 @@ class PyFuzzConfig:
     crashes_dir: Path
     time_s: float = 120.0
     target_args: List[str] = dataclasses.field(default_factory=list)   # mode, dims, mutations, instrument
-    passes: List[str] = dataclasses.field(default_factory=list)
+    passes: List[str] = dataclasses.field(default_factory=list)      # --dace-pass / --torch-pass
+    modes: List[str] = dataclasses.field(default_factory=list)       # --compile-modes (empty: all)
+    python: Optional[str] = None                                      # --python / --torch
     libfuzzer: List[str] = dataclasses.field(default_factory=list)
     tolerance: Tolerance = Tolerance()
     shrink: bool = True
@@ -45,12 +47,14 @@ def run_pyfuzz(config: PyFuzzConfig) -> Dict:
     arguments = ["--compiler", config.compiler, "--rtol", repr(config.tolerance.rtol),
                  "--atol", repr(config.tolerance.atol), *config.target_args]
     for spec in config.passes:
-        arguments += ["--dace-pass", spec]
-    job = FuzzJob(build=PyFuzzTarget(arguments), seeds_dir=None, out_dir=out, time_s=config.time_s,
+        arguments += ["--pass", spec]
+    if config.modes:
+        arguments += ["--compile-modes", ",".join(config.modes)]
+    job = FuzzJob(build=PyFuzzTarget(arguments, config.python), seeds_dir=None, out_dir=out, time_s=config.time_s,
                   options=config.libfuzzer, seed=config.seed)
     result = get_engine("atheris").run(job)
     started = time.time()
-    spec = CompilerSpec(config.compiler, out / "work", tuple(config.passes))
+    spec = CompilerSpec(config.compiler, out / "work", tuple(config.passes), tuple(config.modes), config.python)
     findings = triage_run(out, config.crashes_dir, spec,
                           PyTriageOptions(tolerance=config.tolerance, shrink=config.shrink,
                                           shrink_budget_s=config.shrink_budget_s))

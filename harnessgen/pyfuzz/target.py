@@ -39,7 +39,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dims", default="1-8")
     p.add_argument("--mutations", default=",".join(FAMILIES))
     p.add_argument("--max-mutations", type=int, default=3)
-    p.add_argument("--dace-pass", action="append", default=[])
+    p.add_argument("--pass", dest="passes", action="append", default=[])
+    p.add_argument("--compile-modes", default="")
     p.add_argument("--instrument", default=None)
     p.add_argument("--rtol", type=float, default=Tolerance.rtol)
     p.add_argument("--atol", type=float, default=Tolerance.atol)
@@ -96,7 +97,8 @@ def main(argv: List[str]) -> None:
     args = parser().parse_args(ours)
     import atheris
 
-    compiler = get_compiler(args.compiler, args.out / "work", args.dace_pass)
+    compiler = get_compiler(args.compiler, args.out / "work", args.passes,
+                            [m for m in args.compile_modes.split(",") if m])
     compiler.warm_up()
     prefixes = compiler.instrument_prefixes() if args.instrument is None else [p for p in args.instrument.split(",") if p]
     started = time.time()

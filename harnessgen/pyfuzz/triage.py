@@ -32,9 +32,9 @@ from .. import __version__
 from ..outcome import Outcome
 from ..reproducer import publish, repro_environment, runtime_source
 from ..runtime import Tolerance
-from .oracle import FLOAT32_TOLERANCE, Verdict
+from .oracle import FLOAT32_TOLERANCE, ROUNDING_FACTOR, Verdict
 from .program import Program
-from .replay import CompilerSpec, judge_isolated
+from .replay import CompilerSpec, describe, judge_isolated
 from .shrink import Shrinker
 
 
@@ -130,7 +130,7 @@ def _modes_needed(spec: CompilerSpec, verdict: Verdict) -> Optional[List[str]]:
     its own mode and the modes before it (they run first)."""
     if verdict.outcome == Outcome.MISMATCH or verdict.mode is None:
         return None
-    modes = spec.make().modes()
+    modes = describe(spec)["modes"]
     return modes[:modes.index(verdict.mode) + 1] if verdict.mode in modes else None
 
 
@@ -147,28 +147,35 @@ def _npz(inputs: Dict[str, np.ndarray]) -> bytes:
 
 def write_finding(folder: Path, spec: CompilerSpec, program: Program, inputs, verdict: Verdict, signature: tuple,
                   raw: RawFinding, stats: Optional[Dict], tolerance: Tolerance) -> Path:
-    compiler = spec.make()
+    compiler = describe(spec)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
     source = program.source()
     (tmp / "program.py").write_text(source)
     (tmp / "program.json").write_text(json.dumps(program.to_json(), indent=1) + "\n")
     (tmp / "inputs.npz").write_bytes(_npz(inputs))
+    calls = ["inputs.npz"]
+    if verdict.call:                                   # the second call is the one that fails
+        (tmp / "inputs2.npz").write_bytes(_npz(program.make_inputs(call=1)))
+        calls.append("inputs2.npz")
+    if program.has_float32:                            # tells rounding from error
+        (tmp / "program64.py").write_text(program.widened().source())
     summary = verdict.detail or verdict.outcome.name
     meta = {"tool": f"harnessgen {__version__}", "compiler": spec.name, "passes": list(spec.passes),
             "outcome": verdict.outcome.name, "verdict": verdict.to_json(), "signature": list(signature),
-            "versions": compiler.versions(), "seconds_to_find": raw.seconds, "found_in": raw.source,
+            "versions": compiler["versions"], "seconds_to_find": raw.seconds, "found_in": raw.source,
             "fuzzer_bytes": raw.data.hex(), "shrink": stats, "tolerance": dataclasses.asdict(tolerance),
-            "mutations": sorted({m.kind for m in program.mutations})}
+            "mutations": sorted({m.kind for m in program.mutations}), "python": spec.python}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
-    modes = _modes_needed(spec, verdict) or compiler.modes()
+    modes = _modes_needed(spec, verdict) or compiler["modes"]
     repro = tmp / "repro.py"
     repro.write_text(repro_environment().get_template("pyrepro.py.j2").render(
         outcome=verdict.outcome.name, compiler=spec.name, summary=summary, stmts=len(program.stmts),
         mutations=", ".join(m.kind for m in program.mutations), modes=modes, passes=list(spec.passes),
         input_names=list(inputs), rtol=float(tolerance.rtol), atol=float(tolerance.atol), exact=tolerance.exact,
-        rtol32=FLOAT32_TOLERANCE.rtol, atol32=FLOAT32_TOLERANCE.atol,
-        versions=", ".join(f"{k} {v}" for k, v in compiler.versions().items() if k != "numpy"),
+        rtol32=FLOAT32_TOLERANCE.rtol, atol32=FLOAT32_TOLERANCE.atol, output_count=len(program.outputs),
+        calls=calls, second_call=len(calls) > 1, rounding_factor=ROUNDING_FACTOR, python=spec.python or "",
+        versions=", ".join(f"{k} {v}" for k, v in compiler["versions"].items() if k != "numpy"),
         harnessgen_version=__version__, runtime_source=runtime_source()))
     repro.chmod(0o755)
     (tmp / "README.md").write_text(_readme(spec, verdict, program, source, stats, modes))
@@ -179,7 +186,10 @@ def write_finding(folder: Path, spec: CompilerSpec, program: Program, inputs, ve
 def _readme(spec: CompilerSpec, verdict: Verdict, program: Program, source: str, stats, modes) -> str:
     lines = [f"# {verdict.outcome.name} in {spec.name}", "", verdict.detail or "", ""]
     if spec.passes:
-        lines += [f"Extra passes after auto_optimize: {', '.join(spec.passes)}", ""]
+        where = "after auto_optimize" if spec.name == "dace" else "on Dynamo's graph before the backend"
+        lines += [f"Extra passes {where}: {', '.join(spec.passes)}", ""]
+    if spec.python:
+        lines += [f"The compiler ran in {spec.python}; run the reproducer with that interpreter.", ""]
     if verdict.difference:
         lines += ["First difference:", "", "```", json.dumps(verdict.difference, indent=1, default=str), "```", ""]
     if stats:
