@@ -144,6 +144,7 @@ class Program:
         helpers, body = render_body(self)
         template = template_environment().get_template("pyprogram.py.j2")
         return template.render(compiler=self.compiler, function=FUNCTION, helpers=helpers, body=body,
+                               graph_breaks=any(m.kind == "break" for m in self.mutations),
                                inputs=[dict(name=v.name, dtype=v.dtype, shape=list(v.shape)) for v in self.inputs],
                                outputs=self.outputs) + "\n"
 
