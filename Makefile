@@ -63,6 +63,7 @@ help:
 	@echo "make pyfuzz COMPILER=dace|torch PYFUZZ_TIME=120          Atheris on DaCe's Python frontend or torch.compile;"
 	@echo "                                                         findings in crashes/pyfuzz/<compiler>/"
 	@echo "make setup-torch                                         install torch 2.13.0 (CPU) for COMPILER=torch"
+	@echo "make setup-tvm                                           install apache-tvm (Relax) for COMPILER=tvm"
 	@echo "make setup-torch TORCH=2.0.1                             that torch in its own env and Python (3.10 for 2.0);"
 	@echo "                                                         make pyfuzz COMPILER=torch TORCH=2.0.1 uses it"
 	@echo "make setup-cuda                                          CUDA 13 compiler, runtime and CCCL from PyPI into the venv"
@@ -153,6 +154,12 @@ $(VENV)/.torch-stamp: $(VENV)/.stamp
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask,torch]'
 	touch $@
 
+# apache-tvm for pyfuzz --compiler tvm (Relax), into the same venv
+setup-tvm: $(VENV)/.tvm-stamp
+$(VENV)/.tvm-stamp: $(VENV)/.stamp
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask,tvm]'
+	touch $@
+
 # CUDA 13 from PyPI wheels (nvcc, cicc, ptxas, cudart, CCCL): compiles GPU code anywhere; the
 # self-check compiles a CUB kernel with the flags GPU builds use
 setup-cuda: $(VENV)/.cuda-stamp
@@ -168,7 +175,7 @@ setup-gpu: setup-cuda
 pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch) $(if $(filter tvm,$(COMPILER)),setup-tvm)
 	$(BIN)/harnessgen pyfuzz --compiler $(COMPILER) --time $(PYFUZZ_TIME) $(if $(TORCH),--torch $(TORCH)) $(PYFUZZ_ARGS)
 
-test: setup setup-torch setup-cuda
+test: setup setup-torch setup-tvm setup-cuda
 	$(BIN)/pytest -n 2 --durations=10 $(TEST_ARGS)
 
 bench: setup

@@ -699,7 +699,7 @@ def _add_pyfuzz(sub) -> None:
                        description="Generated programs, run as written and compiled; findings are triaged into "
                                    "crashes/pyfuzz/<compiler>/. Arguments after -- go to libFuzzer "
                                    "(-fork=2, -dict=FILE, -max_len=N).")
-    p.add_argument("--compiler", required=True, choices=["dace", "torch"])
+    p.add_argument("--compiler", required=True, choices=["dace", "torch", "tvm"])
     p.add_argument("--time", type=float, default=120.0,
                    help="seconds of fuzzing (default 120; 0: only triage the raw findings already in --out)")
     p.add_argument("--out", type=Path, default=None, help="run directory (default .harnessgen/pyfuzz/<compiler>)")

@@ -279,7 +279,66 @@ class TorchCompiler(Compiler):
         return with_passes
 
 
-COMPILERS = {"dace": DaceCompiler, "torch": TorchCompiler}
+class TvmCompiler(Compiler):
+    """TVM's Relax: the program record built as an IRModule (``relax``), compiled for llvm by
+    each pipeline of ``relax.PIPELINES``; the reference is the program's NumPy source."""
+
+    name = "tvm"
+
+    def __init__(self, work_dir: Path, extra_passes: Sequence[str] = (), modes: Sequence[str] = ()):
+        super().__init__(work_dir, extra_passes, modes)
+        if extra_passes:
+            raise ConfigError("--compiler tvm takes no extra passes; choose pipelines with --compile-modes")
+        try:
+            import tvm
+        except ImportError as error:
+            raise ConfigError("pyfuzz --compiler tvm needs apache-tvm: run `make setup-tvm`") from error
+        self.tvm = tvm
+        # a rejection says what is wrong with the program; tvm.error.InternalError is a failed check of its own
+        self.clear_errors = Compiler.clear_errors + (tvm.error.DiagnosticError, tvm.error.OpError)
+        self.unclear = (tvm.error.InternalError,)
+
+    def is_clear_error(self, error: BaseException) -> bool:
+        return not isinstance(error, self.unclear) and isinstance(error, self.clear_errors)
+
+    def all_modes(self) -> List[str]:
+        from .relax import PIPELINES
+
+        return list(PIPELINES)
+
+    def versions(self) -> Dict[str, str]:
+        return {"tvm": self.tvm.__version__, "numpy": np.__version__}
+
+    def instrument_prefixes(self) -> List[str]:
+        return ["tvm.relax.transform", "tvm.relax.op", "tvm.relax.block_builder", "tvm.relax.backend",
+                "tvm.driver", "tvm.ir.transform"]
+
+    def warm_up(self) -> None:
+        from .program import Value
+
+        program = Program("tvm", [Value("a0", (2,), "float32")], [], ["a0"], 0)
+        self.run(program, "default", {"a0": np.ones(2, np.float32)})
+
+    def reference(self, program: Program, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        function = load_module(program.source(), f"ref{next(_serial)}")[FUNCTION]
+        arguments = {k: v.copy() for k, v in inputs.items()}
+        return as_outputs(function(**arguments), arguments)
+
+    def run(self, program: Program, mode: str, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
+        from .relax import build, to_relax
+
+        if mode not in self.all_modes():
+            raise ConfigError(f"tvm has no mode {mode!r}; choose one of {', '.join(self.all_modes())}")
+        relax = self.tvm.relax
+        executable = build(to_relax(program), mode)
+        machine = relax.VirtualMachine(executable, self.tvm.cpu())
+        arguments = {k: v.copy() for k, v in inputs.items()}
+        result = machine["main"](*[self.tvm.runtime.tensor(arguments[v.name]) for v in program.inputs])
+        items = [result[i].numpy() for i in range(len(result))] if len(program.outputs) else []
+        return as_outputs(items, arguments)
+
+
+COMPILERS = {"dace": DaceCompiler, "torch": TorchCompiler, "tvm": TvmCompiler}
 
 
 def get_compiler(name: str, work_dir: Path, extra_passes: Sequence[str] = (), modes: Sequence[str] = ()) -> Compiler:

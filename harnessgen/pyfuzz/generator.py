@@ -21,7 +21,7 @@ import dataclasses
 from typing import Counter, Dict, List, Optional, Tuple
 
 from .choices import ByteChoices
-from .ops import BOOLS, CONSTANTS, INTS, POOLS, Op, limit, result_shape
+from .ops import BOOLS, BROADCASTING, CONSTANTS, INTS, POOLS, Op, limit, result_shape
 from .shapes import SHAPES, Aliases, Draft
 from .program import INPUT_BOUND, INT_INPUT_BOUND, Program, Stmt, Value
 
@@ -186,8 +186,8 @@ class _Builder:
         return Draft(args, shape, dtype, bound, const, axis)
 
     def broadcast_shape(self, shape: Tuple[int, ...]) -> Tuple[int, ...]:
-        """``shape``, or for torch now and then with some dimensions 1 (broadcast against it)."""
-        if self.options.compiler != "torch" or not self.choices.boolean(0.25):
+        """``shape``, or where the language broadcasts, now and then with some dimensions 1."""
+        if self.options.compiler not in BROADCASTING or not self.choices.boolean(0.25):
             return shape
         return tuple(1 if self.choices.boolean() else n for n in shape)
 
@@ -198,10 +198,10 @@ class _Builder:
         self.aliases.record(stmt, self.bounds)
 
     def outputs(self) -> List[str]:
-        """Every value nothing else reads, and for torch the base of every group written
-        through an alias (its final state); DaCe returns no views."""
+        """Every value nothing else reads, and the base of every group written through an
+        alias (its final state); DaCe returns no views."""
         unread = [s.target.name for s in self.stmts if s.target.name not in self.used
-                  and (self.options.compiler == "torch" or not s.operator.view)]
+                  and (self.options.compiler in BROADCASTING or not s.operator.view)]
         written = [self.aliases.root[s.target.name] for s in self.stmts if s.operator.mutates]
         inputs = self.input_names()
         return list(dict.fromkeys(unread + [w for w in written if w not in inputs]))

@@ -40,6 +40,9 @@ from .program import Mutation, Program
 ELEMENTWISE = ("unary", "binary", "scalar", "where")
 FAMILIES = ("loops", "closure", "guard", "recover", "break")
 TORCH_ONLY = ("break",)
+# the families that rewrite what each compiler compiles: TVM builds Relax from the program
+# record, not from its NumPy source, so no source rewrite reaches it
+FAMILIES_OF = {"dace": tuple(f for f in FAMILIES if f not in TORCH_ONLY), "torch": FAMILIES, "tvm": ()}
 GUARD_FORMS = {"dace": ("entry",), "torch": ("entry", "item", "sum")}
 # families that replace the statement's own line (at most one of them per statement)
 REPLACING = ("loops", "closure")
@@ -54,8 +57,8 @@ def applicable(program: Program, kind: str, index: int) -> bool:
     if kind == "loops":
         return (stmt.operator.kind in ELEMENTWISE and len(stmt.target.shape) >= 1
                 and (program.compiler == "dace" or stmt.operator.exact))
-    if kind in TORCH_ONLY:
-        return program.compiler == "torch"
+    if kind not in FAMILIES_OF[program.compiler]:
+        return False
     if kind == "recover":
         if len(stmt.target.shape) < 1 or stmt.target.name in program.overlapping():
             return False

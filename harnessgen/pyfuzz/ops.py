@@ -77,10 +77,16 @@ class Op:
     exact: bool = False
 
     def render(self, compiler: str, **operands) -> str:
-        spelling = self.spelling[compiler]
+        spelling = self.spelling[SPELLED_AS.get(compiler, compiler)]
         if callable(spelling):
             return spelling(**operands)
         return spelling.format(**operands)
+
+
+# compilers whose reference is a program spelled in another's language: TVM's is NumPy
+SPELLED_AS = {"tvm": "numpy"}
+# the languages that broadcast dimensions of size 1 and may return views
+BROADCASTING = ("torch", "tvm")
 
 
 def _both(np_form: str, torch_form: str) -> Dict[str, str]:
@@ -128,8 +134,10 @@ COMMON: List[Op] = [
 ]
 
 TORCH_ONLY: List[Op] = [
-    Op("relu", "unary", FLOATS, {"torch": "torch.relu({x})"}, lambda b: b, exact=True),
-    Op("sigmoid", "unary", FLOATS, {"torch": "torch.sigmoid({x})"}, lambda b: 1.0),
+    Op("relu", "unary", FLOATS, {"torch": "torch.relu({x})", "numpy": "np.maximum({x}, 0)"}, lambda b: b,
+       exact=True),
+    Op("sigmoid", "unary", FLOATS, {"torch": "torch.sigmoid({x})", "numpy": "1 / (1 + np.exp(-{x}))"},
+       lambda b: 1.0),
     Op("softmax", "reduce_keep", FLOATS, {"torch": "torch.softmax({x}, dim={axis})"}, lambda b, n: 1.0),
 ]
 
@@ -166,8 +174,16 @@ def _scatter_add(x, y, dim, index, **_):
     return f"{x}.scatter_add_({dim}, {_index_tensor(index, x)}, {y})"
 
 
-def _torch(name, kind, form, bound, dtypes=ALL, **flags) -> Op:
-    return Op(name, kind, dtypes, {"torch": form}, bound, **flags)
+def _np_pad(x, left, right, c, rank, **_):
+    widths = [(0, 0)] * (rank - 1) + [(left, right)]
+    return f"np.pad({x}, {widths!r}, constant_values={c!r})"
+
+
+def _torch(name, kind, form, bound, dtypes=ALL, numpy=None, **flags) -> Op:
+    """A torch operator; ``numpy``: its NumPy spelling too, for a pure one (the reference of
+    compilers that take NumPy programs)."""
+    spelling = {"torch": form} if numpy is None else {"torch": form, "numpy": numpy}
+    return Op(name, kind, dtypes, spelling, bound, **flags)
 
 
 def _keep(b, *_):
@@ -175,20 +191,29 @@ def _keep(b, *_):
 
 
 TORCH_SHAPES: List[Op] = [
-    _torch("gt", "compare", "{x} > {y}", lambda a, b: 1.0, dtypes=FLOATS + INTS, exact=True),
-    _torch("cast", "cast", "{x}.to(torch.{dtype})", _keep, dtypes=ALL + BOOLS, exact=True),
-    _torch("masked", "masked", "torch.where({x}, {y}, {z})", lambda m, a, b: max(a, b), dtypes=BOOLS, exact=True),
-    _torch("slice", "slice", _slice, _keep, dtypes=ALL + BOOLS, view=True, exact=True),
-    _torch("select", "select", "{x}.select({dim}, {index})", _keep, dtypes=ALL + BOOLS, view=True, exact=True),
+    _torch("gt", "compare", "{x} > {y}", lambda a, b: 1.0, dtypes=FLOATS + INTS, numpy="{x} > {y}", exact=True),
+    _torch("cast", "cast", "{x}.to(torch.{dtype})", _keep, dtypes=ALL + BOOLS, numpy="{x}.astype({dtype!r})",
+           exact=True),
+    _torch("masked", "masked", "torch.where({x}, {y}, {z})", lambda m, a, b: max(a, b), dtypes=BOOLS,
+           numpy="np.where({x}, {y}, {z})", exact=True),
+    _torch("slice", "slice", _slice, _keep, dtypes=ALL + BOOLS, numpy=_slice, view=True, exact=True),
+    _torch("select", "select", "{x}.select({dim}, {index})", _keep, dtypes=ALL + BOOLS,
+           numpy="np.take({x}, {index}, axis={dim})", view=True, exact=True),
     _torch("view", "view", "{x}.view({shape!r})", _keep, dtypes=ALL, view=True, exact=True),
-    _torch("reshape", "view", "{x}.reshape({shape!r})", _keep, dtypes=ALL, view=True, ambiguous=True, exact=True),
-    _torch("squeeze", "squeeze", "{x}.squeeze({dim})", _keep, dtypes=ALL, view=True, exact=True),
-    _torch("unsqueeze", "unsqueeze", "{x}.unsqueeze({dim})", _keep, dtypes=ALL, view=True, exact=True),
-    _torch("expand", "expand", "{x}.expand({shape!r})", _keep, dtypes=ALL, view=True, exact=True),
-    _torch("cat", "cat", "torch.cat([{x}, {y}], dim={dim})", max, dtypes=ALL + BOOLS, exact=True),
-    _torch("stack", "stack", "torch.stack([{x}, {y}], dim={dim})", max, dtypes=ALL + BOOLS, exact=True),
+    _torch("reshape", "view", "{x}.reshape({shape!r})", _keep, dtypes=ALL, numpy="{x}.reshape({shape!r})", view=True,
+           ambiguous=True, exact=True),
+    _torch("squeeze", "squeeze", "{x}.squeeze({dim})", _keep, dtypes=ALL, numpy="np.squeeze({x}, {dim})", view=True,
+           exact=True),
+    _torch("unsqueeze", "unsqueeze", "{x}.unsqueeze({dim})", _keep, dtypes=ALL, numpy="np.expand_dims({x}, {dim})",
+           view=True, exact=True),
+    _torch("expand", "expand", "{x}.expand({shape!r})", _keep, dtypes=ALL, numpy="np.broadcast_to({x}, {shape!r})",
+           view=True, exact=True),
+    _torch("cat", "cat", "torch.cat([{x}, {y}], dim={dim})", max, dtypes=ALL + BOOLS,
+           numpy="np.concatenate([{x}, {y}], axis={dim})", exact=True),
+    _torch("stack", "stack", "torch.stack([{x}, {y}], dim={dim})", max, dtypes=ALL + BOOLS,
+           numpy="np.stack([{x}, {y}], axis={dim})", exact=True),
     _torch("pad", "pad", "torch.nn.functional.pad({x}, ({left}, {right}), value={c!r})",
-           lambda b, c: max(b, abs(c)), dtypes=FLOATS, exact=True),
+           lambda b, c: max(b, abs(c)), dtypes=FLOATS, numpy=_np_pad, exact=True),
     _torch("add_", "inplace", "{x}.add_({y})", lambda a, b: a + b, mutates=True, exact=True),
     _torch("mul_", "inplace_scalar", "{x}.mul_({c!r})", lambda a, c: a * abs(c), dtypes=FLOATS, mutates=True,
            exact=True),
@@ -204,6 +229,8 @@ TORCH_SHAPES: List[Op] = [
 POOLS: Dict[str, List[Op]] = {
     "dace": COMMON,
     "torch": COMMON + TORCH_ONLY + TORCH_SHAPES,
+    # TVM's Relax is pure: every operator with a NumPy spelling, no views written, no in-place writes
+    "tvm": COMMON + [op for op in TORCH_ONLY + TORCH_SHAPES if "numpy" in op.spelling and not op.mutates],
 }
 
 OPS_BY_NAME: Dict[str, Op] = {op.name: op for op in COMMON + TORCH_ONLY + TORCH_SHAPES}

@@ -42,13 +42,13 @@ def _base_lines(compiler: str, index: int, stmt: Stmt, values: Dict[str, Value],
 
 
 def _dtype(compiler: str, dtype: str) -> str:
-    return f"{'np' if compiler == 'dace' else 'torch'}.{dtype}"
+    return f"{'torch' if compiler == 'torch' else 'np'}.{dtype}"
 
 
 def _zeros(compiler: str, value: Value, like: str, kind: str = "zeros") -> str:
     """A new array of ``value``'s shape and dtype; for torch on the device of ``like`` (an
     operand), or compiled on a GPU the rewrite would mix devices."""
-    if compiler == "dace":
+    if compiler != "torch":
         return f"np.{kind}({tuple(value.shape)!r}, dtype={_dtype(compiler, value.dtype)})"
     return f"torch.{kind}({tuple(value.shape)!r}, dtype={_dtype(compiler, value.dtype)}, device={like}.device)"
 

@@ -253,15 +253,16 @@ def _stack(b, op, dtype):
 def _pad(b, op, dtype):
     x = _some(b, op, dtype)
     n = x.shape[-1]
-    left = b.choices.integer(-min(2, n - 1), 2)
-    right = b.choices.integer(-min(2, n - 1), 2)
+    crop = min(2, n - 1) if b.options.compiler == "torch" else 0      # torch's negative widths crop
+    left = b.choices.integer(-crop, 2)
+    right = b.choices.integer(-crop, 2)
     if n + left + right < 1:
         right = 1 - n - left
         if -right >= n:
             return None
     const = b.choices.choice(CONSTANTS)
     return Draft([x.name], x.shape[:-1] + (n + left + right,), dtype, op.bound(b.bounds[x.name], const),
-                 const=const, params={"left": left, "right": right})
+                 const=const, params={"left": left, "right": right, "rank": len(x.shape)})
 
 
 def _inplace(b, op, dtype):
