@@ -71,7 +71,6 @@ LOWER: Dict[str, Callable] = {
 
 def to_relax(program: Program):
     """The IRModule of ``program`` (``main``: inputs -> tuple of outputs)."""
-    import tvm  # noqa: F401 -- relax needs tvm's runtime loaded
     from tvm import relax
 
     op = relax.op
