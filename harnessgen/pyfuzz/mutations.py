@@ -22,6 +22,10 @@ rewrite computes the same values on the program's own input, which
 ``break``    torch: a graph break (``torch._dynamo.graph_break()``) before the
              statement, so that its operands, aliases and pending writes cross
              from one compiled graph to the next
+``hoist``    torch: a pure statement moved up to right after its last operand's
+             definition, past the statements in between (none of which writes
+             what it reads), so that it runs before writes and views it used to
+             follow; it takes no other rewrite
 
 torch guards compare an entry, that entry as a Python number (``.item()``) or
 the probe's sum; the probe is a value nothing writes between its definition
@@ -38,8 +42,8 @@ from .ops import INTS
 from .program import Mutation, Program
 
 ELEMENTWISE = ("unary", "binary", "scalar", "where")
-FAMILIES = ("loops", "closure", "guard", "recover", "break")
-TORCH_ONLY = ("break",)
+FAMILIES = ("loops", "closure", "guard", "recover", "break", "hoist")
+TORCH_ONLY = ("break", "hoist")
 # the families that rewrite what each compiler compiles: TVM builds Relax from the program
 # record, not from its NumPy source, so no source rewrite reaches it
 FAMILIES_OF = {"dace": tuple(f for f in FAMILIES if f not in TORCH_ONLY), "torch": FAMILIES, "tvm": ()}
@@ -54,11 +58,13 @@ def applicable(program: Program, kind: str, index: int) -> bool:
     taken = {m.kind for m in program.mutations if m.stmt == index}
     if kind in taken or (kind in REPLACING and taken & set(REPLACING)):
         return False
+    if kind not in FAMILIES_OF[program.compiler] or "hoist" in taken or (kind == "hoist" and taken):
+        return False
+    if kind == "hoist":
+        return _hoist_target(program, index) is not None
     if kind == "loops":
         return (stmt.operator.kind in ELEMENTWISE and len(stmt.target.shape) >= 1
                 and (program.compiler == "dace" or stmt.operator.exact))
-    if kind not in FAMILIES_OF[program.compiler]:
-        return False
     if kind == "recover":
         if len(stmt.target.shape) < 1 or stmt.target.name in program.overlapping():
             return False
@@ -95,6 +101,23 @@ def _probes(program: Program, index: int):
             and roots[v.name] not in written[defined + 1:index]]
 
 
+def _hoist_target(program: Program, index: int):
+    """The statement a pure statement can follow instead (-1: the top), or None: its last
+    operand is defined right before it, or something in between writes what it reads, or
+    another statement was hoisted already (one per program keeps the order simple)."""
+    stmt = program.stmts[index]
+    if stmt.operator.mutates or stmt.operator.ambiguous or any(m.kind == "hoist" for m in program.mutations):
+        return None
+    defined = {s.target.name: i for i, s in enumerate(program.stmts)}
+    after = max((defined.get(a, -1) for a in stmt.args), default=-1)
+    if after >= index - 1:
+        return None
+    roots, written = program.alias_roots(), program.written_groups()
+    if {roots[a] for a in stmt.args} & set(written[after + 1:index]):
+        return None
+    return after
+
+
 def _guard_params(program: Program, index: int, choices: ByteChoices, profile) -> Dict:
     probe = choices.choice(_probes(program, index))
     form = choices.choice(GUARD_FORMS[program.compiler])
@@ -120,4 +143,5 @@ PARAMS: Dict[str, Callable] = {
     "guard": _guard_params,
     "recover": _recover_params,
     "break": lambda program, index, choices, profile: {},
+    "hoist": lambda program, index, choices, profile: {"after": _hoist_target(program, index)},
 }

@@ -19,6 +19,7 @@ def render_body(program: Program) -> Tuple[List[str], List[str]]:
     for m in program.mutations:
         by_stmt.setdefault(m.stmt, {})[m.kind] = m
     values = program.values()
+    blocks: List[List[str]] = []
     for index, stmt in enumerate(program.stmts):
         mine = by_stmt.get(index, {})
         lines = _base_lines(program.compiler, index, stmt, values, mine, helpers)
@@ -28,8 +29,20 @@ def render_body(program: Program) -> Tuple[List[str], List[str]]:
             lines = lines + _recovered(program.compiler, index, stmt, mine["recover"].params)
         if "break" in mine:
             lines = ["torch._dynamo.graph_break()"] + lines
-        body += lines
+        blocks.append(lines)
+    for index in _order(len(blocks), [m for m in program.mutations if m.kind == "hoist"]):
+        body += blocks[index]
     return helpers, body
+
+
+def _order(count: int, hoists: List[Mutation]) -> List[int]:
+    """The statements' order: each hoisted one right after the statement it follows now."""
+    order = list(range(count))
+    for hoist in hoists:
+        order.remove(hoist.stmt)
+        after = hoist.params["after"]
+        order.insert(order.index(after) + 1 if after >= 0 else 0, hoist.stmt)
+    return order
 
 
 def _base_lines(compiler: str, index: int, stmt: Stmt, values: Dict[str, Value],

@@ -54,9 +54,19 @@ def without_dead_code(program: Program, inputs: Dict[str, np.ndarray]) -> Candid
     renumber = {old: new for new, old in enumerate(keep)}
     out = program.copy()
     out.stmts = [out.stmts[i] for i in keep]
-    out.mutations = [dataclasses.replace(m, stmt=renumber[m.stmt]) for m in out.mutations if m.stmt in renumber]
+    out.mutations = [dataclasses.replace(m, stmt=renumber[m.stmt], params=_renumbered(m, renumber))
+                     for m in out.mutations if m.stmt in renumber]
     out.inputs = [v for v in out.inputs if v.name in needed]
     return out, {k: v for k, v in inputs.items() if k in needed}
+
+
+def _renumbered(mutation, renumber: Dict[int, int]) -> Dict:
+    """A hoist follows the nearest statement kept at or before the one it followed."""
+    params = dict(mutation.params)
+    if mutation.kind == "hoist":
+        kept = [old for old in renumber if old <= params["after"]]
+        params["after"] = renumber[max(kept)] if kept else -1
+    return params
 
 
 def _bypassed(program: Program, index: int, replacement: str) -> Program:
