@@ -1,7 +1,7 @@
 """Measure pyfuzz without the fuzzer: generator validity, guided vs unguided coverage, and
 the compiler's cost per program with the oracle's verdicts.
 
-    python bench/pyfuzz.py [--compiler dace|torch] [--programs 30] [--coverage 300]
+    python bench/pyfuzz.py [--compiler dace|torch|tvm] [--programs 30] [--coverage 300]
                            [--modes m1,m2] [--out bench/results/pyfuzz-<compiler>.json]
 
 The programs come from seeded random bytes through the fuzzing session's own
