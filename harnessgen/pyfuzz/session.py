@@ -4,7 +4,7 @@
 program runs compiled, it is written to ``inflight/<sha1 of the bytes>.json``,
 so that a compiled program that kills the process (the fuzzer saves the bytes
 as ``crash-<sha1>``) still leaves its program behind. A finding is written to
-``raw/`` once per signature; ``stats.json`` is rewritten every few programs.
+``raw/`` once per signature; ``stats.json`` is rewritten after every program.
 Every file is written atomically.
 """
 from __future__ import annotations
@@ -26,7 +26,9 @@ from .generator import Coverage, GenOptions, generate
 from .mutations import FAMILIES, mutate
 from .oracle import Verdict, all_finite, judge, profile
 
-STATS_EVERY_S = 5.0
+# stats.json after every program: a program costs seconds, a small atomic write a millisecond,
+# and the process is stopped by a signal at the deadline (no last write then)
+STATS_EVERY_S = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +90,7 @@ class Session:
         self.outcomes[verdict.outcome.name] += 1
         if verdict.is_finding:
             self.record(program, verdict, data)
-        if time.time() - self.last_stats > STATS_EVERY_S:
+        if time.time() - self.last_stats >= STATS_EVERY_S:
             self.write_stats()
 
     def record(self, program, verdict: Verdict, data: bytes) -> None:
