@@ -281,7 +281,7 @@ class TorchCompiler(Compiler):
 
 class TvmCompiler(Compiler):
     """TVM's Relax: the program record built as an IRModule (``relax``), compiled for llvm by
-    each pipeline of ``relax.PIPELINES``; the reference is the program's NumPy source."""
+    each pipeline of ``relax_pipelines.PIPELINES``; the reference is the program's NumPy source."""
 
     name = "tvm"
 
@@ -302,7 +302,7 @@ class TvmCompiler(Compiler):
         return not isinstance(error, self.unclear) and isinstance(error, self.clear_errors)
 
     def all_modes(self) -> List[str]:
-        from .relax import PIPELINES
+        from .relax_pipelines import PIPELINES
 
         return list(PIPELINES)
 
@@ -325,7 +325,8 @@ class TvmCompiler(Compiler):
         return as_outputs(function(**arguments), arguments)
 
     def run(self, program: Program, mode: str, inputs: Dict[str, np.ndarray]) -> List[np.ndarray]:
-        from .relax import build, to_relax
+        from .relax import to_relax
+        from .relax_pipelines import build
 
         if mode not in self.all_modes():
             raise ConfigError(f"tvm has no mode {mode!r}; choose one of {', '.join(self.all_modes())}")

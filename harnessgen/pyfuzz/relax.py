@@ -7,13 +7,13 @@ function ``main`` whose parameters are the program's inputs and whose result is
 the tuple of its outputs. Constants take the dtype of the operand they meet, as
 NumPy's scalars do.
 
-Modes are Relax and TIR pipelines (``PIPELINES``): TVM's default one for llvm,
-and subsets and additions of its passes, so that a difference between modes
-points at the passes that differ.
+Modes are Relax and TIR pipelines (``relax_pipelines``): TVM's default one for
+llvm, and subsets and additions of its passes, so that a difference between
+modes points at the passes that differ.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List
+from typing import Callable, Dict
 
 from .program import Program, Stmt
 
@@ -89,41 +89,3 @@ def to_relax(program: Program):
             result = builder.emit_output(relax.Tuple([env[name] for name in program.outputs]))
         builder.emit_func_output(result)
     return builder.get()
-
-
-def _relax_passes(tvm, names: List[str]):
-    from tvm.relax import transform
-
-    return tvm.transform.Sequential([getattr(transform, name)() for name in names])
-
-
-def build(mod, mode: str):
-    """The VM executable of ``mod`` under pipeline ``mode``."""
-    import tvm
-    from tvm import relax
-
-    target = tvm.target.Target("llvm")
-    if mode == "default":
-        return tvm.compile(mod, target=target)
-    if mode == "unfused":
-        # legalization alone: every operator its own kernel, no FuseOps/FuseTIR, no constant folding
-        from tvm.relax.backend.cpu_generic import pipeline as cpu
-
-        passes = [relax.transform.LegalizeOps()] + cpu.dataflow_lower_passes(target) + cpu.finalize_passes(target)
-        with target:
-            lowered = tvm.transform.Sequential(passes)(mod)
-        return tvm.compile(lowered, target=target, relax_pipeline=None)
-    if mode == "relax-opt":
-        # graph-level rewrites before the default pipeline
-        rewritten = _relax_passes(tvm, ["CanonicalizeBindings", "EliminateCommonSubexpr", "FoldConstant",
-                                        "DeadCodeElimination", "CanonicalizeBindings"])(mod)
-        return tvm.compile(rewritten, target=target)
-    if mode == "tir-unroll":
-        # the default pipelines with TIR's loop unrolling pushed and vectorization off
-        config = {"tirx.UnrollLoop": {"auto_max_step": 64, "explicit_unroll": True}, "tirx.disable_vectorize": True}
-        with tvm.transform.PassContext(opt_level=3, config=config):
-            return tvm.compile(mod, target=target)
-    raise ValueError(mode)
-
-
-PIPELINES = ("default", "unfused", "relax-opt", "tir-unroll")

@@ -160,6 +160,10 @@ def write_finding(folder: Path, spec: CompilerSpec, program: Program, inputs, ve
         calls.append("inputs2.npz")
     if program.has_float32:                            # tells rounding from error
         (tmp / "program64.py").write_text(program.widened().source())
+    if spec.name == "tvm":                             # what TVM compiled, in its own language
+        from .relax import to_relax
+
+        (tmp / "relax_module.py").write_text(to_relax(program).script())
     summary = verdict.detail or verdict.outcome.name
     meta = {"tool": f"harnessgen {__version__}", "compiler": spec.name, "passes": list(spec.passes),
             "outcome": verdict.outcome.name, "verdict": verdict.to_json(), "signature": list(signature),
@@ -176,11 +180,19 @@ def write_finding(folder: Path, spec: CompilerSpec, program: Program, inputs, ve
         rtol32=FLOAT32_TOLERANCE.rtol, atol32=FLOAT32_TOLERANCE.atol, output_count=len(program.outputs),
         calls=calls, second_call=len(calls) > 1, rounding_factor=ROUNDING_FACTOR, python=spec.python or "",
         versions=", ".join(f"{k} {v}" for k, v in compiler["versions"].items() if k != "numpy"),
-        harnessgen_version=__version__, runtime_source=runtime_source()))
+        harnessgen_version=__version__, runtime_source=runtime_source(), pipelines_source=_pipelines_source()))
     repro.chmod(0o755)
     (tmp / "README.md").write_text(_readme(spec, verdict, program, source, stats, modes))
     publish(tmp, folder)
     return folder
+
+
+def _pipelines_source() -> str:
+    """relax_pipelines.py without its docstring (it sits in the middle of a TVM repro.py)."""
+    from . import relax_pipelines
+
+    text = Path(relax_pipelines.__file__).read_text()
+    return text[text.index('"""', 3) + 3:].lstrip("\n")
 
 
 def _readme(spec: CompilerSpec, verdict: Verdict, program: Program, source: str, stats, modes) -> str:

@@ -51,3 +51,31 @@ def test_a_relax_program_differs_from_numpy_when_an_operator_is_lowered_wrong(tm
     assert judge(compiler, program, program.make_inputs()).outcome == Outcome.PASS
     monkeypatch.setitem(relax.LOWER, "maximum", relax.LOWER["minimum"])
     assert judge(compiler, program, program.make_inputs()).outcome == Outcome.MISMATCH
+
+
+def test_a_tvm_finding_replays_from_the_relax_module_tvm_compiled(tmp_path, monkeypatch):
+    """The reproducer builds relax_module.py (TVMScript) with the same pipeline code the fuzzer
+    used and compares with the NumPy program: a wrong lowering replays as a mismatch."""
+    import subprocess
+    import sys
+
+    from harnessgen.pyfuzz import relax
+    from harnessgen.pyfuzz.compilers import TvmCompiler
+    from harnessgen.pyfuzz.program import Program, Stmt, Value
+    from harnessgen.pyfuzz.replay import CompilerSpec
+    from harnessgen.pyfuzz.triage import RawFinding, write_finding
+    from harnessgen.runtime import Tolerance
+
+    a, b = Value("a0", (3, 4), "float32"), Value("a1", (3, 4), "float32")
+    program = Program("tvm", [a, b], [Stmt(Value("v0", (3, 4), "float32"), "maximum", ["a0", "a1"])], ["v0"], 5)
+    inputs = program.make_inputs()
+    monkeypatch.setitem(relax.LOWER, "maximum", relax.LOWER["minimum"])
+    verdict = judge(TvmCompiler(tmp_path / "work", modes=["default"]), program, inputs)
+    assert verdict.outcome == Outcome.MISMATCH
+    spec = CompilerSpec("tvm", tmp_path / "work", modes=("default",))
+    folder = write_finding(tmp_path / "finding", spec, program, inputs, verdict, verdict.signature("tvm"),
+                           RawFinding(program, inputs, b"", None, "test"), None, Tolerance())
+    assert "R.minimum" in (folder / "relax_module.py").read_text()
+    replay = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, cwd=folder,
+                            timeout=300)
+    assert replay.returncode == 1 and "default: output 0 differs" in replay.stdout, replay.stdout + replay.stderr
