@@ -60,7 +60,7 @@ help:
 	@echo "make fuzz TARGET=kernels XFORM=gpu                       GPU transformations (GPU cutouts; built only where no GPU is)"
 	@echo "make fuzz TARGET=gpukernels                              our CUDA kernels against their references (AuCS bugs planted)"
 	@echo "make barriers [TARGET=gpukernels:NAME]                   which __syncthreads() are redundant (on a GPU)"
-	@echo "make pyfuzz COMPILER=dace|torch PYFUZZ_TIME=120          Atheris on DaCe's Python frontend or torch.compile;"
+	@echo "make pyfuzz COMPILER=dace|torch|tvm PYFUZZ_TIME=120      Atheris on DaCe's frontend, torch.compile or TVM Relax;"
 	@echo "                                                         findings in crashes/pyfuzz/<compiler>/"
 	@echo "make setup-torch                                         install torch 2.13.0 (CPU) for COMPILER=torch"
 	@echo "make setup-tvm                                           install apache-tvm (Relax) for COMPILER=tvm"
