@@ -57,12 +57,16 @@ def npz_bytes(arrays: Dict) -> bytes:
     return buffer.getvalue()
 
 
-def runtime_source() -> str:
-    """runtime.py without its module docstring (it sits in the middle of repro.py)."""
-    text = RUNTIME_SOURCE.read_text()
+def module_source(path: Path) -> str:
+    """A module's source without its docstring (it sits in the middle of a repro.py)."""
+    text = Path(path).read_text()
     if text.startswith('"""'):
         text = text[text.index('"""', 3) + 3:].lstrip("\n")
     return text
+
+
+def runtime_source() -> str:
+    return module_source(RUNTIME_SOURCE)
 
 
 def sdfg_diff(pre, post) -> List[str]:

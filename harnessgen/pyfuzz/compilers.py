@@ -61,6 +61,8 @@ class Compiler:
     name = "compiler"
     # exception types that are a compiler's clear rejection of an invalid program
     clear_errors: Tuple[type, ...] = (SyntaxError, TypeError, ValueError, NotImplementedError)
+    # internal errors of the compiler that may subclass a clear type (never a clear rejection)
+    unclear: Tuple[type, ...] = ()
 
     def __init__(self, work_dir: Path, extra_passes: Sequence[str] = (), modes: Sequence[str] = ()):
         self.work_dir = Path(work_dir)
@@ -94,7 +96,7 @@ class Compiler:
         return [self.run(program, mode, inputs) for inputs in calls]
 
     def is_clear_error(self, error: BaseException) -> bool:
-        return isinstance(error, self.clear_errors)
+        return not isinstance(error, self.unclear) and isinstance(error, self.clear_errors)
 
     # the reference is the same library run eagerly (torch): a clear rejection must raise the
     # reference's own error type. DaCe's reference is NumPy, whose errors are its own
@@ -213,9 +215,6 @@ class TorchCompiler(Compiler):
         compiled(self.torch.ones(2))
         self.torch._dynamo.reset()
 
-    def is_clear_error(self, error: BaseException) -> bool:
-        return not isinstance(error, self.unclear) and isinstance(error, self.clear_errors)
-
     def root_error(self, error: BaseException) -> BaseException:
         # Dynamo re-raises torch's own error inside its wrappers (TorchRuntimeError, ...)
         while type(error).__module__.startswith("torch._dynamo") and error.__cause__ is not None:
@@ -297,9 +296,6 @@ class TvmCompiler(Compiler):
         # a rejection says what is wrong with the program; tvm.error.InternalError is a failed check of its own
         self.clear_errors = Compiler.clear_errors + (tvm.error.DiagnosticError, tvm.error.OpError)
         self.unclear = (tvm.error.InternalError,)
-
-    def is_clear_error(self, error: BaseException) -> bool:
-        return not isinstance(error, self.unclear) and isinstance(error, self.clear_errors)
 
     def all_modes(self) -> List[str]:
         from .relax_pipelines import PIPELINES

@@ -118,12 +118,19 @@ def _hoist_target(program: Program, index: int):
     return after
 
 
+def guarded_value(values: np.ndarray, params: Dict) -> float:
+    """What a guard with ``params`` compares with its threshold, given its probe's ``values``."""
+    if params.get("form") == "sum":
+        return float(np.sum(values, dtype=np.float64))
+    return float(values[tuple(params["index"])])
+
+
 def _guard_params(program: Program, index: int, choices: ByteChoices, profile) -> Dict:
     probe = choices.choice(_probes(program, index))
     form = choices.choice(GUARD_FORMS[program.compiler])
     where = _index(probe.shape, choices)
     values = profile[probe.name]
-    seen = float(np.sum(values, dtype=np.float64)) if form == "sum" else values[tuple(where)].item()
+    seen = guarded_value(values, {"form": form, "index": where})
     margin = 1 + choices.integer(0, 3) + abs(seen) / 2
     below = choices.boolean()
     threshold = seen + margin if below else seen - margin

@@ -45,6 +45,7 @@ import numpy as np
 from ..outcome import Outcome
 from ..runtime import Tolerance, compare
 from .compilers import Compiler
+from .mutations import guarded_value
 from .program import Program
 
 # float32 programs are compared at float32's precision: NumPy and the compiled code may
@@ -239,8 +240,7 @@ def _second_call(compiler: Compiler, program: Program) -> Optional[Call]:
     except Exception:
         return None
     for guard in guards:
-        probe = values[guard["probe"]]
-        seen = float(np.sum(probe, dtype=np.float64)) if guard.get("form") == "sum" else float(probe[tuple(guard["index"])])
+        seen = guarded_value(values[guard["probe"]], guard)
         if abs(seen - guard["threshold"]) < 1e-3 * (1 + abs(seen)):
             return None
     if not all_finite(expected):

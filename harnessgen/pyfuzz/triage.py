@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import __version__
 from ..outcome import Outcome
-from ..reproducer import publish, repro_environment, runtime_source
+from ..reproducer import module_source, publish, repro_environment, runtime_source
 from ..runtime import Tolerance
 from .oracle import FLOAT32_TOLERANCE, ROUNDING_FACTOR, Verdict
 from .program import Program
@@ -188,11 +188,9 @@ def write_finding(folder: Path, spec: CompilerSpec, program: Program, inputs, ve
 
 
 def _pipelines_source() -> str:
-    """relax_pipelines.py without its docstring (it sits in the middle of a TVM repro.py)."""
     from . import relax_pipelines
 
-    text = Path(relax_pipelines.__file__).read_text()
-    return text[text.index('"""', 3) + 3:].lstrip("\n")
+    return module_source(Path(relax_pipelines.__file__))
 
 
 def _readme(spec: CompilerSpec, verdict: Verdict, program: Program, source: str, stats, modes) -> str:
