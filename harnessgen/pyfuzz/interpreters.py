@@ -13,7 +13,6 @@ besides the compiler is numpy, jinja2 and atheris.
 """
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ from typing import List, Optional, Tuple
 
 from ..errors import ConfigError
 from ..procs import interpreter_environment
+from ..pythons import find_python
 
 ENVS = Path(".harnessgen") / "pyenvs"
 # (first torch release of a series, the newest Python its torch.compile runs on)
@@ -50,26 +50,13 @@ def python_version_for(torch_version: str) -> str:
     return chosen
 
 
-def find_interpreter(version: str) -> str:
-    """``python<version>`` on PATH, or one pyenv installed."""
-    found = shutil.which(f"python{version}")
-    if found:
-        return found
-    for pattern in (f"~/.pyenv/versions/{version}.*/bin/python{version}", f"/usr/local/bin/python{version}",
-                    f"/usr/bin/python{version}"):
-        matches = sorted(glob.glob(os.path.expanduser(pattern)))
-        if matches:
-            return matches[-1]
-    raise ConfigError(f"no Python {version} here (torch needs it for torch.compile); install python{version} "
-                      f"or pass --python PATH")
-
-
 def setup_torch(torch_version: str) -> Path:
     python_version = python_version_for(torch_version)
     folder = ENVS / f"torch-{torch_version}"
     python = env_python(torch_version)
     if not python.exists():
-        subprocess.run([find_interpreter(python_version), "-m", "venv", str(folder)], check=True)
+        subprocess.run([find_python(python_version, f"torch {torch_version}'s torch.compile"), "-m", "venv", str(folder)],
+                       check=True)
     packages = [f"torch=={torch_version}"] + SUPPORT.get(python_version, DEFAULT_SUPPORT)
     subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
     check(str(python), "torch")
