@@ -177,7 +177,10 @@ def _redo_list(text: str) -> tuple:
 
 
 def cmd_fuzz(args) -> int:
+    from rich.markup import escape
+
     from .campaign.progress import VERDICT_COLOURS
+    from .evidence import SEEDS_ONLY, Evidence
     from .fuzz import fuzz
     from .subjects import split_ids
 
@@ -217,6 +220,10 @@ def cmd_fuzz(args) -> int:
                       f"{r.execs:,} execs {rate}{first}")
         if r.verdict != "PASS" and r.message:
             console.print(f"    {r.message.splitlines()[0]}")
+        evidence = Evidence.from_json(r.evidence)
+        if r.verdict == "PASS" and evidence is not None:
+            warn = evidence.kind == SEEDS_ONLY and evidence.meant_to_fuzz
+            console.print(f"    {'[yellow]' if warn else ''}{escape(evidence.describe())}{'[/]' if warn else ''}")
         if r.proof:
             from .prove import Proof
 
@@ -265,6 +272,11 @@ def cmd_fuzz(args) -> int:
         console.print(f"[bold white on red]{len(missed)} instance(s) CUTOUT_MISSED:[/] their cutouts passed while the "
                       "whole program differs; harnessgen judged a different program there. Please report it with "
                       "the whole-program reproducers: " + ", ".join(r.audit.get("finding") or r.id for r in missed))
+    unfuzzed = [r for r in results if r.verdict == "PASS" and (r.evidence or {}).get("meant_to_fuzz")
+                and r.evidence.get("kind") == SEEDS_ONLY]
+    if unfuzzed:
+        console.print(f"[yellow]{len(unfuzzed)} PASS verdict(s) rest on the seed inputs only:[/] afl-fuzz was meant "
+                      f"to run and did not ({unfuzzed[0].evidence['why_not_fuzzed']}); they are not counted as fuzzed")
     if len(results) < planned[0]:
         console.print(f"[yellow]{planned[0] - len(results)} instance(s) not started within the budget:[/] "
                       "run the same command again to continue")
@@ -284,13 +296,15 @@ def _print_summary(console, results) -> None:
     variants = any(row["param_variants"] for row in rows)
     proofs = any(row["proofs"] for row in rows)
     columns = ("transformation", "instances") + (("matches", "parameter variants") if variants else ()) \
-        + ("verdicts",) + (("proofs",) if proofs else ()) + ("findings", "median s to verdict")
+        + ("verdicts", "PASS rests on") + (("proofs",) if proofs else ()) + ("findings", "median s to verdict")
     for col in columns:
-        table.add_column(col, justify="left" if col in ("transformation", "verdicts", "proofs") else "right")
+        table.add_column(col, justify="left" if col in ("transformation", "verdicts", "PASS rests on", "proofs")
+                         else "right")
     for row in rows:
         verdicts = ", ".join(f"{n} {v}" for v, n in row["verdicts"].items())
         table.add_row(row["transformation"], str(row["instances"]),
                       *((str(row["matches"]), str(row["param_variants"])) if variants else ()), verdicts,
+                      describe_pass_evidence(row),
                       *((", ".join(f"{n} {v}" for v, n in row["proofs"].items()),) if proofs else ()),
                       str(row["findings"]), f"{row['median_verdict_seconds']:.1f}")
     console.print(table)
@@ -299,6 +313,16 @@ def _print_summary(console, results) -> None:
         console.print("reproducers (run `make replay CRASH=<dir>` or `python <dir>/repro.py`):")
         for name, path in reproducers:
             console.print(f"  {name}: {path}")
+
+
+def describe_pass_evidence(row) -> str:
+    """A per-transformation row's PASS verdicts by what they rest on (seeds only in yellow
+    where afl-fuzz was meant to run)."""
+    names = {"PROVEN": "proven", "FUZZED": "fuzzed", "SEEDS_ONLY": "seeds only"}
+    parts = [f"{n} {names.get(kind, kind)}" for kind, n in row["pass_evidence"].items()]
+    if row["not_fuzzed_as_meant"]:
+        parts.append(f"[yellow]{row['not_fuzzed_as_meant']} not fuzzed as meant[/]")
+    return ", ".join(parts)
 
 
 def _progress_display(console, time_s: float, enabled: bool):

@@ -107,6 +107,7 @@ class InstanceResult:
     race_check: str = ""                 # why and on what post was run on several threads
     params: Dict = dataclasses.field(default_factory=dict)   # a parameter variant's (subjects.sdfg)
     proof: Dict = dataclasses.field(default_factory=dict)    # the cutout pair's proof (prove.Proof), --prove
+    evidence: Dict = dataclasses.field(default_factory=dict)  # what the verdict rests on (evidence.Evidence)
 
     @property
     def verdict_seconds(self) -> float:
@@ -139,8 +140,13 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
     for r in results:
         row = rows.setdefault(r.transformation, {"transformation": r.transformation, "instances": 0, "verdicts": {},
                                                  "findings": 0, "times": [], "reproducers": [], "matches": set(),
-                                                 "param_variants": 0, "proofs": {}})
+                                                 "param_variants": 0, "proofs": {}, "pass_evidence": {},
+                                                 "not_fuzzed_as_meant": 0})
         row["instances"] += 1
+        if r.verdict == Outcome.PASS.name and r.evidence:
+            kind = r.evidence["kind"]
+            row["pass_evidence"][kind] = row["pass_evidence"].get(kind, 0) + 1
+            row["not_fuzzed_as_meant"] += bool(r.evidence.get("meant_to_fuzz") and kind == "SEEDS_ONLY")
         if r.proof:
             row["proofs"][r.proof["verdict"]] = row["proofs"].get(r.proof["verdict"], 0) + 1
         row["matches"].add(r.params.get("match") or r.id)
@@ -157,6 +163,7 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
         row["median_verdict_seconds"] = round(statistics.median(times), 2) if times else None
         row["verdicts"] = dict(sorted(row["verdicts"].items()))
         row["proofs"] = dict(sorted(row["proofs"].items()))
+        row["pass_evidence"] = dict(sorted(row["pass_evidence"].items()))
         out.append(row)
     return out
 

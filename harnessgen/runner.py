@@ -14,6 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, List, Optional
 
+from . import evidence as evidencelib
 from . import prove as provelib
 from . import seeds as seedlib
 from .build import HarnessBuild
@@ -127,9 +128,9 @@ class InstanceRunner:
         remaining = opts.time_s - (time.monotonic() - fuzz_started)
         if proof is not None:
             self._settle_proof(proof, crashing, result)
-            if proof.settles or opts.prove == "only":
-                remaining = 0            # a proof's verdict needs no fuzzing; --prove only never fuzzes
-        if passing and remaining >= 1 and not (crashing and opts.until_crash):
+        why_not = self._why_not_fuzzed(proof, passing, crashing, remaining, fuzz_started)
+        engine_execs, engine_seconds = 0, 0.0
+        if not why_not:
             engine = get_engine(opts.engine)
             job = FuzzJob(build=harness, seeds_dir=screened, out_dir=work, time_s=remaining,
                           options=read_options(self.target.options_file), dict_file=self.target.dict_file,
@@ -138,6 +139,7 @@ class InstanceRunner:
                           parallel=opts.afl_jobs, max_execs=opts.max_execs, resume=opts.resume)
             engine_started = time.monotonic() - fuzz_started
             res = engine.run(job)
+            engine_execs, engine_seconds = res.execs, time.monotonic() - fuzz_started - engine_started
             result.execs, result.execs_per_sec = res.execs, round(res.execs_per_sec, 1)
             if "race_execs_per_sec" in res.stats:
                 result.race_execs_per_sec = float(res.stats["race_execs_per_sec"])
@@ -150,9 +152,32 @@ class InstanceRunner:
                 raw += self._race_check_queue(harness, res.queue, fuzz_started, result)
         result.execs += len(passing) + len(crashing)
         result.fuzz_seconds = round(time.monotonic() - fuzz_started, 3)
+        result.evidence = evidencelib.judge(
+            len(passing) + len(crashing), engine_execs, engine_seconds, proof,
+            why_not or "the engine ran but executed nothing (its log is in the afl/ folder of the run)",
+            meant_to_fuzz=not why_not or why_not.startswith(evidencelib.MEANT_PREFIX)).to_json()
         self._triage(inst, harness, raw, result)
         if proof is not None:
             self._report_proof(proof, result)
+
+    def _why_not_fuzzed(self, proof, passing: List[Path], crashing: List[tuple], remaining: float,
+                        fuzz_started: float) -> str:
+        """Why the engine does not run on this instance ("" when it runs). A reason that starts
+        with ``evidence.MEANT_PREFIX`` is a bound too small for it: the engine was meant to run."""
+        opts = self.options
+        if proof is not None and proof.settles:
+            return f"the proof settles the pair ({proof.verdict})"
+        if opts.prove == "only":
+            return "--prove only never fuzzes"
+        if crashing and opts.until_crash:
+            return "--until-crash: a seed input already fails"
+        if not passing:
+            return "every seed input failed"
+        if remaining < 1:
+            spent = time.monotonic() - fuzz_started
+            return (f"{evidencelib.MEANT_PREFIX}: the {opts.time_s:g} s per instance went to the seed inputs and "
+                    f"checks ({spent:.1f} s); give more (--time, make fuzz TIME=)")
+        return ""
 
     def _prove(self, harness: HarnessBuild, result: InstanceResult) -> Optional[provelib.Proof]:
         """The pair's proof (--prove first|only), recorded on the result; None when off or when

@@ -7,7 +7,10 @@ import time
 from collections import Counter
 from typing import Dict, List
 
+from rich.markup import escape
+
 from ..engines.afl import lead_stats
+from ..evidence import SEEDS_ONLY, Evidence
 from ..records import engine_dir
 
 VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
@@ -69,6 +72,10 @@ class LiveProgress:
         for finding in result.get("findings", []):
             seen = {True: " (observable in the whole program)", False: " (latent: the whole program does not show it)"}
             line += f"\n    -> {finding['outcome']}: {finding['path']}{seen.get(finding.get('observable'), '')}"
+        evidence = Evidence.from_json(result.get("evidence"))
+        if result["verdict"] == "PASS" and evidence is not None:
+            warn = evidence.kind == SEEDS_ONLY and evidence.meant_to_fuzz
+            line += "\n    " + ("[yellow]" if warn else "") + escape(evidence.describe()) + ("[/]" if warn else "")
         if result["verdict"] in ("ERROR", "UNSUPPORTED", "BUILT", "CUTOUT_MISSED") and result.get("message"):
             line += f"\n    {result['message'].splitlines()[0]}"
         self.console.print(line)

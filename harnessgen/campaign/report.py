@@ -20,6 +20,7 @@ import jinja2
 
 from .. import runlog
 from ..data import TEMPLATES
+from ..evidence import SEEDS_ONLY, Evidence
 from ..bugs.cluster import bug_rows
 from ..bugs.reduce import ReduceOptions
 from ..files import write_atomic, write_json
@@ -101,6 +102,7 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
             "proof": (result.get("proof") or {}).get("verdict", ""), "proof_reason": _proof_text(result.get("proof")),
             "params": _params_text(params), "match": params.get("match") or row["id"],
             "variant": bool(params.get("values")),
+            "evidence": _evidence_text(result), "evidence_kind": _pass_evidence_kind(result),
         })
         by_spec.setdefault(row["spec"], []).append(instances[-1])
     transformations = []
@@ -114,6 +116,8 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
                                     key=lambda kv: VERDICT_ORDER.index(kv[0]) if kv[0] in VERDICT_ORDER else 99)),
             "findings": dict(Counter(f["outcome"] for i in done for f in i["findings"])),
             "proofs": dict(sorted(Counter(i["proof"] for i in done if i["proof"]).items())),
+            # what the PASS verdicts rest on; "SEEDS_ONLY!" where afl-fuzz was meant to run and did not
+            "pass_evidence": dict(sorted(Counter(i["evidence_kind"] for i in done if i["evidence_kind"]).items())),
             "median_execs_per_sec": _median([i["execs_per_sec"] for i in done if i["execs_per_sec"]]),
             "median_first_finding_s": _median([i["first_finding_s"] for i in done if i["first_finding_s"] is not None]),
             # --params: the matches judged, and how many of the instances judged a parameter variant
@@ -139,6 +143,20 @@ def _proof_text(record: Optional[Dict]) -> str:
     from ..prove import Proof
 
     return Proof.from_json(record).summary()
+
+
+def _evidence_text(result: Dict) -> str:
+    """What a PASS rests on, in one line (evidence.Evidence.describe), or ''."""
+    evidence = Evidence.from_json(result.get("evidence")) if result.get("verdict") == "PASS" else None
+    return evidence.describe() if evidence else ""
+
+
+def _pass_evidence_kind(result: Dict) -> str:
+    """PROVEN, FUZZED, SEEDS_ONLY, or SEEDS_ONLY! where afl-fuzz was meant to run; '' for others."""
+    evidence = Evidence.from_json(result.get("evidence")) if result.get("verdict") == "PASS" else None
+    if evidence is None:
+        return ""
+    return evidence.kind + ("!" if evidence.kind == SEEDS_ONLY and evidence.meant_to_fuzz else "")
 
 
 def _params_text(record: Dict) -> str:

@@ -24,6 +24,10 @@ def test_fuzz_writes_the_summary_contract(tmp_path):
     assert entry["verdict"] == "PASS" and entry["transformation"] == "Recip"
     assert entry["execs"] > 100 and entry["execs_per_sec"] > 0
     assert entry["seconds_to_first_finding"] is None and entry["crashes"] == []
+    # the PASS says what it rests on: afl-fuzz's own executions, apart from the seed inputs
+    assert entry["evidence"]["kind"] == "FUZZED" and entry["evidence"]["engine_execs"] > 100
+    assert summary["per_transformation"][0]["pass_evidence"] == {"FUZZED": 1}
+    assert "FUZZED (afl-fuzz" in proc.stdout + proc.stderr
     seeds = list((tmp_path / "corpus" / "ratio" / entry["id"]).glob("hg-seed-*.bin"))
     assert len(seeds) >= 8
     # the main command writes the report as a campaign does, from its run's state
@@ -52,6 +56,12 @@ def test_library_warnings_go_to_the_runs_log_not_between_the_verdict_lines(tmp_p
     assert proc.returncode == 0, proc.stderr
     assert "a library warning while applying" not in proc.stdout + proc.stderr
     assert "library warning(s) (DaCe's) in" in proc.stdout + proc.stderr
+    # one second per instance leaves afl-fuzz no time: a PASS on the seeds alone, said so
+    [entry] = summary_of(tmp_path)["instances"]
+    assert entry["verdict"] == "PASS" and entry["evidence"]["kind"] == "SEEDS_ONLY"
+    assert entry["evidence"]["engine_execs"] == 0 and entry["evidence"]["meant_to_fuzz"]
+    assert summary_of(tmp_path)["per_transformation"][0]["not_fuzzed_as_meant"] == 1
+    assert "rest on the seed inputs only" in proc.stderr and "SEEDS ONLY (" in proc.stderr
     log = summary_of(tmp_path)["warnings"]
     assert log["count"] >= 1 and "a library warning while applying" in Path(log["log"]).read_text()
     proc = run_cli(["fuzz", "--program", f"{ratio}:ratio", "--transformation", f"{ratio}:RecipThatWarns", "--all",
