@@ -36,6 +36,7 @@ from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness,
 from .errors import BuildError, ToolMissing
 from .files import write_atomic, write_json
 from .layout import InputLayout
+from .parallel_code import new_parallel_code
 from .runtime import Tolerance
 from .cuda import toolkit as cuda_toolkit
 
@@ -85,18 +86,23 @@ class HarnessBuild:
     def harness_replay(self) -> Path:
         return self.dir / "harness_replay"
 
-    def openmp_directives(self, side: str) -> List[str]:
-        """The OpenMP directives in one side's generated host code, sorted: what it runs in parallel."""
+    def host_source(self, side: str) -> str:
+        """One side's generated host code ('' where there is none)."""
         path = self.dir / "src" / "cpu" / f"{self.manifest[side]['name']}.cpp"
-        if not path.is_file():
-            return []
-        return sorted(line.strip() for line in path.read_text().splitlines() if line.lstrip().startswith("#pragma omp"))
+        return path.read_text() if path.is_file() else ""
+
+    @functools.cached_property
+    def new_parallel_regions(self) -> List[str]:
+        """Post's parallel regions (with what they call) that pre does not run identically."""
+        return new_parallel_code(self.host_source("pre"), self.manifest["pre"]["name"],
+                                 self.host_source("post"), self.manifest["post"]["name"])
 
     @property
     def parallelism_changed(self) -> bool:
-        """Post runs something in parallel that pre does not, or differently (its OpenMP
-        directives differ): post must be judged on several threads, not on one only."""
-        return self.openmp_directives("pre") != self.openmp_directives("post")
+        """Post runs parallel code that pre does not run identically (a new region, a region
+        whose body or callees changed, a loop moved into a parallel map), whether or not any
+        OpenMP directive changed: post must be judged on several threads, not on one only."""
+        return bool(self.new_parallel_regions)
 
     @property
     def tolerance(self) -> Tolerance:

@@ -117,7 +117,8 @@ class InstanceRunner:
                     for p, position in racing]
             crashing += racing
             result.race_check = (f"--race {race_threads}" if not auto_race else
-                                 f"post's OpenMP regions differ from pre's: seeds on {race_threads} threads")
+                                 f"post runs {len(harness.new_parallel_regions)} parallel region(s) pre does not run "
+                                 f"identically: seeds on {race_threads} threads")
 
         work = engine_dir(opts.out_dir, inst.id)
         screened = work.with_name(f"{inst.id}.seeds")
@@ -215,8 +216,10 @@ class InstanceRunner:
     def _race_check_queue(self, harness: HarnessBuild, queue: List[Path], fuzz_started: float,
                           result: InstanceResult) -> List[RawCrash]:
         """The engine's final queue in race mode, for at most a quarter of the instance's time
-        (at least AUTO_RACE_MIN_S): the inputs its coverage found worth keeping."""
-        deadline = time.monotonic() + max(AUTO_RACE_MIN_S, self.options.time_s / 4)
+        (at least AUTO_RACE_MIN_S, but never longer than the instance's own time): the inputs
+        its coverage found worth keeping."""
+        time_s = self.options.time_s
+        deadline = time.monotonic() + max(time_s / 4, min(AUTO_RACE_MIN_S, time_s))
         passing, racing = seedlib.screen_seeds(harness, queue, threads=AUTO_RACE_THREADS,
                                                repeat=self.options.race_repeat * 5, deadline=deadline)
         result.race_check += f", final queue {len(passing) + len(racing)} of {len(queue)}"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import instances_of, run_cli, summary_of
+from harnessgen.build import HarnessBuild
+from tests.conftest import PROGRAMS, instances_of, run_cli, summary_of
 
 
 def alone(folder: Path, tmp: Path, post_from_pre: bool = False) -> subprocess.CompletedProcess:
@@ -86,16 +87,50 @@ def test_a_parallelizing_transformation_is_judged_on_several_threads_without_rac
     assert proc.returncode == 0, proc.stderr
     [entry] = summary_of(tmp_path)["instances"]
     assert entry["verdict"] == "RACE", entry
-    assert entry["race_check"].startswith("post's OpenMP regions differ"), entry["race_check"]
+    assert entry["race_check"].startswith("post runs 1 parallel region(s) pre does not"), entry["race_check"]
     # the whole program races too: the audit runs it on several threads as well
     assert entry["audit"]["outcome"] == "RACE" and entry["audit"]["classification"] == "observable", entry["audit"]
 
 
 @pytest.mark.fuzz
-def test_the_race_check_runs_only_where_post_changes_what_runs_in_parallel(tmp_path):
-    _, insts = instances_of("elementwise_chain", "harnessgen.zoo.correct:ReciprocalDivision")
-    proc = run_cli(["fuzz", "--program", "kernels:elementwise_chain", "--transformation",
-                    "harnessgen.zoo.correct:ReciprocalDivision", "--instance", insts[0].id, "--time", "5"], tmp_path)
+@pytest.mark.parametrize("program,spec,parallel", [
+    ("trisolve", "harnessgen.zoo.correct:ReciprocalDivision", False),
+    ("elementwise_chain", "MapTiling", True),
+])
+def test_the_race_check_runs_where_post_runs_parallel_code_pre_does_not(tmp_path, program, spec, parallel):
+    """A correct rewrite of trisolve's sequential loop needs no check; tiling a parallel map
+    keeps its one directive but changes the region's body, so post is judged on several
+    threads, and stays silent."""
+    _, insts = instances_of(program, spec)
+    proc = run_cli(["fuzz", "--program", f"kernels:{program}", "--transformation", spec, "--instance", insts[0].id,
+                    "--time", "5"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     [entry] = summary_of(tmp_path)["instances"]
-    assert entry["verdict"] == "PASS" and entry["race_check"] == "", entry
+    assert entry["verdict"] == "PASS", entry
+    assert bool(entry["race_check"]) == parallel, entry["race_check"]
+    build = HarnessBuild.open(entry["build_dir"])
+    if parallel:
+        directives = {side: sorted(line.strip() for line in build.host_source(side).splitlines() if "#pragma" in line)
+                      for side in ("pre", "post")}
+        assert directives["pre"] == directives["post"], directives
+
+
+@pytest.mark.fuzz
+@pytest.mark.usefixtures("exclusive_cores")
+def test_a_loop_moved_into_a_parallel_map_races_without_a_new_directive(tmp_path):
+    """DaCe's MoveLoopIntoMap moves the row loop of a wavefront into the column map: the
+    directive lines stay the same, the region's body now carries a dependency between columns.
+    Found by default (no --race), as a RACE the whole program shows too."""
+    wavefront = PROGRAMS / "wavefront.py"
+    proc = run_cli(["fuzz", "--program", f"{wavefront}:wavefront", "--transformation", "MoveLoopIntoMap",
+                    "--time", "20"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [entry] = summary_of(tmp_path)["instances"]
+    assert entry["verdict"] == "RACE", entry
+    build = HarnessBuild.open(entry["build_dir"])
+    directives = {side: sorted(line.strip() for line in build.host_source(side).splitlines() if "#pragma omp" in line)
+                  for side in ("pre", "post")}
+    assert directives["pre"] == directives["post"] == ["#pragma omp parallel for"]
+    assert entry["race_check"].startswith("post runs 1 parallel region(s)"), entry["race_check"]
+    folder = Path(entry["findings"][0]["path"])
+    assert alone(folder, tmp_path).returncode == 1
