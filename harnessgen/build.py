@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from . import __version__, envs, protocol
+from .codegen_causes import CauseRegistry
 from .cutout import CutoutPair
 from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness, template_sources
 from .errors import BuildError, ToolMissing
@@ -229,6 +230,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
     (out / "transformation.json").write_text(json.dumps(pair.translated_match, indent=1, default=str))
     # DaCe generates post (Python) while pre compiles
     pre = generate_side(pair.pre, out)
+    _refuse_known_cause(out, pre, afl)
     with cf.ThreadPoolExecutor(max_workers=1) as early:
         pre_library = _library_job(out, pre, "libpre.so")
         pre_cuda = _cuda_jobs(out, pre)
@@ -260,6 +262,25 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
 
 
 RPATH = "-Wl,-rpath,$ORIGIN"
+
+
+def cause_registry(work_dir: Path, afl: bool) -> CauseRegistry:
+    """The constructs this DaCe and these compilers are known not to build (codegen_causes)."""
+    import dace
+
+    versions = json.dumps({"dace": dace.__version__, "compilers": compiler_versions(afl), "flags": CXXFLAGS},
+                          sort_keys=True)
+    return CauseRegistry(work_dir, versions)
+
+
+def _refuse_known_cause(out: Path, pre: SideSource, afl: bool) -> None:
+    """Pre holds a construct that failed to compile before: stop before the compiler runs."""
+    if pre.cpp is None or not pre.cpp.is_file():
+        return
+    cause = cause_registry(_work_dir(out), afl).match(pre.cpp.read_text(), pre.name)
+    if cause is not None:
+        raise BuildError(f"pre holds a construct DaCe's code generator cannot compile: {cause.describe()}",
+                         side=pre.name, log=f"not compiled: known cause {cause.id}\n{cause.log}", cause=cause.id)
 
 
 def _cuda_manifest(*sides: SideSource) -> Optional[Dict]:

@@ -179,7 +179,7 @@ def _redo_list(text: str) -> tuple:
 def cmd_fuzz(args) -> int:
     from rich.markup import escape
 
-    from .campaign.progress import VERDICT_COLOURS
+    from .campaign.progress import VERDICT_COLOURS, PlanDisplay, describe_enumeration
     from .evidence import SEEDS_ONLY, Evidence
     from .fuzz import fuzz
     from .subjects import split_ids
@@ -246,8 +246,15 @@ def cmd_fuzz(args) -> int:
 
             console.print(f"    {BisectRecord(**r.bisect).describe()} in {r.bisect['seconds']:.1f} s")
 
+    def on_more(row, seconds: float, count: int) -> None:
+        planned[0] += count
+        console.print(describe_enumeration(row, seconds, count=count) + " [dim](enumerated beside the run)[/]")
+
+    console.print(f"planning {escape(args.program)} x {escape(args.transformation or 'its default transformations')}"
+                  f" (DaCe {_dace_version()})")
     results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result,
-                   settings=args.set, jobs=max(1, args.jobs or 1), on_plan=on_plan, executor=elsewhere(args))
+                   settings=args.set, jobs=max(1, args.jobs or 1), on_plan=on_plan, executor=elsewhere(args),
+                   plan_progress=PlanDisplay(console), on_more=on_more)
     print_bugs(console, args.out)
     _print_summary(console, results)
     counts = {}
@@ -277,10 +284,54 @@ def cmd_fuzz(args) -> int:
     if unfuzzed:
         console.print(f"[yellow]{len(unfuzzed)} PASS verdict(s) rest on the seed inputs only:[/] afl-fuzz was meant "
                       f"to run and did not ({unfuzzed[0].evidence['why_not_fuzzed']}); they are not counted as fuzzed")
-    if len(results) < planned[0]:
-        console.print(f"[yellow]{planned[0] - len(results)} instance(s) not started within the budget:[/] "
-                      "run the same command again to continue")
+    _print_codegen_causes(console, args.out)
+    _print_remaining(console, args.out)
     return 0
+
+
+def _print_codegen_causes(console, out: Path) -> None:
+    """Programs DaCe could not build before any change: one finding per cause."""
+    from rich.markup import escape
+
+    for cause in json.loads((out / "summary.json").read_text()).get("codegen_causes", []):
+        console.print(f"[yellow]{cause['instances']} instance(s) BLOCKED[/] ({escape(', '.join(cause['transformations']))}):"
+                      f" DaCe's code generator cannot build their program before the change; one finding against "
+                      f"DaCe: {escape(cause['finding'])}/BUG.md")
+
+
+def _print_remaining(console, out: Path) -> None:
+    """How much of the plan is judged, what is left, and how long the rest would take."""
+    from rich.markup import escape
+
+    summary = json.loads((out / "summary.json").read_text())
+    left = summary.get("remaining") or {}
+    judged = summary["finished"]
+    line = f"judged {judged} of {summary['planned']} planned instance(s)"
+    if left.get("instances"):
+        eta = left.get("estimated_seconds")
+        when = f"; the rest would take about {_duration(eta)} on {left['workers']} worker(s)" if eta else ""
+        line = f"[yellow]{line}: {left['instances']} not started within the budget{when}[/]; " \
+               "the same command again continues"
+    if left.get("not_enumerated"):
+        line += f"; [yellow]not enumerated yet: {escape(', '.join(left['not_enumerated']))}[/]"
+    console.print(line)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _dace_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dace")
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def _print_summary(console, results) -> None:
@@ -419,7 +470,7 @@ def executor_spec(args):
 
 def cmd_campaign(args) -> int:
     from .campaign import Budget, CampaignConfig, run_campaign
-    from .campaign.progress import LiveProgress
+    from .campaign.progress import LiveProgress, PlanDisplay
 
     budget = Budget.parse(args.budget)
     config = CampaignConfig(program=args.program, transformations=args.transformation, directory=args.out,
@@ -439,7 +490,8 @@ def cmd_campaign(args) -> int:
                       f"transformation(s) ({applying} apply) in {args.program}, {budget.describe()} each; "
                       f"{counts['done']} done earlier")
 
-    outcome = run_campaign(config, executor, progress=progress, on_planned=on_planned)
+    outcome = run_campaign(config, executor, progress=progress, on_planned=on_planned,
+                           plan_progress=PlanDisplay(console))
     print_bugs(console, outcome.directory)
     console.print(f"{outcome.ran} instance(s) run in {outcome.wall_seconds:.0f} s on {executor.kind}; "
                   f"{outcome.done}/{outcome.planned} done")

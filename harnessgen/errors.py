@@ -25,10 +25,13 @@ class BuildError(HarnessgenError):
     """Generated code did not build. For post this is a finding (BUILD_FAILURE);
     for pre it means the cutout itself cannot be built (Unsupported)."""
 
-    def __init__(self, message: str, side: str = "", log: str = ""):
+    def __init__(self, message: str, side: str = "", log: str = "", cause: str = ""):
         super().__init__(message)
         self.side = side
         self.log = log
+        # a known construct DaCe's code generator cannot compile (codegen_causes), where the
+        # build stopped before compiling because pre holds it
+        self.cause = cause
 
     @property
     def first_error(self) -> str:

@@ -24,9 +24,11 @@ def engine_dir(run_dir: Path, instance_id: str) -> Path:
     return Path(run_dir) / "afl" / instance_id
 
 
+# pre itself does not build: DaCe's code generator fails on a construct in it (codegen_causes)
+BLOCKED = "BLOCKED"
 # every verdict an instance can end with: the triage outcomes plus BUILT (built, not fuzzed),
-# UNSUPPORTED, ERROR (a harnessgen bug) and CUTOUT_MISSED (the whole-program audit's)
-VERDICTS = tuple(o.name for o in Outcome) + ("BUILT", "UNSUPPORTED", "ERROR", CUTOUT_MISSED)
+# BLOCKED, UNSUPPORTED, ERROR (a harnessgen bug) and CUTOUT_MISSED (the whole-program audit's)
+VERDICTS = tuple(o.name for o in Outcome) + ("BUILT", BLOCKED, "UNSUPPORTED", "ERROR", CUTOUT_MISSED)
 
 
 @dataclasses.dataclass
@@ -69,6 +71,7 @@ class FuzzOptions:
     params: str = "default"              # parameter variants per match: default, boundary or a count
     params_shrink_s: float = 120.0       # per finding of a variant: time to look for simpler parameters
     prove: str = "first"                 # first: prove, fuzz what the proof does not settle; only: never fuzz; off
+    whole_share: float = 0.25            # of the workers' time, for instances judged on whole programs (passes)
 
     def keep_dir(self, inst) -> Path:
         """Where an instance's findings and raw crashes are kept: crashes/<target>/<instance>/."""
@@ -108,6 +111,7 @@ class InstanceResult:
     params: Dict = dataclasses.field(default_factory=dict)   # a parameter variant's (subjects.sdfg)
     proof: Dict = dataclasses.field(default_factory=dict)    # the cutout pair's proof (prove.Proof), --prove
     evidence: Dict = dataclasses.field(default_factory=dict)  # what the verdict rests on (evidence.Evidence)
+    blocked_by: str = ""                 # BLOCKED: the cause's id (codegen_causes.Cause)
 
     @property
     def verdict_seconds(self) -> float:
@@ -153,8 +157,9 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
         row["param_variants"] += bool(r.params.get("values"))
         row["verdicts"][r.verdict] = row["verdicts"].get(r.verdict, 0) + 1
         row["times"].append(r.verdict_seconds)
-        row["findings"] += len(r.findings) or (1 if r.crashes and not r.build_dir else 0)
-        row["reproducers"] += [f["path"] for f in r.findings] + ([] if r.build_dir else r.crashes)
+        static = r.crashes if not r.build_dir and r.verdict != BLOCKED else []   # BLOCKED's finding is DaCe's
+        row["findings"] += len(r.findings) or (1 if static else 0)
+        row["reproducers"] += [f["path"] for f in r.findings] + static
     out = []
     for name in sorted(rows):
         row = rows[name]
@@ -166,6 +171,20 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
         row["pass_evidence"] = dict(sorted(row["pass_evidence"].items()))
         out.append(row)
     return out
+
+
+def codegen_causes(results: List[InstanceResult]) -> List[Dict]:
+    """Constructs DaCe's code generator could not build, each with the instances it BLOCKED
+    and its finding (a program DaCe cannot build, with its BUG.md)."""
+    causes: Dict[str, Dict] = {}
+    for r in results:
+        if r.verdict == BLOCKED and r.blocked_by:
+            entry = causes.setdefault(r.blocked_by, {"id": r.blocked_by, "finding": (r.crashes or [""])[0],
+                                                     "instances": 0, "transformations": []})
+            entry["instances"] += 1
+            if r.transformation not in entry["transformations"]:
+                entry["transformations"].append(r.transformation)
+    return sorted(causes.values(), key=lambda c: c["id"])
 
 
 def run_summary(settings: Dict, results: List[InstanceResult], planned: int, warnings: Dict,
@@ -181,6 +200,7 @@ def run_summary(settings: Dict, results: List[InstanceResult], planned: int, war
         "distinct_bugs": bugs or [],      # bugs.json's table: findings clustered by root cause
         "planned": planned, "finished": len(results), "not_run": planned - len(results), "warnings": warnings,
         "reference_checks": reference_checks or [],
+        "codegen_causes": codegen_causes(results),
         "per_transformation": per_transformation(results),
         "instances": [r.to_json() for r in results],
     }

@@ -191,6 +191,35 @@ def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: st
     return folder
 
 
+def write_codegen_finding(folder: Path, sdfg, cause, log: str, instance: str, target: str, reduction: str,
+                          cxx: str, cxxflags: List[str]) -> Path:
+    """A program DaCe cannot build (``codegen_causes.Cause``): program.sdfg, error.txt,
+    meta.json, a repro.py that needs only DaCe and a compiler, and BUG.md. Atomic."""
+    import dace
+
+    from . import __version__
+
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+    sdfg.save(str(tmp / "program.sdfg"))
+    (tmp / "error.txt").write_text(log + "\n")
+    context = dict(message=cause.message, line=cause.line, first_instance=instance, target=target,
+                   dace_version=dace.__version__, harnessgen_version=__version__, cxx=cxx, reduction=reduction)
+    meta = {**cause.to_json(), "instance": instance, "outcome": "CODEGEN_FAILURE", "target": target, "dace": dace.__version__,
+            "harnessgen": __version__, "compiler": cxx, "flags": cxxflags, "reduction": reduction}
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    env = repro_environment()
+    repro = tmp / "repro.py"
+    repro.write_text(env.get_template("codegen_repro.py.j2").render(
+        summary=f"{cause.message}", program_sdfg=pack_text((tmp / "program.sdfg").read_text()),
+        cxxflags=repr(cxxflags), message_literal=repr(cause.message), **{**context, "cxx": repr(cxx)}))
+    repro.chmod(0o755)
+    (tmp / "BUG.md").write_text(env.get_template("codegen_bug.md.j2").render(log=log[-3000:], **context))
+    publish(tmp, folder)
+    return folder
+
+
 def publish(tmp: Path, folder: Path) -> None:
     """Move a finished finding directory into place, replacing an older one."""
     if folder.exists():

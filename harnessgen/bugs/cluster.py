@@ -21,6 +21,10 @@ from . import signature as sig
 from .stack import post_stack
 
 BUGS_FILE = "bugs.json"
+# a program DaCe cannot build before any change (codegen_causes): a bug of DaCe's code generator
+CODEGEN_FAILURE = "CODEGEN_FAILURE"
+CODE_GENERATOR = "DaCe code generator"
+BLOCKED = "BLOCKED"
 # verdicts whose finding folder has no input: the cutout the transformation failed on
 STATIC_VERDICTS = STATIC_OUTCOMES
 
@@ -122,7 +126,7 @@ def finding_paths(run_dir: Path) -> List[Tuple[Path, str]]:
             out.append((Path(finding["directory"]), finding.get("outcome", "")))
     for entry in summary.get("instances", []):
         listed = [f["path"] for f in entry.get("findings", []) if f.get("path")]
-        if not listed and entry.get("verdict") in STATIC_VERDICTS and entry.get("crashes"):
+        if not listed and entry.get("verdict") in STATIC_VERDICTS + (BLOCKED,) and entry.get("crashes"):
             listed = entry["crashes"][:1]
         for path in listed:
             folder = Path(path) if os.path.isabs(path) else (run_dir / path)
@@ -177,6 +181,8 @@ def read_finding(folder: Path, verdict: str = "") -> Optional[FindingRecord]:
     names = sig.program_names(pre)
     if meta and "compiler" in meta and "signature" in meta:       # a Python-level compiler's (pyfuzz)
         return _pyfuzz_finding(folder, meta)
+    if meta and meta.get("outcome") == CODEGEN_FAILURE:
+        return _codegen_finding(folder, meta)
     if meta and "outcome" in meta:
         outcome, transformation = meta["outcome"], meta.get("transformation", "?")
         instance, program, target = meta.get("instance", ""), meta.get("program", ""), meta.get("target", "")
@@ -211,6 +217,17 @@ def _pyfuzz_finding(folder: Path, meta: Dict) -> FindingRecord:
                          program="generated", target="pyfuzz", seen_at=(folder / "meta.json").stat().st_mtime,
                          input_bytes=None, size=(0, len(program.get("stmts", []))),
                          signature=sig.Signature(meta["outcome"], compiler, parts))
+
+
+def _codegen_finding(folder: Path, meta: Dict) -> FindingRecord:
+    """A program DaCe's code generator cannot build (codegen_causes): its cause is the bug."""
+    program = load_json(folder / "program.sdfg")
+    return FindingRecord(path=folder, outcome=CODEGEN_FAILURE, transformation=CODE_GENERATOR,
+                         instance=meta.get("instance", ""), program=(program or {}).get("attributes", {}).get(
+                             "name", ""), target=meta.get("target", ""), seen_at=(folder / "meta.json").stat().st_mtime,
+                         input_bytes=None, size=sdfg_size(program),
+                         signature=sig.Signature(CODEGEN_FAILURE, CODE_GENERATOR,
+                                                 (sig.normalise(meta["message"]), sig.normalise(meta["line"]))))
 
 
 def static_signature(outcome: str, transformation: str, message: str, names) -> sig.Signature:

@@ -31,7 +31,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..files import write_json
 from . import signature as sig
-from .cluster import STATIC_VERDICTS, Bug, load_json, sdfg_size, static_signature
+from .cluster import CODEGEN_FAILURE, STATIC_VERDICTS, Bug, load_json, sdfg_size, static_signature
 
 REDUCED_DIR = "reduced"
 REDUCTION_FILE = "reduction.json"
@@ -90,6 +90,9 @@ def edits(sdfg) -> Iterator[Tuple[str, Edit]]:
 
     graphs = _sdfgs(sdfg)
     for g, graph in enumerate(graphs):
+        for chunk in _state_chunks(graph):
+            yield f"remove {len(chunk)} states from {graph.node(chunk[0]).label}", _remove_states_at(g, chunk)
+    for g, graph in enumerate(graphs):
         for s, state in enumerate(graph.nodes()):
             if graph.number_of_nodes() > 1:
                 yield f"remove state {state.label}", _at(g, s, _remove_state)
@@ -115,6 +118,30 @@ def edits(sdfg) -> Iterator[Tuple[str, Edit]]:
                     yield f"one iteration of map {node.map.label}", _at(g, s, _one_iteration(state.node_id(node)))
                 elif isinstance(node, dace.nodes.Tasklet) and node.out_connectors:
                     yield f"plain copy in tasklet {node.label}", _at(g, s, _plain_tasklet(state.node_id(node)))
+
+
+def _state_chunks(graph, smallest: int = 4) -> List[List[int]]:
+    """Runs of states in the order the program reaches them (ids in the graph), halves first,
+    then quarters..., down to ``smallest``: a large program loses most of itself in a few
+    judged candidates (ddmin's idea) before states go one at a time."""
+    import networkx as nx
+
+    if graph.number_of_nodes() < 2 * smallest:
+        return []
+    order = [graph.node_id(state) for state in nx.dfs_preorder_nodes(graph.nx, graph.start_state)]
+    chunks, size = [], len(order) // 2
+    while size >= smallest:
+        chunks += [order[i:i + size] for i in range(0, len(order) - size + 1, size)]
+        size //= 2
+    return chunks
+
+
+def _remove_states_at(g: int, ids: List[int]) -> Edit:
+    def apply(sdfg) -> None:
+        graph = _sdfgs(sdfg)[g]
+        for state in [graph.node(i) for i in ids]:      # objects first: removing renumbers the rest
+            _remove_state(graph, state)
+    return apply
 
 
 def _at(g: int, s: int, edit: Callable) -> Edit:
@@ -413,6 +440,22 @@ def compile_errors(post) -> Optional[str]:
     return None if proc.returncode == 0 else f"building {post.name} failed\n{proc.stderr}"
 
 
+class CodegenJudge:
+    """Whether DaCe's code for a program still fails to compile with a cause's error at its
+    line (``codegen_causes.Cause``): (None, the compiler's output), or None."""
+
+    def __init__(self, cause):
+        self.cause = cause
+
+    def __call__(self, sdfg):
+        message = compile_errors(sdfg)
+        if message is not None and self.cause.matches_log(message, sdfg.name):
+            return None, message
+        return None
+
+
+
+
 # ------------------------------------------------------------------ the loop
 def reduce_program(pre, judge: Callable, options: ReduceOptions) -> Tuple[object, object, object, int, int, str]:
     """Greedy: keep the first edit that leaves a smaller program the judge accepts, start over;
@@ -467,6 +510,8 @@ def reduce_bug(bug: Bug, out_dir: Path, options: ReduceOptions = ReduceOptions()
                                                              Path(cached["folder"]).is_dir()):
             return Reduction(**{**cached, "before": tuple(cached["before"]), "after": tuple(cached["after"])})
     started = time.monotonic()
+    if bug.signature.kind == CODEGEN_FAILURE:
+        return _reduce_codegen(bug, folder, record_file, started, options)
     if not (rep.path / "pre.sdfg").is_file():       # pyfuzz's: a generated Python program
         return Reduction(bug=bug.id, kind=bug.signature.kind, representative=str(rep.path), before=rep.size,
                          after=rep.size, seconds=0.0, candidates=0, kept=0,
@@ -481,6 +526,37 @@ def reduce_bug(bug: Bug, out_dir: Path, options: ReduceOptions = ReduceOptions()
         _reduce_dynamic(bug, pre, folder, options, record)
     else:
         record.reason = f"no reduction for {bug.signature.kind}"
+    record.seconds = round(time.monotonic() - started, 2)
+    write_json(record_file, record.to_json())
+    return record
+
+
+def _reduce_codegen(bug: Bug, folder: Path, record_file: Path, started: float, options: ReduceOptions) -> Reduction:
+    """The smallest program DaCe still cannot build for the bug's cause, written as a finding
+    of its own (program.sdfg, repro.py, BUG.md) under ``bugs/<id>/reduced/``."""
+    import dace
+
+    from ..build import CXX, CXXFLAGS
+    from ..codegen_causes import Cause
+    from ..reproducer import write_codegen_finding
+
+    rep = bug.representative
+    meta = load_json(rep.path / "meta.json") or {}
+    cause = Cause.from_json(meta)
+    program = dace.SDFG.from_file(str(rep.path / "program.sdfg"))
+    record = Reduction(bug=bug.id, kind=bug.signature.kind, representative=str(rep.path), before=program_size(program),
+                       after=program_size(program), seconds=0.0, candidates=0, kept=0)
+    best, _, message, judged, kept, why = reduce_program(program, CodegenJudge(cause), options)
+    record.candidates, record.kept, record.reason, record.after = judged, kept, why, program_size(best)
+    if judged and message:
+        from ..codegen_causes import diagnostics
+
+        target = folder / REDUCED_DIR / "codegen_failure"
+        said = (f"reduced from {record.before[0]} states and {record.before[1]} nodes to {record.after[0]} and "
+                f"{record.after[1]} ({kept} edits kept of {judged} programs judged: {why})")
+        write_codegen_finding(target, best, cause, diagnostics(message), meta.get("instance", ""),
+                              meta.get("target", ""), said, CXX, CXXFLAGS)
+        record.folder = str(target)
     record.seconds = round(time.monotonic() - started, 2)
     write_json(record_file, record.to_json())
     return record

@@ -16,7 +16,7 @@ import jinja2
 
 from ..data import TEMPLATES
 from ..files import write_atomic
-from .cluster import STATIC_VERDICTS, Bug, load_json
+from .cluster import CODEGEN_FAILURE, STATIC_VERDICTS, Bug, load_json
 
 BUGS_DIR = "bugs"
 
@@ -127,8 +127,10 @@ def write_bug_report(bug: Bug, out_dir: Path) -> Path:
     rep = bug.representative
     folder = rep.path
     meta = load_json(folder / "meta.json") or {}
-    if "compiler" in meta:
+    if "compiler" in meta and "signature" in meta:
         return _write_py_report(bug, out_dir, folder, meta)
+    if meta.get("outcome") == CODEGEN_FAILURE:
+        return _copy_codegen_report(bug, out_dir, folder)
     instance = load_json(folder / "instance.json") or {}
     match = load_json(folder / "transformation.json") or instance.get("match", {})
     spec = instance.get("transformation_spec") or meta.get("transformation_spec") or bug.signature.transformation
@@ -147,6 +149,17 @@ def write_bug_report(bug: Bug, out_dir: Path) -> Path:
         expected_actual=_expected_actual(bug, folder, meta),
         members=[{**m, "shown": shown_path(Path(m["path"]))} for m in record["members"]],
         builder=builder, builder_path=shown_path(target.with_name("builder.py")))
+    write_atomic(target, text.encode())
+    return target
+
+
+def _copy_codegen_report(bug: Bug, out_dir: Path, folder: Path) -> Path:
+    """A program DaCe cannot build: the BUG.md its finding carries (the reduced one's, once
+    reduced), with the instances it blocked."""
+    reduced = (bug.reduction or {}).get("folder")
+    source = Path(reduced) / "BUG.md" if reduced and (Path(reduced) / "BUG.md").is_file() else folder / "BUG.md"
+    text = source.read_text() + f"\nReproducer folder: `{shown_path(source.parent)}`.\n"
+    target = Path(out_dir) / BUGS_DIR / bug.id / "BUG.md"
     write_atomic(target, text.encode())
     return target
 

@@ -32,7 +32,10 @@ from ..bugs.reduce import ReduceOptions
 from ..errors import ConfigError, HarnessgenError, Unsupported
 from ..files import clear_stale_omp_registrations
 from ..params import ParamOptions
+from . import planning
 from .executors import ExecutorSpec, open_executor
+from .planning import MAIN, WHOLE, DeferredPlanner, Plan, PlanProgress
+from .schedule import Scheduler
 from .state import CampaignState
 from .worker import RESULTS_DIR, Task, error_result, remember, result_file, run_task, worker_subject
 
@@ -91,7 +94,7 @@ class CampaignConfig:
     replan: bool = False
     # a transformation that cannot be enumerated ends the command; else it is recorded and skipped
     strict_plan: bool = False
-    planned: Optional[tuple] = None       # what plan() returned, where the caller has planned already
+    planned: Optional[Plan] = None        # what plan() returned, where the caller has planned already
     summary: str = "campaign"             # which summary.json it writes (report.SUMMARIES)
     run_settings: Dict = dataclasses.field(default_factory=dict)   # what a "run" summary records of it
 
@@ -117,37 +120,10 @@ class CampaignOutcome:
     report: Optional[Path] = None
 
 
-def plan(config: CampaignConfig):
-    """Enumerate every instance: (subject, transformation rows, instance rows in run order). A
-    transformation that cannot be matched is recorded with its reason (unless ``strict_plan``)."""
-    subject = subjects.load(config.program, config.options.simplify)
-    specs = subject.transformation_specs(config.transformations or None)
-    if config.settings and len(specs) != 1:
-        raise ConfigError("--set applies to one transformation: pass exactly one --transformation")
-    xform_rows, planned = [], []
-    for position, spec in enumerate(specs):
-        row = {"spec": spec, "position": position, "class_name": None, "instances": 0, "status": "ok", "message": ""}
-        try:
-            found = subject.instances(spec, config.settings, ParamOptions(
-                config.options.params, config.options.max_size, config.options.seed))
-            row.update(class_name=subject.transformation_name(spec), instances=len(found))
-            planned += [(spec, inst) for inst in found]
-        except ConfigError:
-            raise                      # a misspelt --transformation: the user must act
-        except Unsupported as exc:
-            if config.strict_plan:
-                raise
-            row.update(status="UNSUPPORTED", message=str(exc))
-        except Exception as exc:       # DaCe failed while matching: recorded, the campaign goes on
-            if config.strict_plan:
-                raise
-            row.update(status="ERROR", message=f"matching failed: {type(exc).__name__}: {exc}")
-        xform_rows.append(row)
-    planned = subjects.select(subject, planned, config.instance_ids, config.program, specs)
-    rows = [{"id": inst.id, "position": i, "spec": spec, "transformation": inst.transformation,
-             "program": inst.program, "instance": inst.to_json()}
-            for i, (spec, inst) in enumerate(subjects.interleave(planned))]
-    return subject, xform_rows, rows
+def plan(config: CampaignConfig, progress: Optional[PlanProgress] = None, defer: bool = False) -> Plan:
+    """Every instance of the run (``planning.plan``): with ``defer``, transformations that work
+    on whole programs are left to be enumerated beside the run (``Plan.deferred``)."""
+    return planning.plan(config, progress, defer=defer)
 
 
 def _instance_options(config: CampaignConfig):
@@ -166,7 +142,8 @@ class _BrokenExecutor(Exception):
 
 
 def run_campaign(config: CampaignConfig, executor: ExecutorSpec, progress=None,
-                 on_planned: Optional[Callable[[CampaignState, Optional[List[str]]], None]] = None) -> CampaignOutcome:
+                 on_planned: Optional[Callable[[CampaignState, Optional[List[str]]], None]] = None,
+                 plan_progress: Optional[PlanProgress] = None) -> CampaignOutcome:
     """Plan (or continue) the run in ``config.directory`` and run every pending instance of the
     plan. ``progress`` receives ``start(state, executor)``, ``update(running)``,
     ``finished(result)`` and ``stop()`` (see ``progress.LiveProgress``); ``on_planned(state,
@@ -175,17 +152,17 @@ def run_campaign(config: CampaignConfig, executor: ExecutorSpec, progress=None,
     clear_stale_omp_registrations()
     directory = Path(config.directory)
     if config.fresh:
-        _start_over(directory)
+        start_over(directory)
     directory.mkdir(parents=True, exist_ok=True)
     with runlog.captured_warnings(directory, echo=config.options.verbose):
         state = _open_state(config, directory)
         try:
-            return _run_planned(config, executor, state, directory, started, progress, on_planned)
+            return _run_planned(config, executor, state, directory, started, progress, on_planned, plan_progress)
         finally:
             state.close()
 
 
-def _start_over(directory: Path) -> None:
+def start_over(directory: Path) -> None:
     """--fresh: the state, every result, afl-fuzz's folders and the warnings go; findings stay."""
     (directory / DB_NAME).unlink(missing_ok=True)
     (directory / runlog.LOG_NAME).unlink(missing_ok=True)
@@ -204,37 +181,83 @@ def _open_state(config: CampaignConfig, directory: Path) -> CampaignState:
 
 
 def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: CampaignState, directory: Path,
-                 started: float, progress, on_planned) -> CampaignOutcome:
+                 started: float, progress, on_planned, plan_progress: Optional[PlanProgress] = None) -> CampaignOutcome:
     from . import report
 
     selection = None
+    planner = None
     config = _with_target_constraints(config)
     if config.replan or not state.is_planned():
-        subject, xform_rows, rows = config.planned or plan(config)
-        state.record_plan(config.identity, xform_rows, rows)
-        remember(config.program, subject)
-        selection = [row["id"] for row in rows] if config.replan else None
-        checks = subject.check_programs(config.options) if config.options.reference_check else []
+        planned = config.planned or plan(config, plan_progress, defer=True)
+        state.record_plan(config.identity, planned.xform_rows, planned.rows)
+        remember(config.program, planned.subject)
+        selection = [row["id"] for row in planned.rows] if config.replan else None
+        if planned.deferred:
+            planner = DeferredPlanner(planned, config, first_position=len(planned.rows))
+        checks = planned.subject.check_programs(config.options) if config.options.reference_check else []
         state.set_meta({"reference_checks": json.dumps(checks)})
     state.set_meta({"summary": config.summary, "run_settings": json.dumps(config.run_settings),
-                    "selection": json.dumps(selection)})
+                    "selection": json.dumps(selection), "not_enumerated": json.dumps(
+                        planner.pending_specs() if planner else [])})
     recovered = state.recover(lambda instance_id: result_file(directory, instance_id))
     recovered["redo"] = state.redo(config.redo)
     if on_planned:
         on_planned(state, selection)
     run = state.start_run(executor.kind, executor.workers, config.options.command_line)
+    feed = _Feed(config, state, selection, planner, progress)
     ran = 0
     try:
-        ran = _run_pending(config, executor, state, run, progress, selection, started)
+        ran = _run_pending(config, executor, state, run, progress, feed, started)
     finally:
+        feed.close()
         state.finish_run(run, ran)
-    counts = state.counts(selection)
+    counts = state.counts(feed.selection)
     outcome = CampaignOutcome(directory, sum(counts.values()), counts["done"], ran, recovered,
                               round(time.monotonic() - started, 2), executor.kind)
     options = config.options
     outcome.report = report.write(directory, state, reduce=ReduceOptions(
         seconds=options.reduce_seconds, max_candidates=options.reduce_candidates, work_dir=options.work_dir))
     return outcome
+
+
+class _Feed:
+    """Where the driver takes the next instance from: the scheduler's queues (each with its
+    share of the workers' time), topped up by the deferred planner as its enumerations end."""
+
+    def __init__(self, config: CampaignConfig, state: CampaignState, selection: Optional[List[str]],
+                 planner: Optional[DeferredPlanner], progress):
+        subject = worker_subject(config.program)
+        self.state, self.selection, self.planner, self.progress = state, selection, planner, progress
+        self.scheduler = Scheduler(lambda row: WHOLE if subject.whole_program(row["spec"]) else MAIN,
+                                   config.options.whole_share)
+        self.scheduler.add(state.pending(selection))
+
+    @property
+    def planning(self) -> bool:
+        return self.planner is not None and self.planner.busy
+
+    def poll(self) -> None:
+        """Add what the planner finished to the state, the selection and the queues."""
+        if self.planner is None:
+            return
+        for xform_row, rows, seconds in self.planner.ready():
+            self.state.add_to_plan([xform_row], rows)
+            if self.selection is not None:
+                self.selection += [row["id"] for row in rows]
+            self.state.set_meta({"selection": json.dumps(self.selection),
+                                 "not_enumerated": json.dumps(self.planner.pending_specs())})
+            self.scheduler.add(self.state.pending([row["id"] for row in rows]))
+            if self.progress is not None:
+                self.progress.planned_more(xform_row, seconds, len(rows))
+
+    def wait_for_planner(self, timeout: float) -> None:
+        if self.planning:
+            cf.wait(list(self.planner.futures), timeout=timeout, return_when=cf.FIRST_COMPLETED)
+
+    def close(self) -> None:
+        if self.planner is not None:
+            self.poll()
+            self.planner.close()
 
 
 def _with_target_constraints(config: CampaignConfig) -> CampaignConfig:
@@ -246,30 +269,31 @@ def _with_target_constraints(config: CampaignConfig) -> CampaignConfig:
     return dataclasses.replace(config, options=options)
 
 
-def _warm(config: CampaignConfig, pending: List[Dict]) -> None:
-    """Parse the programs and load the transformations once, before local workers fork."""
+def _warm(config: CampaignConfig, feed: "_Feed") -> None:
+    """Load the transformations, and the programs the main queue's instances lie in, once,
+    before local workers fork (instances on whole programs load theirs where they run)."""
     subject = worker_subject(config.program)
-    for spec in sorted({row["spec"] for row in pending}):
+    queues = feed.scheduler.queues
+    for spec in sorted({row["spec"] for queue in queues.values() for row in queue}):
         subject.transformation_name(spec)
-    for row in pending:
+    for row in queues[MAIN] or queues[WHOLE][:1]:
         subject.warm(row["instance"])
 
 
 def _run_pending(config: CampaignConfig, executor: ExecutorSpec, state: CampaignState, run: int, progress,
-                 selection: Optional[List[str]], started: float) -> int:
-    pending = state.pending(selection)
-    if executor.kind in ("local", "inline") and pending:
-        _warm(config, pending)
+                 feed: "_Feed", started: float) -> int:
+    if executor.kind in ("local", "inline") and feed.scheduler:
+        _warm(config, feed)
     ran = 0
     if progress:
         progress.start(state, executor)
     try:
-        while pending:
+        while feed.scheduler or (feed.planning and _may_start(config, started)):
             try:
                 with open_executor(executor) as opened:
                     if progress:
                         progress.describe(opened.description)
-                    ran += _drive(config, opened, state, run, pending, progress, started)
+                    ran += _drive(config, opened, state, run, feed, progress, started)
             except _BrokenExecutor:
                 continue           # a fresh pool for what is left
     finally:
@@ -282,24 +306,30 @@ def _may_start(config: CampaignConfig, started: float) -> bool:
     return config.run_budget_s is None or time.monotonic() - started < config.run_budget_s
 
 
-def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, pending: List[Dict], progress,
+def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed: "_Feed", progress,
            started: float) -> int:
-    """Keep ``opened.capacity`` instances in flight until ``pending`` is empty (or the run's budget
-    allows no more to start: they stay pending for the next run)."""
+    """Keep ``opened.capacity`` instances in flight until nothing is pending or being planned
+    (or the run's budget allows no more to start: they stay pending for the next run)."""
     inflight: Dict[cf.Future, Task] = {}
     ran = 0
     broken = False
     live = getattr(progress, "live_stats", None) if opened.in_process else None
-    while (pending and not broken and _may_start(config, started)) or inflight:
-        while pending and not broken and len(inflight) < opened.capacity and _may_start(config, started):
-            row = pending.pop(0)
+    scheduler = feed.scheduler
+    while ((scheduler or feed.planning) and not broken and _may_start(config, started)) or inflight:
+        feed.poll()
+        while scheduler and not broken and len(inflight) < opened.capacity and _may_start(config, started):
+            row = scheduler.next()
             attempt = state.start(row["id"], run)
             task = Task(config.program, row["spec"], row["instance"], _instance_options(config), attempt)
             inflight[opened.executor.submit(run_task, task, live)] = task
+        if not inflight:
+            feed.wait_for_planner(timeout=1.0)
+            continue
         done, _ = cf.wait(list(inflight), timeout=1.0, return_when=cf.FIRST_COMPLETED)
         for future in done:
             task = inflight.pop(future)
-            result = _result_of(future, task, state, pending)
+            scheduler.finished(task.instance["id"])
+            result = _result_of(future, task, state, scheduler)
             if result is None:
                 broken = True
                 continue
@@ -311,11 +341,12 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, pendi
             progress.update(list(inflight.values()))
     if broken:
         raise _BrokenExecutor()
-    pending.clear()                 # what the budget did not start stays pending in the state
+    if not _may_start(config, started):
+        scheduler.clear()           # what the budget did not start stays pending in the state
     return ran
 
 
-def _result_of(future: cf.Future, task: Task, state: CampaignState, pending: List[Dict]) -> Optional[Dict]:
+def _result_of(future: cf.Future, task: Task, state: CampaignState, scheduler: Scheduler) -> Optional[Dict]:
     """The task's result; None when its local worker died and it went back into the queue."""
     try:
         return future.result()
@@ -325,8 +356,8 @@ def _result_of(future: cf.Future, task: Task, state: CampaignState, pending: Lis
         if task.attempt >= MAX_ATTEMPTS:
             return error_result(task, f"its worker process died {task.attempt} times ({exc})")
         state.requeue(task.instance["id"])
-        pending.insert(0, {"id": task.instance["id"], "spec": task.spec, "instance": task.instance,
-                           "attempts": task.attempt})
+        scheduler.add([{"id": task.instance["id"], "spec": task.spec, "instance": task.instance,
+                        "attempts": task.attempt}], front=True)
         return None
     except Exception as exc:                # Dask: KilledWorker, a lost connection, ...
         return error_result(task, f"the worker failed: {type(exc).__name__}: {exc}")

@@ -3,17 +3,19 @@ instances in flight with their afl-fuzz statistics, read from the shared campaig
 (so it works for remote Dask workers too). Without a terminal: one line per finished instance."""
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
-from typing import Dict, List
+from typing import Dict, Iterator, List
 
 from rich.markup import escape
 
 from ..engines.afl import lead_stats
 from ..evidence import SEEDS_ONLY, Evidence
+from .planning import PlanProgress
 from ..records import engine_dir
 
-VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
+VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "BLOCKED": "yellow", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
                    "ERROR": "magenta", "CUTOUT_MISSED": "bold white on red"}
 
 
@@ -76,12 +78,18 @@ class LiveProgress:
         if result["verdict"] == "PASS" and evidence is not None:
             warn = evidence.kind == SEEDS_ONLY and evidence.meant_to_fuzz
             line += "\n    " + ("[yellow]" if warn else "") + escape(evidence.describe()) + ("[/]" if warn else "")
-        if result["verdict"] in ("ERROR", "UNSUPPORTED", "BUILT", "CUTOUT_MISSED") and result.get("message"):
+        if result["verdict"] in ("ERROR", "BLOCKED", "UNSUPPORTED", "BUILT", "CUTOUT_MISSED") and result.get("message"):
             line += f"\n    {result['message'].splitlines()[0]}"
         self.console.print(line)
         if self.bar is not None:
             self.bar.advance(self.task_id)
             self.live.update(self._render())
+
+    def planned_more(self, row: Dict, seconds: float, count: int) -> None:
+        """A transformation enumerated beside the run has added its instances."""
+        self.console.print(describe_enumeration(row, seconds, count=count) + " [dim](enumerated beside the run)[/]")
+        if self.bar is not None:
+            self.bar.update(self.task_id, total=self.bar.tasks[0].total + count)
 
     def stop(self) -> None:
         if self.live is not None:
@@ -105,3 +113,50 @@ class LiveProgress:
             table.add_row(task.instance["id"], task.instance["program"], f"{elapsed:.0f}",
                           stats.get("execs_per_sec", "-"), stats.get("saved_crashes", "-"))
         return Group(self.bar, counts, table)
+
+
+def describe_enumeration(row: Dict, seconds: float, cached: bool = False, count: int = None) -> str:
+    """One transformation's enumeration in one line (markup)."""
+    name = escape(row.get("class_name") or row["spec"])
+    found = row["instances"] if count is None else count
+    where = ", from the plan cache" if cached else ""
+    if row["status"] != "ok":
+        return f"  [yellow]{name}: {row['status']}[/] ({escape(row['message'].splitlines()[0][:160])})"
+    return f"  {name}: {found} instance(s) ({seconds:.1f} s{where})"
+
+
+class PlanDisplay(PlanProgress):
+    """Planning on the terminal from its first second: a spinner on the step under way, and a
+    line per step done; without a terminal, a line when a step starts and one when it ends."""
+
+    def __init__(self, console):
+        self.console = console
+        self.cached: List[Dict] = []
+
+    @contextlib.contextmanager
+    def step(self, label: str) -> Iterator[None]:
+        started = time.monotonic()
+        enumeration = label.startswith("enumerating ")
+        if self.console.is_terminal:
+            with self.console.status(f"{escape(label)} ..."):
+                yield
+        else:
+            if not enumeration:
+                self.console.print(f"{escape(label)} ...")
+            yield
+        if not enumeration:
+            self.console.print(f"  {escape(label)}: {time.monotonic() - started:.1f} s")
+
+    def enumerated(self, row: Dict, seconds: float, cached: bool) -> None:
+        if cached and row["status"] == "ok":
+            self.cached.append(row)         # one line for all of them, at the end
+        else:
+            self.console.print(describe_enumeration(row, seconds, cached))
+
+    def done(self, planned) -> None:
+        if self.cached:
+            count = sum(row["instances"] for row in self.cached)
+            self.console.print(f"  {len(self.cached)} transformation(s) with {count} instance(s) from the plan cache")
+
+    def deferred(self, specs: List[str]) -> None:
+        self.console.print(f"  enumerated beside the run (they apply to whole programs): {escape(', '.join(specs))}")

@@ -21,24 +21,25 @@ import jinja2
 from .. import runlog
 from ..data import TEMPLATES
 from ..evidence import SEEDS_ONLY, Evidence
-from ..bugs.cluster import bug_rows
+from ..bugs.cluster import CODEGEN_FAILURE, bug_rows
 from ..bugs.reduce import ReduceOptions
 from ..files import write_atomic, write_json
 from ..outcome import STATIC_OUTCOMES
-from ..records import InstanceResult
+from ..records import BLOCKED, InstanceResult
 from ..records import run_summary as records_summary
+from .schedule import estimate_seconds
 from .state import CampaignState
 
 # verdicts that mean "the transformation is wrong", in the order the report lists them
 FINDING_VERDICTS = ("MISMATCH", "POST_CRASH", "POST_HANG", "OOB_WRITE", "RACE", "BARRIER_DIVERGENCE",
                     "FAILED_TO_APPLY", "INVALID_SDFG", "BUILD_FAILURE")
 STATIC_VERDICTS = STATIC_OUTCOMES
-VERDICT_ORDER = ("PASS",) + FINDING_VERDICTS + ("CUTOUT_MISSED", "INVALID_INPUT", "FLAKY", "BUILT", "UNSUPPORTED",
-                                                "ERROR")
+VERDICT_ORDER = ("PASS",) + FINDING_VERDICTS + ("CUTOUT_MISSED", "INVALID_INPUT", "FLAKY", "BUILT", "BLOCKED",
+                                                "UNSUPPORTED", "ERROR")
 COLOURS = {"PASS": "#4caf50", "MISMATCH": "#d32f2f", "POST_CRASH": "#b71c1c", "POST_HANG": "#e65100",
            "OOB_WRITE": "#880e4f", "RACE": "#6a1b9a", "BARRIER_DIVERGENCE": "#4a148c", "FAILED_TO_APPLY": "#f57c00", "INVALID_SDFG": "#00838f",
            "BUILD_FAILURE": "#5d4037", "INVALID_INPUT": "#fbc02d", "FLAKY": "#fdd835", "UNSUPPORTED": "#9e9e9e",
-           "BUILT": "#90a4ae", "ERROR": "#212121", "CUTOUT_MISSED": "#000000"}
+           "BUILT": "#90a4ae", "BLOCKED": "#8d6e63", "ERROR": "#212121", "CUTOUT_MISSED": "#000000"}
 
 
 @dataclasses.dataclass
@@ -64,6 +65,9 @@ def _findings_of(result: Dict, directory: Path) -> List[Dict]:
     """Reproducers of one instance: triaged findings, or the static finding's folder."""
     out = [{"outcome": f["outcome"], "path": _relative(f["path"], directory), "summary": f.get("summary", ""),
             "seconds": f.get("seconds")} for f in result.get("findings", [])]
+    if not out and result.get("verdict") == BLOCKED and result.get("crashes"):   # DaCe's, not the change's
+        out = [{"outcome": CODEGEN_FAILURE, "path": _relative(result["crashes"][0], directory),
+                "summary": (result.get("message") or "").splitlines()[0], "seconds": None}]
     if not out and result.get("verdict") in STATIC_VERDICTS and result.get("crashes"):
         out = [{"outcome": result["verdict"], "path": _relative(result["crashes"][0], directory),
                 "summary": (result.get("message") or "").splitlines()[0] if result.get("message") else "",
@@ -268,8 +272,20 @@ def run_summary(directory: Path, state: CampaignState, data: Optional[ReportData
     rows = state.instances(state.selection())
     results = [InstanceResult.from_json(r["result"]) for r in rows if r["state"] == "done" and r["result"]]
     warnings = {"count": runlog.count(directory), "log": str(Path(directory) / runlog.LOG_NAME)}
-    return records_summary(json.loads(meta.get("run_settings", "{}")), results, len(rows), warnings,
-                           state.reference_checks(), bug_rows(directory))
+    settings = json.loads(meta.get("run_settings", "{}"))
+    summary = records_summary(settings, results, len(rows), warnings, state.reference_checks(), bug_rows(directory))
+    summary["remaining"] = remaining(state, rows, int(settings.get("jobs") or 1))
+    return summary
+
+
+def remaining(state: CampaignState, rows: List[Dict], workers: int) -> Dict:
+    """What the run has not judged: instances planned and not done, transformations not
+    enumerated yet, and an estimate of the time the planned ones would take on ``workers``."""
+    pending = [row for row in rows if row["state"] != "done"]
+    done = [row for row in state.instances() if row["state"] == "done"]
+    seconds = estimate_seconds(pending, done, workers)
+    return {"instances": len(pending), "not_enumerated": json.loads(state.meta().get("not_enumerated", "[]")),
+            "estimated_seconds": None if seconds is None else round(seconds, 1), "workers": workers}
 
 
 # which summary.json a run writes (the "summary" its state records)

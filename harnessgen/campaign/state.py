@@ -97,14 +97,24 @@ class CampaignState:
             self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                                 [(k, v) for k, v in identity.items()] +
                                 [("schema", str(SCHEMA_VERSION)), ("created_at", str(time.time()))])
-            self.db.executemany(
-                "INSERT OR REPLACE INTO transformations (spec, position, class_name, instances, status, message) "
-                "VALUES (:spec, :position, :class_name, :instances, :status, :message)", transformations)
-            self.db.executemany(
-                "INSERT OR IGNORE INTO instances (id, position, spec, transformation, program, instance) "
-                "VALUES (:id, :position, :spec, :transformation, :program, :instance)",
-                [{**row, "instance": json.dumps(row["instance"], sort_keys=True)} for row in instances])
+            self._add(transformations, instances)
             self.db.execute("INSERT OR REPLACE INTO meta VALUES ('planned', '1')")
+
+    def add_to_plan(self, transformations: List[Dict], instances: List[Dict]) -> None:
+        """Transformations enumerated while the run went on, with their instances, placed after
+        every instance planned so far (one transaction)."""
+        with self.db:
+            last = self.db.execute("SELECT COALESCE(MAX(position), -1) FROM instances").fetchone()[0]
+            self._add(transformations, [{**row, "position": last + 1 + i} for i, row in enumerate(instances)])
+
+    def _add(self, transformations: List[Dict], instances: List[Dict]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO transformations (spec, position, class_name, instances, status, message) "
+            "VALUES (:spec, :position, :class_name, :instances, :status, :message)", transformations)
+        self.db.executemany(
+            "INSERT OR IGNORE INTO instances (id, position, spec, transformation, program, instance) "
+            "VALUES (:id, :position, :spec, :transformation, :program, :instance)",
+            [{**row, "instance": json.dumps(row["instance"], sort_keys=True)} for row in instances])
 
     def transformations(self) -> List[Dict]:
         return [dict(row) for row in self.db.execute("SELECT * FROM transformations ORDER BY position")]

@@ -62,6 +62,22 @@ class Subject(abc.ABC):
         """What a transformation spec is called in reports (loading it, where that is needed)."""
         return spec
 
+    def plan_identity(self, spec: str) -> Optional[Dict]:
+        """What the instances of ``spec`` depend on besides the installed DaCe, harnessgen's own
+        code and the planning options (program contents, the transformation's code), as JSON
+        values: the key of the plan cache. None: never cached."""
+        return None
+
+    def whole_program(self, spec: str) -> bool:
+        """Whether enumerating and judging ``spec`` works on whole programs (slow): its
+        enumeration runs beside the run, and its instances get their own share of the time."""
+        return False
+
+    def loading_steps(self, specs: List[str]) -> List[Tuple[str, Callable[[], None]]]:
+        """(label, load) for what enumerating ``specs`` will load (programs parsed, forms made),
+        so that the planner can show each step as it happens."""
+        return []
+
     def warm(self, instance: Dict) -> None:
         """Load what an instance (its JSON record) needs, before workers fork and inherit it."""
 

@@ -21,9 +21,10 @@ from typing import Callable, Dict, Iterator, List, Optional
 from .. import params, passes
 from ..audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap, transformed_program
 from ..bisect import BisectOptions, bisect
-from ..build import CXX, CXXFLAGS, build
+from ..build import CXX, CXXFLAGS, build, cause_registry
+from ..codegen_causes import diagnostics, from_compiler_output
 from ..constraints import derive
-from ..cutout import CutoutPair, extract, extract_change, volume_at_probe, whole_program_pair
+from ..cutout import PRE_NAME, CutoutPair, extract, extract_change, volume_at_probe, whole_program_pair
 from ..errors import BuildError, ConfigError, Unsupported
 from ..files import write_json
 from ..instances import (Instance, cpu_builtin_transformations, enumerate_instances, instance_id, load_transformation,
@@ -31,12 +32,12 @@ from ..instances import (Instance, cpu_builtin_transformations, enumerate_instan
 from ..layout import InputLayout, build_layout
 from ..engines import RawCrash
 from ..outcome import STATIC_OUTCOMES, Outcome
-from ..records import InstanceResult
+from ..records import BLOCKED, InstanceResult
 from ..seeds import screen_seeds
 from ..params import ParamOptions
 from ..prove import prove
 from ..reference_check import CheckOptions, check_program
-from ..reproducer import write_static_finding
+from ..reproducer import write_codegen_finding, write_static_finding
 from ..targets import resolve
 from ..triage import Triage, TriageOptions
 from . import Subject
@@ -250,6 +251,27 @@ class SdfgSubject(Subject):
     def warm(self, instance: Dict) -> None:
         self.sdfg(instance["program"], instance.get("simplified", True))
 
+    def plan_identity(self, spec: str) -> Optional[Dict]:
+        programs = self.target.select(self.program)
+        if not all(p.identity for p in programs):
+            return None
+        change = self.change(spec)
+        return {"target": self.target.name, "programs": {p.name: p.identity for p in programs},
+                "simplified": change.simplified, "code": code_identity(spec)}
+
+    def whole_program(self, spec: str) -> bool:
+        return isinstance(self.change(spec), Passes)
+
+    def loading_steps(self, specs: List[str]):
+        forms = sorted({self.change(spec).simplified for spec in specs}, reverse=True)
+        steps = []
+        for program in self.target.select(self.program):
+            for simplified in forms:
+                form = "simplified" if simplified else "as its frontend wrote it"
+                steps.append((f"program {program.name}, {form} (parsed by DaCe on first use, then cached)",
+                              lambda name=program.name, simplified=simplified: self.sdfg(name, simplified)))
+        return steps
+
     def check_programs(self, options) -> List[Dict]:
         """Each selected program that has a reference, as the frontend wrote it and simplified,
         against it (``reference.check_program``)."""
@@ -282,6 +304,8 @@ class SdfgSubject(Subject):
                             cmplog=options.cmplog or options.afl_jobs > 1)
         except BuildError as exc:
             if exc.side != "hg_post":
+                if _blocked(exc, pair, options, result):
+                    return None
                 what = "the program as its frontend wrote it" if not inst.simplified and self.change(spec).judged_whole(
                     inst, past) else "the cutout itself"
                 raise Unsupported(f"{what} does not build ({exc}: {exc.first_error})") from exc
@@ -403,7 +427,7 @@ class SdfgSubject(Subject):
     def _audit(self, spec: str, inst: Instance, options, result) -> None:
         """After the cutout's verdict: CUTOUT_MISSED where the program differs and the cutout
         passed; each finding marked observable or latent."""
-        if result.verdict in ("BUILT", "UNSUPPORTED", "ERROR"):
+        if result.verdict in ("BUILT", BLOCKED, "UNSUPPORTED", "ERROR"):
             return
         change = self.change(spec)
         if change.judged_whole(inst, 0):
@@ -460,6 +484,25 @@ class SdfgSubject(Subject):
                 return
 
 
+def code_identity(spec: str) -> str:
+    """The code a ``--transformation`` value names beyond DaCe's and harnessgen's own (both
+    hashed elsewhere): the file of ``file.py:Class``, or of ``module:Class`` outside harnessgen."""
+    import hashlib
+    import importlib.util
+
+    where = spec.rpartition(":")[0]
+    if not where:
+        return ""
+    if where.endswith(".py"):
+        path = Path(where)
+    else:
+        found = importlib.util.find_spec(where)
+        path = Path(found.origin) if found is not None and found.origin else None
+    if path is None or not path.is_file():
+        return where
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:24]
+
+
 def transformation_specs(target, xform_spec: Optional[str]) -> List[str]:
     """Empty: the target's default set; otherwise a comma-separated list whose items may be
     ``all`` (every CPU built-in plus the target's own ``module:Class`` ones) and ``gpu`` (the
@@ -483,6 +526,30 @@ def transformation_specs(target, xform_spec: Optional[str]) -> List[str]:
             expanded = [spec]
         specs += [s for s in expanded if s not in specs]
     return specs
+
+
+def _blocked(exc: BuildError, pair: CutoutPair, options, result) -> bool:
+    """Pre does not compile because of a construct DaCe's code generator cannot build: the
+    instance is BLOCKED by that cause, whose finding against DaCe is written once per run's
+    crashes folder (the run's bug analysis reduces it). False where the failure shows no
+    compiler error."""
+    registry = cause_registry(options.work_dir, afl=options.engine == "afl")
+    cause = registry.get(exc.cause) if exc.cause else None
+    if cause is None:
+        found = from_compiler_output(exc.log, PRE_NAME)
+        if found is None:
+            return False
+        cause = registry.get(found.id) or registry.record(dataclasses.replace(
+            found, log=diagnostics(exc.log), first_instance=pair.instance.id))
+    folder = cause.folder(options.crashes_root, pair.instance.target)
+    if not (folder / "meta.json").is_file():
+        write_codegen_finding(folder, pair.pre, cause, cause.log, pair.instance.id, pair.instance.target,
+                              "not reduced yet (the run's bug analysis reduces it: bugs/<id>/)", CXX, CXXFLAGS)
+    result.verdict, result.blocked_by, result.crashes = BLOCKED, cause.id, [str(folder)]
+    how = "a known cause: pre was not compiled" if exc.cause else f"finding {folder}"
+    result.message = (f"pre does not build: DaCe's code generator emits {cause.describe()} ({how}); nothing about "
+                      "the change can be judged here")
+    return True
 
 
 def _static_finding(options, pair: CutoutPair, verdict: Outcome, message: str, result, started: float) -> None:

@@ -29,6 +29,9 @@ class Program:
     # what the program computes, run in Python on NumPy arrays (``reference.Reference``); checked
     # against the loaded SDFG before anything else
     reference: Optional["object"] = None
+    # the program's content as a key ("" where unknown): what it was built from, so that what
+    # is derived from it (the plan of its instances) can be cached
+    identity: str = ""
 
     def sdfg(self, simplified: bool = True):
         if simplified:

@@ -50,7 +50,7 @@ def build_sdfg(simplify: bool = True):
         sdfg.name = "cloudsc"
         return sdfg
 
-    return cached_program("cloudsc", Path(port.__file__).read_bytes(), parse, simplify)
+    return cached_program("cloudsc", Path(port.__file__).read_bytes(), parse, simplify, frontend_form=True)
 
 
 def shapes(sizes: Dict[str, int]) -> Dict[str, tuple]:
@@ -146,7 +146,10 @@ def run_compiled(compiled, arrays: Dict[str, object], sizes: Dict[str, int]) -> 
 
 
 def make_target() -> Target:
+    from .loaders import content_identity, program_key
+
     programs = {"cloudsc": Program("cloudsc", build_sdfg, "cloud microphysics scheme (our CLOUDSC port)",
-                                   build_unsimplified=lambda: build_sdfg(simplify=False))}
+                                   build_unsimplified=lambda: build_sdfg(simplify=False),
+                                   identity=content_identity(program_key(Path(_port().__file__).read_bytes()).encode()))}
     return Target(name="cloudsc", programs=programs, default_transformations=list(DEFAULT_TRANSFORMATIONS),
                   gpu_transformations=list(GPU_TRANSFORMATIONS))

@@ -80,8 +80,11 @@ def make_program(name: str) -> Program:
         return module().reference(**kwargs)
 
     reference.__signature__ = _reference_signature(record)
+    from .loaders import content_identity, program_key
+
     return Program(name, build, f"{record.describe()} ({path})", build_unsimplified=lambda: build(False),
-                   reference=Reference(f"generated:{name}", reference))
+                   reference=Reference(f"generated:{name}", reference),
+                   identity=content_identity(program_key(source.encode()).encode(), name.encode()))
 
 
 def _reference_signature(record):

@@ -259,8 +259,12 @@ DESCRIPTIONS = {
 def make_target() -> Target:
     from ..reference import Reference
 
+    from .loaders import content_identity, program_key
+
+    identity = content_identity(program_key(Path(__file__).read_bytes()).encode())
     programs = {name: Program(name, _builder(name), DESCRIPTIONS[name], build_unsimplified=_builder(name, False),
-                              reference=Reference(f"kernels:{name}", REFERENCES[name]))
+                              reference=Reference(f"kernels:{name}", REFERENCES[name]),
+                              identity=content_identity(identity.encode(), name.encode()))
                 for name in PROGRAM_NAMES}
     return Target(name="kernels", programs=programs,
                   default_transformations=["MapTiling", "MapInterchange", "MapFusion"] + SIMPLIFY_DEFAULTS,

@@ -30,35 +30,73 @@ def prepare_sdfg(sdfg, simplify: bool = True):
         sdfg.simplify()
     # through text, as a cache file is written and read (to_json's dictionaries still share
     # objects with the frontend's SDFG)
-    return dace.SDFG.from_json(json.loads(dace.serialize.dumps(sdfg.to_json())))
+    return _through_json(sdfg)
 
 
-def cached_program(label: str, source: bytes, parse, simplify: bool = True) -> "dace.SDFG":
+def program_key(source: bytes) -> str:
+    """What a cached program is keyed by: its source, this file (how it is prepared) and DaCe."""
+    import dace
+
+    return hashlib.sha256(source + Path(__file__).read_bytes() + dace.__version__.encode()).hexdigest()[:16]
+
+
+def content_identity(*parts: bytes) -> str:
+    """A program's identity (``Program.identity``) from what it is made of."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()[:24]
+
+
+def cached_program(label: str, source: bytes, parse, simplify: bool = True, frontend_form: bool = False) -> "dace.SDFG":
     """A built-in program's prepared SDFG, parsed once per version of its source, of this file
     and of DaCe (``HARNESSGEN_PROGRAM_CACHE``) and always read back from that file. DaCe's
     frontend is not deterministic (the same source gave gemm and softmax two different node
     orders in two runs), and an instance's id hashes its match: reading one file, every run
     enumerates the same instances. The first process to publish the file wins; the others
-    read it. ``simplify=False`` keeps (and caches apart) the program as the frontend wrote it."""
+    read it. ``simplify=False`` keeps (and caches apart) the program as the frontend wrote it.
+    ``frontend_form``: ``parse()`` gives the frontend's form whatever the form asked for, so
+    one parse makes both forms (the frontend's written first, then the same object simplified:
+    what two separate parses would give, at half the parsing time)."""
     import dace
 
     from .. import envs
 
-    key = hashlib.sha256(source + Path(__file__).read_bytes() + dace.__version__.encode()).hexdigest()[:16]
-    variant = "" if simplify else "-unsimplified"
-    cached = Path(envs.get("HARNESSGEN_PROGRAM_CACHE")) / f"{label}-{key}{variant}.sdfg"
+    key = program_key(source)
+    folder = Path(envs.get("HARNESSGEN_PROGRAM_CACHE"))
+    cached = folder / f"{label}-{key}{'' if simplify else '-unsimplified'}.sdfg"
     if not cached.is_file():
-        sdfg = prepare_sdfg(parse(), simplify)
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".tmp{os.getpid()}")
-        sdfg.save(str(tmp))
-        try:
-            os.link(tmp, cached)        # never replaces a file another process may have read
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
+        other = folder / f"{label}-{key}{'-unsimplified' if simplify else ''}.sdfg"
+        if frontend_form and not other.is_file():
+            sdfg = parse()
+            sdfg.expand_library_nodes()
+            _publish(_through_json(sdfg), folder / f"{label}-{key}-unsimplified.sdfg")
+            sdfg.simplify()
+            _publish(_through_json(sdfg), folder / f"{label}-{key}.sdfg")
+        else:
+            _publish(prepare_sdfg(parse(), simplify), cached)
     return dace.SDFG.from_file(str(cached))
+
+
+def _through_json(sdfg):
+    import json
+
+    import dace
+
+    return dace.SDFG.from_json(json.loads(dace.serialize.dumps(sdfg.to_json())))
+
+
+def _publish(sdfg, cached: Path) -> None:
+    """Save ``sdfg`` as ``cached`` unless another process published it first."""
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(f".tmp{os.getpid()}")
+    sdfg.save(str(tmp))
+    try:
+        os.link(tmp, cached)        # never replaces a file another process may have read
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
 
 
 def load_module(path: Path) -> ModuleType:
@@ -110,7 +148,8 @@ def load_sdfg_file(path: Path) -> Target:
         return prepare_sdfg(sdfg, simplify)
 
     name = path.stem
-    program = Program(name, build, f"SDFG from {path.name}", build_unsimplified=lambda: build(simplify=False))
+    program = Program(name, build, f"SDFG from {path.name}", build_unsimplified=lambda: build(simplify=False),
+                      identity=content_identity(path.read_bytes()))
     return with_afl_configs(Target(name=name, programs={name: program}))
 
 
@@ -133,6 +172,6 @@ def load_python_program(path: Path, function: str) -> Target:
     from ..reference import python_reference
 
     program = Program(function, build, f"{path.name}:{function}", build_unsimplified=lambda: build(simplify=False),
-                      reference=python_reference(prog))
+                      reference=python_reference(prog), identity=content_identity(path.read_bytes(), function.encode()))
     target = Target(name=function, programs={function: program}, source_module=module)
     return with_afl_configs(target)

@@ -156,3 +156,31 @@ def test_several_transformations_in_parallel_with_a_budget_then_resumed(tmp_path
     third = run_cli(args, tmp_path)
     assert f"{summary['planned']} of them done by an earlier run" in third.stderr
     assert [e["id"] for e in summary_of(tmp_path)["instances"]] == [e["id"] for e in summary["instances"]]
+
+
+def test_a_program_dace_cannot_build_is_one_finding_and_blocks_every_instance_it_holds(tmp_path):
+    """DaCe 1.0.2 emits `if (d > 0.0)` for a branch on a returned scalar it keeps as `double
+    d[1]`: the first instance writes that cause as a finding against DaCe's code generator;
+    every other instance holding the construct is BLOCKED without being compiled; the run's bug
+    analysis reduces the program and writes its BUG.md."""
+    program = PROGRAMS / "scalar_branch.py"
+    proc = run_cli(["fuzz", "--program", f"{program}:scalar_branch", "--transformation", "MapTiling,simplify,FuseStates",
+                    "--time", "1", "--reduce-time", "60"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = summary_of(tmp_path)
+    assert {e["verdict"] for e in summary["instances"]} == {"BLOCKED"} and len(summary["instances"]) >= 3
+    [cause] = summary["codegen_causes"]
+    assert cause["instances"] == len(summary["instances"])
+    messages = [e["message"] for e in summary["instances"]]
+    assert sum("a known cause: pre was not compiled" in m for m in messages) >= len(messages) - 1
+    assert all(row["findings"] == 0 for row in summary["per_transformation"])   # not the transformations' bug
+    [bug] = summary["distinct_bugs"]
+    assert bug["kind"] == "CODEGEN_FAILURE" and bug["transformation"] == "DaCe code generator"
+    assert bug["reduced"] and bug["reduced_nodes"] < bug["nodes"], bug
+    reduced = tmp_path / "out" / bug["reduced"]
+    meta = json.loads((reduced / "meta.json").read_text())
+    assert "double[1]" in meta["message"] and meta["reduction"].startswith("reduced from")
+    report = (tmp_path / "out" / bug["report"]).read_text()
+    assert "does not compile" in report and str(REPO) not in report.split("## Compiler output")[1]
+    repro = subprocess.run([sys.executable, "repro.py"], cwd=reduced, capture_output=True, text=True, timeout=600)
+    assert repro.returncode == 1 and "STILL PRESENT: the same error" in repro.stdout, repro.stdout + repro.stderr

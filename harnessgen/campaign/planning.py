@@ -1,0 +1,282 @@
+"""Planning a run: every instance of every selected transformation, shown as it goes, paid for
+once, and not waited for where it is slow.
+
+* **Shown**: each step (loading the subject, making each program form, enumerating each
+  transformation) is reported to a ``PlanProgress`` as it starts and ends, with its count.
+* **Cached**: what one transformation enumerates in one program is a function of the
+  program's content, the transformation's code, the installed DaCe, harnessgen's own code
+  and the planning options. ``PlanCache`` keeps it under ``<work>/plans/<key>.json``; the
+  same command again plans from there in a moment (``Subject.plan_identity`` says what the
+  key is made of, or that a subject cannot be cached).
+* **Not waited for**: a transformation whose enumeration works on whole programs
+  (``Subject.whole_program``: a pass applied to a copy of each program) is *deferred*. The
+  driver enumerates it in a background process while the other instances are judged, and
+  adds its instances to the run when it is done (``DeferredPlanner``).
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import dataclasses
+import hashlib
+import json
+import multiprocessing
+import time
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from .. import subjects
+from ..errors import ConfigError, Unsupported
+from ..files import write_json
+from ..params import ParamOptions
+from ..procs import die_with_parent, package_root
+
+PLANS_DIR = "plans"
+# the queue of instances judged on whole programs (passes); every other instance is "main"
+WHOLE, MAIN = "whole", "main"
+
+
+@dataclasses.dataclass
+class Plan:
+    """What ``plan`` found: the subject, a row per transformation, a row per instance (in run
+    order), and the transformations still to enumerate beside the run."""
+
+    subject: subjects.Subject
+    xform_rows: List[Dict]
+    rows: List[Dict]
+    deferred: List[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.subject.label([row["spec"] for row in self.xform_rows])
+
+
+class PlanProgress:
+    """Told of every planning step; this base says nothing (a test, a script)."""
+
+    @contextlib.contextmanager
+    def step(self, label: str) -> Iterator[None]:
+        yield
+
+    def enumerated(self, row: Dict, seconds: float, cached: bool) -> None:
+        """One transformation's row (spec, class_name, instances, status, message) is known."""
+
+    def deferred(self, specs: List[str]) -> None:
+        """These will be enumerated while the run judges the others."""
+
+    def done(self, planned: "Plan") -> None:
+        """Planning is over (the deferred transformations aside)."""
+
+
+# ------------------------------------------------------------------ the cache
+@dataclasses.dataclass(frozen=True)
+class PlanRequest:
+    """What an enumeration depends on besides the subject: the options planning reads."""
+
+    program: str
+    settings: Tuple[str, ...] = ()
+    params: str = "default"
+    max_size: int = 16
+    seed: int = 0
+    simplify: bool = True
+
+    @classmethod
+    def of(cls, config) -> "PlanRequest":
+        opts = config.options
+        return cls(config.program, tuple(config.settings or ()), opts.params, opts.max_size, opts.seed,
+                   opts.simplify)
+
+    @property
+    def param_options(self) -> ParamOptions:
+        return ParamOptions(self.params, self.max_size, self.seed)
+
+
+_SOURCE_DIGEST: Dict[str, str] = {}
+
+
+def harnessgen_digest() -> str:
+    """A hash of harnessgen's own code and data (its matchers, its loaders, its planted and
+    correct transformations): a change to any of them plans again."""
+    if "digest" not in _SOURCE_DIGEST:
+        root = package_root() / "harnessgen"
+        digest = hashlib.sha256()
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json") and p.is_file()):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+        _SOURCE_DIGEST["digest"] = digest.hexdigest()
+    return _SOURCE_DIGEST["digest"]
+
+
+class PlanCache:
+    """One JSON file per (subject content, transformation, options, versions)."""
+
+    def __init__(self, work_dir: Path):
+        self.root = Path(work_dir) / PLANS_DIR
+
+    @staticmethod
+    def key(identity: Dict, spec: str, request: PlanRequest) -> str:
+        import dace
+
+        blob = json.dumps({"subject": identity, "spec": spec, "request": dataclasses.asdict(request),
+                           "dace": dace.__version__, "harnessgen": harnessgen_digest()},
+                          sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+    def get(self, key: str) -> Optional[Dict]:
+        path = self.root / f"{key}.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+
+    def put(self, key: str, entry: Dict) -> None:
+        write_json(self.root / f"{key}.json", entry)
+
+
+# ------------------------------------------------------------------ one transformation
+def enumerate_spec(subject: subjects.Subject, spec: str, position: int, request: PlanRequest,
+                   cache: Optional[PlanCache], strict: bool) -> Tuple[Dict, List[Dict], bool]:
+    """(the transformation's row, its instances as JSON, whether they came from the cache).
+    A transformation that cannot be matched gets its reason in the row (``strict``: raises)."""
+    identity = subject.plan_identity(spec)
+    key = PlanCache.key(identity, spec, request) if cache is not None and identity is not None else None
+    cached = cache.get(key) if key else None
+    if cached is not None:
+        return {**cached["row"], "position": position}, cached["instances"], True
+    row = {"spec": spec, "position": position, "class_name": None, "instances": 0, "status": "ok", "message": ""}
+    found: List[Dict] = []
+    try:
+        instances = subject.instances(spec, list(request.settings) or None, request.param_options)
+        row.update(class_name=subject.transformation_name(spec), instances=len(instances))
+        found = [inst.to_json() for inst in instances]
+    except ConfigError:
+        raise                      # a misspelt --transformation: the user must act
+    except Unsupported as exc:
+        if strict:
+            raise
+        row.update(status="UNSUPPORTED", message=str(exc))
+    except Exception as exc:       # DaCe failed while matching: recorded, the run goes on
+        if strict:
+            raise
+        row.update(status="ERROR", message=f"matching failed: {type(exc).__name__}: {exc}")
+    if key and row["status"] != "ERROR":     # an error may be this machine's: tried again next time
+        cache.put(key, {"row": row, "instances": found})
+    return row, found, False
+
+
+def _instance_rows(subject: subjects.Subject, found: List[Tuple[str, Dict]], first_position: int) -> List[Dict]:
+    from ..instances import Instance
+
+    planned = [(spec, Instance.from_json(inst)) for spec, inst in found]
+    return [{"id": inst.id, "position": first_position + i, "spec": spec, "transformation": inst.transformation,
+             "program": inst.program, "instance": inst.to_json()}
+            for i, (spec, inst) in enumerate(subjects.interleave(planned))]
+
+
+# ------------------------------------------------------------------ the plan
+def plan(config, progress: Optional[PlanProgress] = None, defer: bool = True) -> Plan:
+    """Every instance ``config`` selects, in run order. With ``defer``, transformations that
+    work on whole programs and are not cached are left for a ``DeferredPlanner``
+    (``Plan.deferred``); ``config.instance_ids`` (``--instance``) never defers."""
+    progress = progress or PlanProgress()
+    request = PlanRequest.of(config)
+    with progress.step(f"loading {config.program}"):
+        subject = subjects.load(config.program, config.options.simplify)
+        specs = subject.transformation_specs(config.transformations or None)
+    if config.settings and len(specs) != 1:
+        raise ConfigError("--set applies to one transformation: pass exactly one --transformation")
+    cache = PlanCache(config.options.work_dir)
+    defer = defer and not config.instance_ids
+    cached = {s for s in specs if _is_cached(subject, s, request, cache)}
+    later = [s for s in specs if defer and subject.whole_program(s) and s not in cached]
+    now = [s for s in specs if s not in later]
+    for label, load in subject.loading_steps([s for s in now if s not in cached]):
+        with progress.step(label):
+            load()
+    xform_rows, found = [], []
+    for spec in now:
+        started = time.monotonic()
+        with progress.step(f"enumerating {spec}"):
+            row, instances, cached = enumerate_spec(subject, spec, specs.index(spec), request, cache,
+                                                    config.strict_plan)
+        progress.enumerated(row, time.monotonic() - started, cached)
+        xform_rows.append(row)
+        found += [(spec, inst) for inst in instances]
+    if later:
+        progress.deferred(later)
+    from ..instances import Instance
+
+    chosen = subjects.select(subject, [(s, Instance.from_json(i)) for s, i in found], config.instance_ids,
+                             config.program, specs)
+    rows = _instance_rows(subject, [(s, inst.to_json()) for s, inst in chosen], 0)
+    planned = Plan(subject, xform_rows, rows, later)
+    progress.done(planned)
+    return planned
+
+
+def _is_cached(subject, spec: str, request: PlanRequest, cache: PlanCache) -> bool:
+    identity = subject.plan_identity(spec)
+    return identity is not None and cache.get(PlanCache.key(identity, spec, request)) is not None
+
+
+def _enumerate_in_child(spec: str, position: int, request: PlanRequest, work_dir: str,
+                        strict: bool) -> Tuple[Dict, List[Dict], float]:
+    """In the background planner: the subject is the driver's (forked), loaded once."""
+    from .worker import worker_subject
+
+    started = time.monotonic()
+    row, found, _ = enumerate_spec(worker_subject(request.program), spec, position, request,
+                                   PlanCache(Path(work_dir)), strict)
+    return row, found, time.monotonic() - started
+
+
+class DeferredPlanner:
+    """Enumerates the deferred transformations one after another in a forked process while
+    the driver judges the planned instances; ``ready()`` hands over what is done."""
+
+    def __init__(self, plan_: Plan, config, first_position: int):
+        self.subject = plan_.subject
+        self.request = PlanRequest.of(config)
+        self.position = first_position
+        self.pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                                           initializer=die_with_parent)
+        specs = plan_.deferred
+        positions = {spec: i for i, spec in enumerate(self.subject.transformation_specs(config.transformations or None))}
+        self.futures = {self.pool.submit(_enumerate_in_child, spec, positions.get(spec, 0), self.request,
+                                         str(config.options.work_dir), config.strict_plan): spec for spec in specs}
+        self.started = time.monotonic()
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.futures)
+
+    def ready(self) -> List[Tuple[Dict, List[Dict], float]]:
+        """(transformation row, instance rows, seconds) of each enumeration finished since the
+        last call; a failed one comes back as an ERROR row."""
+        out = []
+        for future in [f for f in self.futures if f.done()]:
+            spec = self.futures.pop(future)
+            try:
+                row, found, seconds = future.result()
+            except ConfigError:
+                raise
+            except Exception as exc:          # the planner process died, or DaCe did in it
+                row = {"spec": spec, "position": 0, "class_name": spec, "instances": 0, "status": "ERROR",
+                       "message": f"matching failed: {type(exc).__name__}: {exc}"}
+                found, seconds = [], time.monotonic() - self.started
+            rows = _instance_rows(self.subject, [(spec, inst) for inst in found], self.position)
+            self.position += len(rows)
+            out.append((row, rows, seconds))
+        return out
+
+    def pending_specs(self) -> List[str]:
+        return sorted(self.futures.values())
+
+    def close(self) -> None:
+        """Stop: what is not enumerated yet stays unplanned (the next run enumerates it)."""
+        processes = list((getattr(self.pool, "_processes", None) or {}).values())
+        for future in self.futures:
+            future.cancel()
+        for process in processes:       # an enumeration under way is not waited for
+            if process.is_alive():
+                process.terminate()
+        self.pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,83 @@
+"""Which pending instance a free worker takes next, and how long the rest would take.
+
+Instances come in queues (``planning.MAIN``: cut-out instances, cheap; ``planning.WHOLE``:
+instances judged on whole programs, such as passes, often a minute each). Each queue is
+promised a share of the workers' time; the next instance comes from the non-empty queue
+that has used the least of its share so far (finished instances' seconds plus the running
+ones' so far), the main queue first on a tie. A budget-bound run thus spends most of its
+time where verdicts come quickly and still judges the expensive instances, interleaved
+from the start, instead of finding them all at the end of the plan or none at all.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Dict, List, Optional
+
+from .planning import MAIN, WHOLE
+
+DEFAULT_WHOLE_SHARE = 0.25
+
+
+class Scheduler:
+    def __init__(self, queue_of: Callable[[Dict], str], whole_share: float = DEFAULT_WHOLE_SHARE):
+        self.queue_of = queue_of
+        share = min(max(whole_share, 0.0), 1.0)
+        self.shares = {MAIN: 1.0 - share, WHOLE: share}
+        self.queues: Dict[str, List[Dict]] = {MAIN: [], WHOLE: []}
+        self.spent: Dict[str, float] = {MAIN: 0.0, WHOLE: 0.0}
+        self.running: Dict[str, tuple] = {}          # id -> (queue, started)
+
+    def add(self, rows: List[Dict], front: bool = False) -> None:
+        for row in (reversed(rows) if front else rows):
+            queue = self.queues[self.queue_of(row)]
+            if front:
+                queue.insert(0, row)
+            else:
+                queue.append(row)
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self.queues.values())
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def _used(self, queue: str, now: float) -> float:
+        running = sum(now - started for q, started in self.running.values() if q == queue)
+        return (self.spent[queue] + running) / self.shares[queue] if self.shares[queue] > 0 else float("inf")
+
+    def next(self) -> Dict:
+        """The next instance to start (there must be one)."""
+        now = time.monotonic()
+        candidates = [q for q in (MAIN, WHOLE) if self.queues[q]]
+        if len(candidates) > 1 and all(self.shares[q] == 0 for q in candidates):
+            candidates = candidates[:1]
+        queue = min(candidates, key=lambda q: (self._used(q, now), q != MAIN))
+        row = self.queues[queue].pop(0)
+        self.running[row["id"]] = (queue, now)
+        return row
+
+    def finished(self, instance_id: str) -> None:
+        queue, started = self.running.pop(instance_id, (MAIN, time.monotonic()))
+        self.spent[queue] += time.monotonic() - started
+
+    def clear(self) -> None:
+        for queue in self.queues.values():
+            queue.clear()
+
+
+def estimate_seconds(pending: List[Dict], done: List[Dict], workers: int) -> Optional[float]:
+    """How long the ``pending`` instance rows would take on ``workers`` workers, from the wall
+    time of the ``done`` ones (rows with their ``result``): per transformation where it has
+    finished instances, else the median of all. None when nothing has finished yet."""
+    walls: Dict[str, List[float]] = {}
+    for row in done:
+        result = row.get("result") or {}
+        if result.get("wall_seconds") is not None:
+            walls.setdefault(row["spec"], []).append(float(result["wall_seconds"]))
+    everything = [w for values in walls.values() for w in values]
+    if not everything and pending:
+        return None
+    overall = statistics.median(everything) if everything else 0.0
+    total = sum(statistics.median(walls[row["spec"]]) if row["spec"] in walls else overall for row in pending)
+    return total / max(1, workers)

@@ -1,0 +1,53 @@
+"""Which instance starts next: each queue gets its share of the workers' time."""
+import time
+
+from harnessgen.campaign.planning import MAIN, WHOLE
+from harnessgen.campaign.schedule import Scheduler, estimate_seconds
+
+
+def rows(queue: str, n: int):
+    return [{"id": f"{queue}-{i}", "spec": queue} for i in range(n)]
+
+
+def test_cheap_instances_come_first_and_whole_programs_get_their_share():
+    scheduler = Scheduler(lambda row: row["spec"], whole_share=0.25)
+    scheduler.add(rows(WHOLE, 3) + rows(MAIN, 10))
+    first = scheduler.next()
+    assert first["id"] == "main-0"             # a tie: the main queue
+    scheduler.spent[MAIN] = 3.0                 # as if main-0 had run 3 s
+    scheduler.running.clear()
+    assert scheduler.next()["id"] == "whole-0"  # whole has used none of its quarter
+    scheduler.running.clear()
+    scheduler.spent[WHOLE] = 3.0                # 3 s of a 0.25 share weighs as 12 s of main's 0.75 = 4
+    picks = [scheduler.next()["id"] for _ in range(2)]
+    assert picks == ["main-1", "main-2"]
+
+
+def test_running_instances_count_against_their_queue():
+    scheduler = Scheduler(lambda row: row["spec"], whole_share=0.5)
+    scheduler.add(rows(WHOLE, 2) + rows(MAIN, 2))
+    scheduler.running["main-x"] = (MAIN, time.monotonic() - 100.0)    # a long instance still running
+    assert scheduler.next()["id"] == "whole-0"
+
+
+def test_a_share_of_zero_runs_that_queue_only_when_nothing_else_is_left():
+    scheduler = Scheduler(lambda row: row["spec"], whole_share=0.0)
+    scheduler.add(rows(WHOLE, 1) + rows(MAIN, 2))
+    assert [scheduler.next()["id"] for _ in range(3)] == ["main-0", "main-1", "whole-0"]
+
+
+def test_requeued_instances_go_first():
+    scheduler = Scheduler(lambda row: row["spec"])
+    scheduler.add(rows(MAIN, 2))
+    scheduler.add([{"id": "again", "spec": MAIN}], front=True)
+    assert scheduler.next()["id"] == "again" and len(scheduler) == 2
+
+
+def test_the_estimate_uses_each_transformations_median_and_the_overall_one_for_the_others():
+    done = [{"spec": "A", "result": {"wall_seconds": w}} for w in (1.0, 2.0, 30.0)]
+    done += [{"spec": "B", "result": {"wall_seconds": 10.0}}]
+    pending = [{"spec": "A"}] * 4 + [{"spec": "C"}] * 2
+    # A: median 2 s x 4; C (none done): the median of all four, 6 s, x 2; on two workers
+    assert estimate_seconds(pending, done, workers=2) == (4 * 2.0 + 2 * 6.0) / 2
+    assert estimate_seconds(pending, [], workers=2) is None
+    assert estimate_seconds([], [], workers=1) == 0.0
