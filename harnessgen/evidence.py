@@ -22,6 +22,7 @@ MEANT_PREFIX = "no time left"
 class Evidence:
     kind: str                        # PROVEN, FUZZED or SEEDS_ONLY
     seed_inputs: int = 0             # inputs screened before any fuzzing (seeds, counterexamples, the user's)
+    seeds_planned: int = 0           # ... of these many (the rest did not fit in the instance's time)
     engine_execs: int = 0            # executions the engine ran itself
     engine_seconds: float = 0.0
     arithmetic: str = ""             # a proof's: "IEEE" (bit for bit) or "reals"
@@ -38,6 +39,12 @@ class Evidence:
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in entry.items() if k in fields})
 
+    @property
+    def inputs_text(self) -> str:
+        if self.seeds_planned > self.seed_inputs:
+            return f"{self.seed_inputs} of {self.seeds_planned} seed inputs"
+        return f"{self.seed_inputs} seed inputs"
+
     def describe(self) -> str:
         """One line for the terminal and the report."""
         fuzzed = (f"afl-fuzz {self.engine_execs:,} execs in {self.engine_seconds:.1f} s"
@@ -46,14 +53,15 @@ class Evidence:
             how = "bit for bit" if self.arithmetic == "IEEE" else "over the reals"
             return f"PROVEN ({how})" + (f" + {fuzzed}" if fuzzed else "")
         if self.kind == FUZZED:
-            return f"FUZZED ({fuzzed}, after {self.seed_inputs} seed inputs)"
-        return f"SEEDS ONLY ({self.seed_inputs} inputs; afl-fuzz did not run: {self.why_not_fuzzed})"
+            return f"FUZZED ({fuzzed}, after {self.inputs_text})"
+        return f"SEEDS ONLY ({self.inputs_text}; afl-fuzz did not run: {self.why_not_fuzzed})"
 
 
 def judge(seed_inputs: int, engine_execs: int, engine_seconds: float, proof=None,
-          why_not_fuzzed: str = "", meant_to_fuzz: bool = False) -> Evidence:
+          why_not_fuzzed: str = "", meant_to_fuzz: bool = False, seeds_planned: int = 0) -> Evidence:
     """The evidence of one judged harness. ``proof``: the pair's ``prove.Proof`` (or None)."""
-    common = dict(seed_inputs=seed_inputs, engine_execs=engine_execs, engine_seconds=round(engine_seconds, 3))
+    common = dict(seed_inputs=seed_inputs, engine_execs=engine_execs, engine_seconds=round(engine_seconds, 3),
+                  seeds_planned=max(seeds_planned, seed_inputs))
     if proof is not None and proof.verdict == "PROVEN":
         return Evidence(PROVEN, arithmetic="IEEE" if proof.settles else "reals", **common)
     if engine_execs > 0:

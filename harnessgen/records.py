@@ -112,6 +112,7 @@ class InstanceResult:
     proof: Dict = dataclasses.field(default_factory=dict)    # the cutout pair's proof (prove.Proof), --prove
     evidence: Dict = dataclasses.field(default_factory=dict)  # what the verdict rests on (evidence.Evidence)
     blocked_by: str = ""                 # BLOCKED: the cause's id (codegen_causes.Cause)
+    seeds_note: str = ""                 # where not every seed input ran within the instance's time
 
     @property
     def verdict_seconds(self) -> float:

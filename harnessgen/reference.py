@@ -46,22 +46,37 @@ class Reference:
 
 
 def python_reference(program) -> Reference:
-    """A ``@dace.program`` as plain Python: its function with the size symbols bound to the
-    values of each call (they are ``dace.symbol`` objects in its module)."""
+    """A ``@dace.program`` as plain Python: its function, DaCe's dialect made plain
+    (``dialect.plain_function``: explicit maps as loops, memlets as reads and writes), with the
+    size symbols bound to the values of each call (they are ``dace.symbol`` objects in its
+    module)."""
     function = program.f
     label = f"{function.__module__}:{function.__name__}" if hasattr(function, "__module__") else function.__name__
 
     def run(**kwargs):
+        plain = _plain(function)
         sizes = {k: v for k, v in kwargs.items() if k in _symbol_names(function)}
-        names = {**function.__globals__, **{k: int(v) for k, v in sizes.items()}}
-        bound = types.FunctionType(function.__code__, names, function.__name__, function.__defaults__,
-                                   function.__closure__)
+        names = {**plain.__globals__, **{k: int(v) for k, v in sizes.items()}}
+        bound = types.FunctionType(plain.__code__, names, plain.__name__, plain.__defaults__, plain.__closure__)
         return bound(**{k: v for k, v in kwargs.items() if k not in sizes})
 
     parameters = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY)
                   for n in list(inspect.signature(function).parameters) + sorted(_symbol_names(function))]
     run.__signature__ = inspect.Signature(parameters)
     return Reference(label, run)
+
+
+def _plain(function):
+    """The function with DaCe's dialect made plain (a construct with none raises Unsupported)."""
+    from .dialect import plain_function
+
+    try:
+        return plain_function(function)
+    except Unsupported:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- the rewrite failed: the reference cannot say
+        raise Unsupported(f"DaCe's dialect in {function.__name__} has no plain meaning here: "
+                          f"{type(exc).__name__}: {exc}") from exc
 
 
 def _symbol_names(function) -> set:

@@ -101,7 +101,63 @@ def check_program(target_name: str, program, options: CheckOptions) -> Optional[
         check.forms.append(result)
         if result.verdict in FINDINGS and not check.blame:
             check.blame = pipeline
+    if _reference_did_not_run(check) and program.build_unsimplified is not None:
+        keep = Path(options.crashes_root) / target_name / f"reference-{program.name}"
+        check.forms.append(_forms_against_each_other(program, layout, keep, options, check.forms[-1].reason))
+        if check.forms[-1].verdict in FINDINGS:
+            check.blame = "simplify"
     check.seconds = round(time.monotonic() - started, 3)
+    return check
+
+
+def _reference_did_not_run(check: ReferenceCheck) -> bool:
+    """Every form was left unjudged because the reference itself could not run."""
+    return bool(check.forms) and all(f.verdict == SKIPPED and "did not run" in f.reason for f in check.forms)
+
+
+# the form judged against the program as its frontend wrote it, where the reference cannot run
+AGAINST_FRONTEND = "simplified vs frontend"
+
+
+def _forms_against_each_other(program, layout, keep: Path, options: CheckOptions, why: str) -> FormCheck:
+    """Where the reference cannot run, the simplified form against the frontend's form, both
+    built and run on the same inputs: a difference is a finding against simplify."""
+    from . import seeds
+    from .build import build
+    from .cutout import whole_program_pair
+    from .errors import BuildError
+
+    frontend, simplified = program.sdfg(False), program.sdfg(True)
+    builds = []
+    for sdfg, form in ((frontend, "unsimplified"), (simplified, "simplified")):
+        pair = whole_program_pair(sdfg, f"reference-{sdfg.name}-{form}")
+        if sorted(c.name for c in layout.containers) != pair.containers:
+            return FormCheck(AGAINST_FRONTEND, SKIPPED, reason=f"the {form} form takes other containers")
+        try:
+            builds.append(build(pair, layout, options.work_dir, options.tolerance, afl=False))
+        except BuildError as exc:
+            return FormCheck(AGAINST_FRONTEND, SKIPPED, reason=f"the {form} form does not build: {exc.first_error}"[:300])
+    inputs = seeds.sample(layout, options.inputs, options.seed)
+    expected_runs = run_inputs(builds[0].dir, inputs, options.timeout_s)
+    got_runs = run_inputs(builds[1].dir, inputs, options.timeout_s)
+    check = FormCheck(AGAINST_FRONTEND, AGREES, reason=f"judged against the frontend's form ({why[:200]})")
+    frontend_reference = Reference(f"{program.name} as its frontend wrote it", lambda **kwargs: None)
+    for (name, data), expected, got in zip(inputs, expected_runs, got_runs):
+        if expected is None:            # the frontend's form crashes here: no answer to compare with
+            continue
+        check.inputs += 1
+        decoded = layout.decode(data)
+        difference = _first_difference(expected, got, layout, decoded.symbols, options.tolerance)
+        if difference is None:
+            continue
+        check.differing += 1
+        if not check.first:
+            shaped = {s.name: decoded.arrays[s.name].reshape(layout.shape(s.name, decoded.symbols))
+                      for s in layout.containers}
+            check.verdict = CRASHES if got is None else DIFFERS
+            check.first = {**difference, "symbols": decoded.symbols, "input": name}
+            check.finding = str(_write_finding(keep / f"simplified-vs-frontend-{difference['container']}", simplified,
+                                               frontend_reference, data, decoded, shaped, expected, got, check))
     return check
 
 

@@ -103,7 +103,13 @@ class InstanceRunner:
             # the cut-out code runs for no input: it lies in a loop or branch no size enters
             raise Unsupported(f"no input reaches the cutout: {seedlib.unsatisfiable(harness.layout)} "
                               "(the code it cuts out never runs)")
-        passing, crashing = seedlib.screen_seeds(harness, seed_paths + user_files)
+        # within the instance's time (each input still runs alone; the first always does): a
+        # cutout that runs for seconds per input must not hold a worker for minutes
+        inputs = seed_paths + user_files
+        passing, crashing = seedlib.screen_seeds(harness, inputs, deadline=fuzz_started + max(opts.time_s, 1.0))
+        ran = len(passing) + len(crashing)
+        if ran < len(inputs):
+            result.seeds_note = f"{ran} of {len(inputs)} seed inputs ran within the instance's {opts.time_s:g} s"
         raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, _seed_kind(p), execs=position)
                                for p, position in crashing]
         raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
@@ -111,14 +117,20 @@ class InstanceRunner:
         # post runs in parallel where pre does not: judged on several threads without being asked
         auto_race = opts.race_check and opts.race_threads <= 1 and harness.parallelism_changed
         race_threads = opts.check_threads if opts.race_threads > 1 or auto_race else 0
-        if race_threads:   # the passing seeds once more, in race mode
-            passing, racing = seedlib.screen_seeds(harness, passing, threads=race_threads, repeat=opts.race_repeat * 5)
+        if race_threads:   # the passing seeds once more, in race mode (the automatic check within its time)
+            deadline = time.monotonic() + self._race_check_seconds() if auto_race else None
+            checked, racing = seedlib.screen_seeds(harness, passing, threads=race_threads,
+                                                   repeat=opts.race_repeat * 5, deadline=deadline)
+            raced = {p for p, _ in racing}
+            total = len(passing)
+            passing = [p for p in passing if p not in raced]
             raw += [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=len(crashing) + position)
                     for p, position in racing]
             crashing += racing
             result.race_check = (f"--race {race_threads}" if not auto_race else
                                  f"post runs {len(harness.new_parallel_regions)} parallel region(s) pre does not run "
-                                 f"identically: seeds on {race_threads} threads")
+                                 f"identically: seeds on {race_threads} threads ({len(checked) + len(racing)} of "
+                                 f"{total} within the check's time)")
 
         work = engine_dir(opts.out_dir, inst.id)
         screened = work.with_name(f"{inst.id}.seeds")
@@ -154,9 +166,10 @@ class InstanceRunner:
         result.execs += len(passing) + len(crashing)
         result.fuzz_seconds = round(time.monotonic() - fuzz_started, 3)
         result.evidence = evidencelib.judge(
-            len(passing) + len(crashing), engine_execs, engine_seconds, proof,
+            ran, engine_execs, engine_seconds, proof,
             why_not or "the engine ran but executed nothing (its log is in the afl/ folder of the run)",
-            meant_to_fuzz=not why_not or why_not.startswith(evidencelib.MEANT_PREFIX)).to_json()
+            meant_to_fuzz=not why_not or why_not.startswith(evidencelib.MEANT_PREFIX),
+            seeds_planned=len(inputs)).to_json()
         self._triage(inst, harness, raw, result)
         if proof is not None:
             self._report_proof(proof, result)
@@ -218,12 +231,17 @@ class InstanceRunner:
         """The engine's final queue in race mode, for at most a quarter of the instance's time
         (at least AUTO_RACE_MIN_S, but never longer than the instance's own time): the inputs
         its coverage found worth keeping."""
-        time_s = self.options.time_s
-        deadline = time.monotonic() + max(time_s / 4, min(AUTO_RACE_MIN_S, time_s))
+        deadline = time.monotonic() + self._race_check_seconds()
         passing, racing = seedlib.screen_seeds(harness, queue, threads=AUTO_RACE_THREADS,
                                                repeat=self.options.race_repeat * 5, deadline=deadline)
         result.race_check += f", final queue {len(passing) + len(racing)} of {len(queue)}"
         return [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=None) for p, _ in racing]
+
+    def _race_check_seconds(self) -> float:
+        """Each pass of the automatic race check (the seeds, the final queue): a quarter of the
+        instance's time, at least AUTO_RACE_MIN_S but never more than the instance's own time."""
+        time_s = self.options.time_s
+        return max(time_s / 4, min(AUTO_RACE_MIN_S, time_s))
 
     def _progress_hook(self, inst: Instance):
         if self.progress is None:

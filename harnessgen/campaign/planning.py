@@ -29,7 +29,8 @@ from .. import subjects
 from ..errors import ConfigError, Unsupported
 from ..files import write_json
 from ..params import ParamOptions
-from ..procs import die_with_parent, package_root
+from ..procs import die_with_parent
+from ..versions import source_digest
 
 PLANS_DIR = "plans"
 # the queue of instances judged on whole programs (passes); every other instance is "main"
@@ -91,21 +92,6 @@ class PlanRequest:
         return ParamOptions(self.params, self.max_size, self.seed)
 
 
-_SOURCE_DIGEST: Dict[str, str] = {}
-
-
-def harnessgen_digest() -> str:
-    """A hash of harnessgen's own code and data (its matchers, its loaders, its planted and
-    correct transformations): a change to any of them plans again."""
-    if "digest" not in _SOURCE_DIGEST:
-        root = package_root() / "harnessgen"
-        digest = hashlib.sha256()
-        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json") and p.is_file()):
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-        _SOURCE_DIGEST["digest"] = digest.hexdigest()
-    return _SOURCE_DIGEST["digest"]
-
-
 class PlanCache:
     """One JSON file per (subject content, transformation, options, versions)."""
 
@@ -117,7 +103,7 @@ class PlanCache:
         import dace
 
         blob = json.dumps({"subject": identity, "spec": spec, "request": dataclasses.asdict(request),
-                           "dace": dace.__version__, "harnessgen": harnessgen_digest()},
+                           "dace": dace.__version__, "harnessgen": source_digest()},
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 

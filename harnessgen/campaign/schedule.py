@@ -1,7 +1,8 @@
 """Which pending instance a free worker takes next, and how long the rest would take.
 
 Instances come in queues (``planning.MAIN``: cut-out instances, cheap; ``planning.WHOLE``:
-instances judged on whole programs, such as passes, often a minute each). Each queue is
+instances judged on whole programs, such as passes, often a minute each, and the instances of
+any transformation whose finished instances turn out that slow). Each queue is
 promised a share of the workers' time; the next instance comes from the non-empty queue
 that has used the least of its share so far (finished instances' seconds plus the running
 ones' so far), the main queue first on a tie. A budget-bound run thus spends most of its
@@ -17,6 +18,10 @@ from typing import Callable, Dict, List, Optional
 from .planning import MAIN, WHOLE
 
 DEFAULT_WHOLE_SHARE = 0.25
+# a transformation is moved to the expensive queue when its finished instances took this long
+# (median) and this many times the median of the other transformations' instances
+SLOW_SECONDS = 20.0
+SLOW_FACTOR = 8.0
 
 
 class Scheduler:
@@ -26,7 +31,9 @@ class Scheduler:
         self.shares = {MAIN: 1.0 - share, WHOLE: share}
         self.queues: Dict[str, List[Dict]] = {MAIN: [], WHOLE: []}
         self.spent: Dict[str, float] = {MAIN: 0.0, WHOLE: 0.0}
-        self.running: Dict[str, tuple] = {}          # id -> (queue, started)
+        self.running: Dict[str, tuple] = {}          # id -> (queue, started, spec)
+        self.walls: Dict[str, List[float]] = {}     # spec -> wall seconds of its finished main instances
+        self.slow: List[str] = []                    # specs moved to the expensive queue, in order
 
     def add(self, rows: List[Dict], front: bool = False) -> None:
         for row in (reversed(rows) if front else rows):
@@ -43,7 +50,7 @@ class Scheduler:
         return len(self) > 0
 
     def _used(self, queue: str, now: float) -> float:
-        running = sum(now - started for q, started in self.running.values() if q == queue)
+        running = sum(now - started for q, started, _ in self.running.values() if q == queue)
         return (self.spent[queue] + running) / self.shares[queue] if self.shares[queue] > 0 else float("inf")
 
     def next(self) -> Dict:
@@ -54,12 +61,29 @@ class Scheduler:
             candidates = candidates[:1]
         queue = min(candidates, key=lambda q: (self._used(q, now), q != MAIN))
         row = self.queues[queue].pop(0)
-        self.running[row["id"]] = (queue, now)
+        self.running[row["id"]] = (queue, now, row["spec"])
         return row
 
     def finished(self, instance_id: str) -> None:
-        queue, started = self.running.pop(instance_id, (MAIN, time.monotonic()))
-        self.spent[queue] += time.monotonic() - started
+        queue, started, spec = self.running.pop(instance_id, (MAIN, time.monotonic(), ""))
+        wall = time.monotonic() - started
+        self.spent[queue] += wall
+        if queue == MAIN and spec:
+            self.walls.setdefault(spec, []).append(wall)
+            self._move_if_slow(spec)
+
+    def _move_if_slow(self, spec: str) -> None:
+        """A transformation whose instances prove slow goes on in the expensive queue: it keeps
+        its share there instead of holding the main queue's workers."""
+        others = [w for name, walls in self.walls.items() if name != spec for w in walls]
+        if spec in self.slow or not others:
+            return
+        if statistics.median(self.walls[spec]) < max(SLOW_SECONDS, SLOW_FACTOR * statistics.median(others)):
+            return
+        moving = [row for row in self.queues[MAIN] if row["spec"] == spec]
+        self.queues[MAIN] = [row for row in self.queues[MAIN] if row["spec"] != spec]
+        self.queues[WHOLE] += moving
+        self.slow.append(spec)
 
     def clear(self) -> None:
         for queue in self.queues.values():

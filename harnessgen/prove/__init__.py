@@ -20,13 +20,16 @@ DISPROVEN on its model alone, and claims PROVEN only for pairs entirely inside t
 """
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..files import write_json
 from ..layout import InputLayout
+from ..versions import source_digest
 from .affine import NotAffine
 
 from ..seeds import PROOF_PREFIX, _arrays
@@ -100,14 +103,30 @@ def _prove(pre, post, layout: InputLayout, ctx) -> Proof:
 
 
 def prove_build(build_dir: Path, layout: InputLayout) -> Optional[Proof]:
-    """The proof of a build's pair (its ``pre.sdfg`` and ``post.sdfg``); None when the build
-    holds no SDFG pair."""
+    """The proof of a build's pair (its ``pre.sdfg`` and ``post.sdfg``), as ``keep_proof`` kept
+    it where it did; None when the build holds no SDFG pair."""
     import dace
 
+    kept = _proof_file(build_dir)
+    if kept.is_file():
+        return Proof.from_json(json.loads(kept.read_text()))
     pre_file, post_file = Path(build_dir) / "pre.sdfg", Path(build_dir) / "post.sdfg"
     if not (pre_file.is_file() and post_file.is_file()):
         return None
-    return prove(dace.SDFG.from_file(str(pre_file)), dace.SDFG.from_file(str(post_file)), layout)
+    proof = prove(dace.SDFG.from_file(str(pre_file)), dace.SDFG.from_file(str(post_file)), layout)
+    keep_proof(build_dir, proof)
+    return proof
+
+
+def _proof_file(build_dir: Path) -> Path:
+    """A build's proof, for the prover that made it (a build folder is keyed by its content)."""
+    return Path(build_dir) / f"proof-{source_digest()[:12]}.json"
+
+
+def keep_proof(build_dir: Path, proof: Proof) -> None:
+    """Keep a build's fresh proof (computed before it was built) for the instances that use it."""
+    if not _proof_file(build_dir).is_file():
+        write_json(_proof_file(build_dir), proof.to_json())
 
 
 def counterexample_inputs(proof: Proof, layout: InputLayout, seed: int = 0) -> List[Tuple[str, bytes]]:

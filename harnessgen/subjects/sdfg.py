@@ -35,7 +35,7 @@ from ..outcome import STATIC_OUTCOMES, Outcome
 from ..records import BLOCKED, InstanceResult
 from ..seeds import screen_seeds
 from ..params import ParamOptions
-from ..prove import prove
+from ..prove import keep_proof, prove
 from ..reference_check import CheckOptions, check_program
 from ..reproducer import write_codegen_finding, write_static_finding
 from ..targets import resolve
@@ -299,9 +299,12 @@ class SdfgSubject(Subject):
                              float_bound=options.float_bound, allow_nonfinite=options.nonfinite,
                              strict_names=len(self.target.programs) == 1)
         layout = build_layout(pair, constraints)
+        # a pair proven equal bit for bit is not fuzzed: its build needs no instrumented harness
+        proof = prove(pair.pre, pair.post, layout) if options.prove != "off" else None
+        fuzzed = options.engine == "afl" and not (proof is not None and proof.settles)
         try:
-            harness = build(pair, layout, options.work_dir, options.tolerance, afl=options.engine == "afl",
-                            cmplog=options.cmplog or options.afl_jobs > 1)
+            harness = build(pair, layout, options.work_dir, options.tolerance, afl=fuzzed,
+                            cmplog=fuzzed and (options.cmplog or options.afl_jobs > 1))
         except BuildError as exc:
             if exc.side != "hg_post":
                 if _blocked(exc, pair, options, result):
@@ -313,6 +316,8 @@ class SdfgSubject(Subject):
             result.message = str(exc)
             return None
         write_json(harness.dir / "constraints.json", constraints.to_json())
+        if proof is not None:
+            keep_proof(harness.dir, proof)
         return harness
 
     def after_verdict(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
@@ -546,7 +551,8 @@ def _blocked(exc: BuildError, pair: CutoutPair, options, result) -> bool:
         write_codegen_finding(folder, pair.pre, cause, cause.log, pair.instance.id, pair.instance.target,
                               "not reduced yet (the run's bug analysis reduces it: bugs/<id>/)", CXX, CXXFLAGS)
     result.verdict, result.blocked_by, result.crashes = BLOCKED, cause.id, [str(folder)]
-    how = "a known cause: pre was not compiled" if exc.cause else f"finding {folder}"
+    how = (f"finding {folder}" if cause.first_instance == pair.instance.id else
+           f"a known cause, first met in {cause.first_instance}: pre was not compiled again")
     result.message = (f"pre does not build: DaCe's code generator emits {cause.describe()} ({how}); nothing about "
                       "the change can be judged here")
     return True

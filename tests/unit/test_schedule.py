@@ -26,7 +26,7 @@ def test_cheap_instances_come_first_and_whole_programs_get_their_share():
 def test_running_instances_count_against_their_queue():
     scheduler = Scheduler(lambda row: row["spec"], whole_share=0.5)
     scheduler.add(rows(WHOLE, 2) + rows(MAIN, 2))
-    scheduler.running["main-x"] = (MAIN, time.monotonic() - 100.0)    # a long instance still running
+    scheduler.running["main-x"] = (MAIN, time.monotonic() - 100.0, MAIN)    # a long instance still running
     assert scheduler.next()["id"] == "whole-0"
 
 
@@ -51,3 +51,15 @@ def test_the_estimate_uses_each_transformations_median_and_the_overall_one_for_t
     assert estimate_seconds(pending, done, workers=2) == (4 * 2.0 + 2 * 6.0) / 2
     assert estimate_seconds(pending, [], workers=2) is None
     assert estimate_seconds([], [], workers=1) == 0.0
+
+
+def test_a_transformation_that_proves_slow_moves_to_the_expensive_queue():
+    scheduler = Scheduler(lambda row: MAIN)
+    scheduler.add([{"id": f"{spec}-{i}", "spec": spec} for i in range(3) for spec in ("fast", "slow")])
+    for instance, wall in (("fast-0", 1.0), ("slow-0", 60.0)):
+        scheduler.next()
+        scheduler.running[instance] = (MAIN, time.monotonic() - wall, instance.split("-")[0])
+        scheduler.finished(instance)
+    assert scheduler.slow == ["slow"]
+    assert [row["id"] for row in scheduler.queues[WHOLE]] == ["slow-1", "slow-2"]
+    assert {row["spec"] for row in scheduler.queues[MAIN]} == {"fast"}
