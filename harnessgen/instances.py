@@ -52,10 +52,21 @@ class Instance:
 
 
 def _import_dace_transformations() -> None:
-    # Importing the packages registers every built-in transformation class.
-    import dace.transformation.dataflow  # noqa: F401
-    import dace.transformation.interstate  # noqa: F401
-    import dace.transformation.subgraph  # noqa: F401
+    """Import every module of ``dace.transformation``: a transformation registers itself when
+    its module is imported, and the packages' ``__init__`` files do not import all of them
+    (DaCe 1.0.2's ``LoopLifting``). A module that fails to import is left out (its classes
+    cannot be used either)."""
+    import importlib
+    import pkgutil
+
+    import dace.transformation as package
+
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        try:
+            importlib.import_module(module.name)
+        except Exception as exc:  # noqa: BLE001 -- an optional dependency of one module is missing
+            warnings.warn(f"DaCe module {module.name} does not import here ({type(exc).__name__}: {exc}); "
+                          "its transformations are not available")
 
 
 def builtin_transformations() -> Dict[str, type]:
@@ -72,26 +83,42 @@ def builtin_transformations() -> Dict[str, type]:
     return found
 
 
-# DaCe built-ins that do not make CPU code (GPU, FPGA, MPI, HBM, streams) or are abstract bases
-_NOT_CPU_MODULES = ("gpu", "fpga", "mpi", "map_distribution", "hbm", "bank_split", "warp_tiling", "copy_to_device",
-                    "streaming_memory", "stream_transient")
-_ABSTRACT = ("DetectLoop",)
+# why a DaCe built-in is not in ``--transformation all`` (CPU code only): by a word of its
+# module's name, then by its own name
+_NOT_CPU_MODULES = {"gpu": "makes GPU code (--transformation gpu)", "fpga": "makes FPGA code",
+                    "mpi": "makes MPI code", "map_distribution": "distributes data over MPI ranks",
+                    "hbm": "FPGA high-bandwidth memory", "bank_split": "FPGA memory banks",
+                    "warp_tiling": "GPU warps", "copy_to_device": "copies to a GPU",
+                    "streaming_memory": "FPGA streams", "stream_transient": "streams (FPGA)"}
+_NOT_TRANSFORMATIONS = {"DetectLoop": "an abstract base of loop transformations",
+                        "ExpandTransformation": "the base of library-node expansions"}
+
+
+def exclusion_reason(cls: type) -> Optional[str]:
+    """Why a DaCe built-in pattern transformation is not among the CPU built-ins; None if it is."""
+    from dace.transformation.transformation import ExpandTransformation, SubgraphTransformation
+
+    package, _, module = cls.__module__.removeprefix("dace.transformation.").partition(".")
+    if issubclass(cls, SubgraphTransformation):
+        return "a subgraph transformation (only pattern transformations are enumerated)"
+    if issubclass(cls, ExpandTransformation) or cls.__module__.startswith("dace.libraries."):
+        return "a library-node expansion (the code generator runs it)"
+    if cls.__name__ in _NOT_TRANSFORMATIONS:
+        return _NOT_TRANSFORMATIONS[cls.__name__]
+    if not cls.__module__.startswith("dace.transformation."):
+        return f"not in dace.transformation ({cls.__module__})"
+    word = next((w for w in _NOT_CPU_MODULES if w in module), None)
+    if word is not None:
+        return _NOT_CPU_MODULES[word]
+    if package not in ("dataflow", "interstate"):
+        return f"lives in dace.transformation.{package}, not among the dataflow or interstate transformations"
+    return None
 
 
 def cpu_builtin_transformations() -> List[str]:
-    """Names of DaCe's pattern transformations (dataflow and interstate) that produce CPU code:
-    what ``--transformation all`` selects, sorted."""
-    from dace.transformation.transformation import SubgraphTransformation
-
-    names = []
-    for name, cls in builtin_transformations().items():
-        package, _, module = cls.__module__.removeprefix("dace.transformation.").partition(".")
-        if package not in ("dataflow", "interstate") or issubclass(cls, SubgraphTransformation):
-            continue
-        if name in _ABSTRACT or any(word in module for word in _NOT_CPU_MODULES):
-            continue
-        names.append(name)
-    return sorted(names)
+    """Names of DaCe's pattern transformations that produce CPU code: what ``--transformation
+    all`` selects, sorted (``exclusion_reason`` says why each other one is not)."""
+    return sorted(name for name, cls in builtin_transformations().items() if exclusion_reason(cls) is None)
 
 
 def load_transformation(spec: str) -> type:

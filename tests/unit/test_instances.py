@@ -108,3 +108,42 @@ def test_a_matcher_that_fails_on_one_program_keeps_the_others_matches(monkeypatc
     assert found and {i.program for i in found} == {"sigmoid"}
     with pytest.raises(RuntimeError, match="the matcher's own bug"):
         instances.enumerate_instances(target, both[:1], cls, "MapTiling")
+
+
+def _classes_in_dace_sources():
+    """Every class DaCe's transformation sources define whose bases name a transformation kind,
+    read from the files themselves (what a registry that relies on imports could miss)."""
+    import ast
+    from pathlib import Path
+
+    import dace
+
+    root = Path(dace.__file__).parent / "transformation"
+    kinds = ("Transformation", "DetectLoop", "MapFusion", "LoopToMap", "StripMining", "MapTiling")
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                    any(kind in ast.unparse(base) for kind in kinds) for base in node.bases):
+                found[node.name] = path.relative_to(root)
+    return found
+
+
+def test_every_transformation_dace_defines_is_listed_or_excluded_with_a_reason():
+    from dace.transformation.transformation import PatternTransformation
+
+    from harnessgen.instances import builtin_transformations, cpu_builtin_transformations, exclusion_reason
+
+    registry = builtin_transformations()
+    listed = set(cpu_builtin_transformations())
+    defined = _classes_in_dace_sources()
+    # the kinds themselves, and abstract bases DaCe only registers through their subclasses
+    bases = {b.__name__ for cls in registry.values() for b in cls.__mro__[1:]}
+    missing = {name: str(path) for name, path in defined.items()
+               if name not in registry and not name.startswith("_") and str(path) != "transformation.py"
+               and name not in bases}
+    assert not missing, f"defined in DaCe but not registered: {missing}"
+    for name, cls in registry.items():
+        if issubclass(cls, PatternTransformation) or name in defined:
+            assert name in listed or exclusion_reason(cls), name
+    assert "LoopLifting" in listed        # its package's __init__ does not import it
