@@ -85,11 +85,13 @@ def _add_simplify_flag(p) -> None:
 
 
 def _add_params_flag(p) -> None:
-    p.add_argument("--params", default="default", metavar="default|boundary|N",
+    p.add_argument("--params", default="pairs", metavar="pairs|pairs:K|default|boundary|N",
                    help="the transformation's own parameters (tile sizes, overlaps, vector widths, unroll counts, "
-                        "choices): default (the default values or --set's only), boundary (every boundary value "
-                        "of each parameter, the others at their defaults) or N (at most N combinations per match, "
-                        "seeded, simplest first); each variant is an instance of its own")
+                        "choices): pairs (the default: the default values and 2 variants per match that change two "
+                        "interacting parameters together, judged in their own share of the run's time), pairs:K (K "
+                        "such variants), default (the default values or --set's only), boundary (every boundary "
+                        "value of each parameter, the others at their defaults) or N (at most N combinations per "
+                        "match, seeded, simplest first); each variant is an instance of its own")
 
 
 def _add_instance_options(p) -> None:
@@ -115,8 +117,15 @@ def _add_instance_options(p) -> None:
                         "threads (default 4) and compares with pre on one thread")
     p.add_argument("--race-repeat", type=int, default=2, metavar="R", help="race mode: post runs per input (default 2)")
     p.add_argument("--race-check", action=argparse.BooleanOptionalAction, default=True,
-                   help="where post runs in parallel what pre does not (its OpenMP regions differ), run the seeds "
-                        "and the final queue with post on 4 threads, unasked (default on)")
+                   help="where post runs parallel code pre does not run identically (a new parallel region, a "
+                        "region whose body or callees changed), run the seeds and the final queue with post on 4 "
+                        "threads, unasked (default on)")
+    p.add_argument("--whole-share", type=float, default=0.25, metavar="F",
+                   help="share of the workers' time for instances judged on whole programs (passes, and "
+                        "transformations whose instances prove slow); default 0.25")
+    p.add_argument("--variant-share", type=float, default=0.15, metavar="F",
+                   help="share of the workers' time for parameter variants beyond each match's defaults "
+                        "(--params); default 0.15")
     p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
     p.add_argument("--prove", choices=("first", "only", "off"), default="first",
                    help="translation validation of affine cutouts (islpy + z3): first (default) proves each pair "
@@ -161,7 +170,8 @@ def _fuzz_options(args, **fields):
         race_check=args.race_check, audit=args.audit, verbose=args.verbose, simplify=args.simplify,
         reference_check=args.reference_check, audit_time_s=args.audit_time, reduce_seconds=args.reduce_time,
         reduce_candidates=args.reduce_candidates, params=parse_mode(args.params),
-        params_shrink_s=args.params_shrink_time, prove=args.prove, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
+        params_shrink_s=args.params_shrink_time, prove=args.prove, whole_share=args.whole_share,
+        variant_share=args.variant_share, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def _redo_list(text: str) -> tuple:

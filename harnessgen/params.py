@@ -9,10 +9,13 @@ extent; zero and equal overlaps; every member of an enumeration; both truth valu
 promises or names that are never varied.
 
 A parameter *variant* is a dict of non-default values (``{}`` is the default). ``--params``
-chooses how many a match gets: ``default`` (one), ``boundary`` (the default and every
-value of each property with the others at their default), ``N`` (at most N, drawn from all
-combinations, seeded, simplest first). ``simpler`` lists the variants a finding's parameters
-shrink to, simplest first.
+chooses how many a match gets: ``default`` (one), ``pairs`` (the run's default: the default
+and ``PAIRS`` variants that change two properties together where their domains interact, a
+size against an offset or overlap, a choice against a size: some bugs show only then),
+``pairs:K`` (K such variants), ``boundary`` (the default and every value of each property
+with the others at their default), ``N`` (at most N, drawn from all combinations, seeded,
+simplest first). ``simpler`` lists the variants a finding's parameters shrink to, simplest
+first.
 """
 from __future__ import annotations
 
@@ -29,7 +32,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .errors import ConfigError
 
 DOMAINS_FILE = Path(__file__).with_name("param_domains.json")
-MODES = ("default", "boundary")
+MODES = ("default", "boundary", "pairs")
+# pair variants per match in the run's default mode (``pairs``)
+PAIRS = 2
+NUMERIC_KINDS = ("size", "natural", "index")
 # small primes: tile sizes and vector widths that divide no power of two and few extents
 PRIMES = (3, 5)
 
@@ -88,13 +94,16 @@ class ParamOptions:
 
 
 def parse_mode(text: str) -> str:
-    """``--params`` as given: ``default``, ``boundary`` or a count ``N`` >= 1."""
+    """``--params`` as given: ``default``, ``pairs``, ``pairs:K``, ``boundary`` or a count ``N``."""
     value = str(text).strip().lower()
     if value in MODES:
         return value
     if value.isdigit() and int(value) >= 1:
         return str(int(value))
-    raise ConfigError(f"--params {text!r}: expected default, boundary or a number of variants per match (N >= 1)")
+    if value.startswith("pairs:") and value[6:].isdigit():
+        return f"pairs:{int(value[6:])}"
+    raise ConfigError(f"--params {text!r}: expected default, pairs, pairs:K, boundary or a number of variants per "
+                      "match (N >= 1)")
 
 
 # ---------------------------------------------------------------- domains from declarations
@@ -286,9 +295,39 @@ def variants(space_: Space, mode: str, seed: int = 0, key: str = "") -> List[Dic
         return [{}]
     if mode == "boundary":
         found = [{d.name: v} for d in space_.domains for v in d.values[1:]]
+    elif mode.startswith("pairs"):
+        found = _pairs(space_, int(mode.partition(":")[2] or PAIRS), seed, key)
     else:
         found = _drawn(space_, int(mode) - 1, seed, key)
     return [{}] + sorted(_unique_dicts(found), key=space_.complexity)
+
+
+def _interaction(a: Domain, b: Domain) -> int:
+    """How much two properties' domains interact: two sizes, offsets or counts (a tile size
+    and its overlap) most, a choice or flag against one of them next (a tiling type and a
+    stride), two choices least."""
+    return (a.kind in NUMERIC_KINDS) + (b.kind in NUMERIC_KINDS)
+
+
+def _pairs(space_: Space, count: int, seed: int, key: str) -> List[Dict[str, Any]]:
+    """``count`` variants that each change two properties, from the pairs whose domains
+    interact most, one pair after another (seeded by the match: every run draws the same)."""
+    pairs = list(itertools.combinations(space_.domains, 2))
+    if not pairs or count < 1:
+        return []
+    best = max(_interaction(a, b) for a, b in pairs)
+    rng = random.Random(int(hashlib.sha256(f"pairs:{seed}:{key}".encode()).hexdigest()[:12], 16))
+    queues = []
+    for a, b in (p for p in pairs if _interaction(*p) == best):
+        combos = [{a.name: va, b.name: vb} for va in a.values[1:] for vb in b.values[1:]]
+        rng.shuffle(combos)
+        queues.append(combos)
+    found: List[Dict[str, Any]] = []
+    while len(found) < count and any(queues):
+        for queue in queues:
+            if queue and len(found) < count:
+                found.append(queue.pop(0))
+    return found
 
 
 def _drawn(space_: Space, count: int, seed: int, key: str) -> List[Dict[str, Any]]:

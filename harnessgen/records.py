@@ -68,10 +68,11 @@ class FuzzOptions:
     reference_check: bool = True         # check each program against its reference before the instances
     reduce_seconds: float = 60.0         # per distinct bug, when the run's findings are clustered (0: none)
     reduce_candidates: int = 2000        # programs judged per bug at most
-    params: str = "default"              # parameter variants per match: default, boundary or a count
+    params: str = "pairs"                # parameter variants per match: pairs(:K), default, boundary or a count
     params_shrink_s: float = 120.0       # per finding of a variant: time to look for simpler parameters
     prove: str = "first"                 # first: prove, fuzz what the proof does not settle; only: never fuzz; off
     whole_share: float = 0.25            # of the workers' time, for instances judged on whole programs (passes)
+    variant_share: float = 0.15          # of the workers' time, for parameter variants beyond each match's defaults
 
     def keep_dir(self, inst) -> Path:
         """Where an instance's findings and raw crashes are kept: crashes/<target>/<instance>/."""

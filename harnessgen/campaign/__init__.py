@@ -34,7 +34,7 @@ from ..files import clear_stale_omp_registrations
 from ..params import ParamOptions
 from . import planning
 from .executors import ExecutorSpec, open_executor
-from .planning import MAIN, WHOLE, DeferredPlanner, Plan, PlanProgress
+from .planning import MAIN, VARIANTS, WHOLE, DeferredPlanner, Plan, PlanProgress
 from .schedule import Scheduler
 from .state import CampaignState
 from .worker import RESULTS_DIR, Task, error_result, remember, result_file, run_task, worker_subject
@@ -228,8 +228,8 @@ class _Feed:
                  planner: Optional[DeferredPlanner], progress):
         subject = worker_subject(config.program)
         self.state, self.selection, self.planner, self.progress = state, selection, planner, progress
-        self.scheduler = Scheduler(lambda row: WHOLE if subject.whole_program(row["spec"]) else MAIN,
-                                   config.options.whole_share)
+        self.scheduler = Scheduler(lambda row: _queue_of(subject, row), config.options.whole_share,
+                                   config.options.variant_share)
         self.scheduler.add(state.pending(selection))
 
     @property
@@ -258,6 +258,13 @@ class _Feed:
         if self.planner is not None:
             self.poll()
             self.planner.close()
+
+
+def _queue_of(subject, row: Dict) -> str:
+    """Which queue an instance row is judged from (schedule.Scheduler)."""
+    if subject.whole_program(row["spec"]):
+        return WHOLE
+    return VARIANTS if row["instance"].get("params") else MAIN
 
 
 def _with_target_constraints(config: CampaignConfig) -> CampaignConfig:

@@ -33,8 +33,10 @@ from ..procs import die_with_parent
 from ..versions import source_digest
 
 PLANS_DIR = "plans"
-# the queue of instances judged on whole programs (passes); every other instance is "main"
-WHOLE, MAIN = "whole", "main"
+# the queues a run's instances are judged from (campaign.schedule): instances judged on whole
+# programs (passes), parameter variants of a match, and every other instance
+WHOLE, VARIANTS, MAIN = "whole", "variants", "main"
+QUEUES = (MAIN, VARIANTS, WHOLE)
 
 
 @dataclasses.dataclass

@@ -1,8 +1,9 @@
 """Which pending instance a free worker takes next, and how long the rest would take.
 
-Instances come in queues (``planning.MAIN``: cut-out instances, cheap; ``planning.WHOLE``:
-instances judged on whole programs, such as passes, often a minute each, and the instances of
-any transformation whose finished instances turn out that slow). Each queue is
+Instances come in queues (``planning.MAIN``: cut-out instances, cheap; ``planning.VARIANTS``:
+parameter variants of the matches, beyond their defaults; ``planning.WHOLE``: instances
+judged on whole programs, such as passes, often a minute each, and the instances of any
+transformation whose finished instances turn out that slow). Each queue is
 promised a share of the workers' time; the next instance comes from the non-empty queue
 that has used the least of its share so far (finished instances' seconds plus the running
 ones' so far), the main queue first on a tie. A budget-bound run thus spends most of its
@@ -15,9 +16,10 @@ import statistics
 import time
 from typing import Callable, Dict, List, Optional
 
-from .planning import MAIN, WHOLE
+from .planning import MAIN, QUEUES, VARIANTS, WHOLE
 
 DEFAULT_WHOLE_SHARE = 0.25
+DEFAULT_VARIANT_SHARE = 0.15
 # a transformation is moved to the expensive queue when its finished instances took this long
 # (median) and this many times the median of the other transformations' instances
 SLOW_SECONDS = 20.0
@@ -25,12 +27,14 @@ SLOW_FACTOR = 8.0
 
 
 class Scheduler:
-    def __init__(self, queue_of: Callable[[Dict], str], whole_share: float = DEFAULT_WHOLE_SHARE):
+    def __init__(self, queue_of: Callable[[Dict], str], whole_share: float = DEFAULT_WHOLE_SHARE,
+                 variant_share: float = DEFAULT_VARIANT_SHARE):
         self.queue_of = queue_of
-        share = min(max(whole_share, 0.0), 1.0)
-        self.shares = {MAIN: 1.0 - share, WHOLE: share}
-        self.queues: Dict[str, List[Dict]] = {MAIN: [], WHOLE: []}
-        self.spent: Dict[str, float] = {MAIN: 0.0, WHOLE: 0.0}
+        whole = min(max(whole_share, 0.0), 1.0)
+        variants = min(max(variant_share, 0.0), 1.0 - whole)
+        self.shares = {MAIN: 1.0 - whole - variants, VARIANTS: variants, WHOLE: whole}
+        self.queues: Dict[str, List[Dict]] = {q: [] for q in QUEUES}
+        self.spent: Dict[str, float] = {q: 0.0 for q in QUEUES}
         self.running: Dict[str, tuple] = {}          # id -> (queue, started, spec)
         self.walls: Dict[str, List[float]] = {}     # spec -> wall seconds of its finished main instances
         self.slow: List[str] = []                    # specs moved to the expensive queue, in order
@@ -56,10 +60,10 @@ class Scheduler:
     def next(self) -> Dict:
         """The next instance to start (there must be one)."""
         now = time.monotonic()
-        candidates = [q for q in (MAIN, WHOLE) if self.queues[q]]
+        candidates = [q for q in QUEUES if self.queues[q]]
         if len(candidates) > 1 and all(self.shares[q] == 0 for q in candidates):
             candidates = candidates[:1]
-        queue = min(candidates, key=lambda q: (self._used(q, now), q != MAIN))
+        queue = min(candidates, key=lambda q: (self._used(q, now), QUEUES.index(q)))
         row = self.queues[queue].pop(0)
         self.running[row["id"]] = (queue, now, row["spec"])
         return row

@@ -7,17 +7,18 @@ inputs. It passes with the default rtol/atol and must be caught by ``--exact``.
 ``TileCountCeils`` is the correct counterpart of the planted ``TileCountFloors``: correct
 with every tile size.
 ``StrideCountCeils`` is the correct counterpart of the planted ``StrideCountFloors``.
+``OffsetTilesCeils`` is the correct counterpart of the planted ``OffsetTilesFloors``.
 """
 import ast
 
 import dace
-from dace import nodes, properties
+from dace import nodes, properties, symbolic
 from dace.sdfg import SDFG, SDFGState
 from dace.sdfg import utils as sdutil
 from dace.transformation import transformation as xf
 from dace.transformation.dataflow import StripMining
 
-from .planted import TILE, _FirstDimensionTiling, _StrideNormalization
+from .planted import TILE, _FirstDimensionTiling, _OffsetTiles, _StrideNormalization
 
 
 class _DivToReciprocal(ast.NodeTransformer):
@@ -95,3 +96,11 @@ class StrideCountCeils(_StrideNormalization):
         from dace import symbolic
 
         return sympy.Max(0, symbolic.int_ceil(end - begin + 1, step))
+
+
+@properties.make_properties
+class OffsetTilesCeils(_OffsetTiles):
+    """Counts the tiles from the first one's start: ``ceil((extent + tile_offset) / tile_size)``."""
+
+    def tiles(self, extent):
+        return symbolic.int_ceil(extent + self.tile_offset, self.tile_size)

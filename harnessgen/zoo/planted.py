@@ -27,6 +27,10 @@ Each one reproduces a bug class reported by FuzzyFlow (SC'23):
                                 ``(end - begin + 1) // step`` trips, one short whenever the
                                 span is no multiple of the step; no built-in kernel has a
                                 strided map: only generated programs (``generated``) show it
+(n) ``OffsetTilesFloors``       tiles aligned ``tile_offset`` before the range, counted as if they
+                                started at it: right at its defaults, with any tile size alone
+                                and with any offset alone; the last elements are lost only when
+                                both change (found by the default pair variants)
 (l) ``TileCountFloors``         a tiling whose tile count rounds down (at least one tile): right
                                 with its default tile size, larger than any extent, and with
                                 tile sizes that divide the extent; the last partial tile is
@@ -542,3 +546,39 @@ class StrideCountFloors(_StrideNormalization):
     @staticmethod
     def trips(begin, end, step):
         return symbolic.int_floor(end - begin + 1, step)
+
+
+# ---------------------------------------------------------------- (n)
+@properties.make_properties
+class _OffsetTiles(_FirstDimensionTiling):
+    """Strip-mines the first map dimension into tiles of ``tile_size`` aligned ``tile_offset``
+    elements before the range's start (each tile clipped to the range); subclasses count the
+    tiles."""
+
+    tile_size = properties.Property(dtype=int, default=64, desc="elements per tile")
+    tile_offset = properties.Property(dtype=int, default=0, desc="where the first tile starts, before the range")
+
+    def tiles(self, extent):
+        raise NotImplementedError
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        inner = self.map_entry
+        first, last, _ = inner.map.range[0]
+        size, offset = self.tile_size, self.tile_offset
+        StripMining.apply_to(sdfg, map_entry=inner, options={"tile_size": size, "dim_idx": 0}, save=False)
+        outer = graph.entry_node(inner)
+        start = first - offset
+        outer.map.range[0] = (start, start + self.tiles(last - first + 1) * size - 1, size)
+        tile = symbolic.pystr_to_symbolic(outer.map.params[0])
+        inner.map.range[0] = (sympy.Max(tile, first), sympy.Min(tile + size - 1, last), 1)
+
+
+@properties.make_properties
+class OffsetTilesFloors(_OffsetTiles):
+    """Counts ``ceil(extent / tile_size)`` tiles, forgetting that the first starts ``tile_offset``
+    early: right when the offset is 0, and with the default tile (larger than any extent the
+    fuzzer decodes plus any offset it tries); with both changed the range's last elements are
+    never visited."""
+
+    def tiles(self, extent):
+        return symbolic.int_ceil(extent, self.tile_size)

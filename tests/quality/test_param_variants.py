@@ -67,3 +67,37 @@ def test_a_bug_only_other_parameters_show_is_found_and_named(tmp_path):
     assert rows["TileCountFloors"]["matches"] == 1
     assert rows["TileCountFloors"]["param_variants"] == len(planted) - 1
     assert "parameter variants" in (tmp_path / "out" / "report.md").read_text()
+
+
+PAIR_PLANTED = "harnessgen.zoo.planted:OffsetTilesFloors"
+PAIR_CORRECT = "harnessgen.zoo.correct:OffsetTilesCeils"
+
+
+def _first_match(spec: str, mode: str):
+    found = subjects.load(PROGRAM).instances(spec, None, ParamOptions(mode))
+    return [i for i in found if i.match_id == found[0].match_id]
+
+
+@pytest.mark.fuzz
+def test_a_bug_only_two_parameters_together_show_is_found_by_default(tmp_path):
+    """The tiling loses elements only when its tile size and its offset both change: the
+    variants that change one parameter at a time all pass; the default run's pair variants
+    find it, and its correct twin stays silent with the same variants."""
+    boundary = _first_match(PAIR_PLANTED, "boundary")
+    assert all(len(i.params) <= 1 for i in boundary) and len(boundary) >= 8
+    proc = run_cli(["fuzz", "--program", PROGRAM, "--transformation", PAIR_PLANTED, "--params", "boundary",
+                    "--instance", ",".join(i.id for i in boundary), "--time", "2", "--jobs", "2", "--no-audit"],
+                   tmp_path / "one-at-a-time")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert {r["verdict"] for r in summary_of(tmp_path / "one-at-a-time")["instances"]} == {"PASS"}
+
+    planted, correct = _first_match(PAIR_PLANTED, "pairs"), _first_match(PAIR_CORRECT, "pairs")
+    assert [sorted(i.params) for i in planted[1:]] == [["tile_offset", "tile_size"]] * 2
+    proc = run_cli(["fuzz", "--program", PROGRAM, "--transformation", f"{PAIR_PLANTED},{PAIR_CORRECT}",
+                    "--instance", ",".join(i.id for i in planted + correct), "--time", "5", "--jobs", "2",
+                    "--no-audit", "--params-shrink-time", "0"], tmp_path / "default")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = {r["id"]: r for r in summary_of(tmp_path / "default")["instances"]}
+    assert {results[i.id]["verdict"] for i in correct} == {"PASS"}
+    assert results[planted[0].id]["verdict"] == "PASS"
+    assert {results[i.id]["verdict"] for i in planted[1:]} == {"MISMATCH"}
