@@ -531,3 +531,17 @@ def run_jobs(jobs: Dict[str, Job], running: Optional[Dict[str, cf.Future]] = Non
 
 def source_files(build_dir: Path) -> List[Path]:
     return sorted(Path(build_dir).rglob("*.cpp"))
+
+
+def compile_errors(sdfg) -> Optional[str]:
+    """What the compiler says about the code DaCe generates for ``sdfg`` (``-fsyntax-only``,
+    with the flags harnesses build with); None when it compiles."""
+    with tempfile.TemporaryDirectory(prefix="hg-syntax-") as tmp:
+        out = Path(tmp)
+        try:
+            side = generate_side(sdfg, out)
+        except BuildError as exc:
+            return f"{exc}\n{exc.log}"
+        proc = subprocess.run([CXX, *_flags(out), *SIDE_FLAGS, "-fsyntax-only", str(side.cpp)],
+                              capture_output=True, text=True)
+    return None if proc.returncode == 0 else f"building {sdfg.name} failed\n{proc.stderr}"

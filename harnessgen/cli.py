@@ -79,9 +79,11 @@ def _tolerance(args, recorded=None):
 
 
 def _add_simplify_flag(p) -> None:
-    p.add_argument("--no-simplify", dest="simplify", action="store_false",
-                   help="pattern transformations meet the program as its frontend wrote it, not simplified "
-                        "(passes such as simplify always start from it)")
+    p.add_argument("--simplify", dest="simplify", action=argparse.BooleanOptionalAction, default=None,
+                   help="which form of the program pattern transformations meet: --simplify the simplified one, "
+                        "--no-simplify the program as given (as its frontend wrote it). Default: a @dace.program "
+                        "and the built-in targets simplified (what their users run), an SDFG file or a builder's "
+                        "SDFG as given (passes such as simplify always start from the form as given)")
 
 
 def _add_params_flag(p) -> None:
@@ -243,8 +245,8 @@ def cmd_fuzz(args) -> int:
             console.print(f"    -> {finding['outcome']}: {finding['path']}  ({finding['raw_crashes']} raw crash(es)"
                           f"{seen.get(finding.get('observable'), '')})")
         if r.audit and r.audit.get("verdict") not in (None, "SKIPPED"):
-            console.print(f"    audit: whole program {r.audit['verdict']} on {r.audit['inputs']} input(s) "
-                          f"in {r.audit['seconds']:.1f} s")
+            judged = f"on {r.audit['inputs']} input(s) " if "inputs" in r.audit else f"({r.audit.get('classification')}) "
+            console.print(f"    audit: whole program {r.audit['verdict']} {judged}in {r.audit['seconds']:.1f} s")
         if r.params.get("simplest") is not None:
             from .params import describe
 
@@ -609,12 +611,13 @@ def cmd_instances(args) -> int:
 
     table = Table(title=f"{args.transformation or 'default transformations'} in {args.program}: "
                         f"{len(rows)} instance(s)")
-    for col in ("id", "program", "match", "input config (elements)", "at 20", "status") + (("proof",) if args.prove else ()):
+    for col in ("id", "program", "form", "match", "input config (elements)", "at 20", "status") + \
+            (("proof",) if args.prove else ()):
         table.add_column(col)
     for r in rows:
         vol = f"{r.get('before', '?')} -> {r.get('after', '?')}"
         at = f"{r.get('before_at_20', '?')} -> {r.get('after_at_20', '?')}"
-        table.add_row(r["id"], r["program"], r["match"], vol, at, r["status"],
+        table.add_row(r["id"], r["program"], r.get("form", "-"), r["match"], vol, at, r["status"],
                       *((r.get("proof", {}).get("summary", "-"),) if args.prove else ()))
     Console().print(table)
     return 0

@@ -568,13 +568,24 @@ def _larger_cuts(program_sdfg, instance: Instance):
     yield _Cut(program_sdfg, copy.deepcopy(instance.match), grown_for="the match: the whole program")
 
 
+def _candidate_cuts(program_sdfg, instance: Instance, cls: type):
+    """DaCe's cutout, then the larger ones (``_larger_cuts``). Where DaCe cannot make its cutout
+    (its ``SDFGCutout`` raises, or it cannot be grown whole), the larger cutouts still judge
+    the match, and say why they were taken."""
+    try:
+        yield _dace_cut(program_sdfg, instance, cls)
+        failed = ""
+    except Unsupported as exc:
+        failed = f"DaCe's own cutout failed ({str(exc)[:200]})"
+    for cut in _larger_cuts(program_sdfg, instance):
+        yield dataclasses.replace(cut, grown_for=f"{failed}; {cut.grown_for}") if failed else cut
+
+
 def _matching_cut(program_sdfg, instance: Instance, cls: type, past: int = 0):
     """The smallest candidate cutout inside which the transformation still matches (after the
     ``past`` smallest such), with its pre and post copies and the match relative to them."""
-    import itertools
-
     matching = 0
-    for cut in itertools.chain([_dace_cut(program_sdfg, instance, cls)], _larger_cuts(program_sdfg, instance)):
+    for cut in _candidate_cuts(program_sdfg, instance, cls):
         pre, post = _plain_copy(cut.sdfg, PRE_NAME), _plain_copy(cut.sdfg, POST_NAME)
         _check_cutout(pre, instance, cut)
         match = cut.match_in(pre)

@@ -64,7 +64,8 @@ class FuzzOptions:
     audit: Optional[bool] = None         # whole-program audit; None: where the whole program is cheap
     audit_time_s: float = 60.0           # the audit's inputs, per instance (its build is extra)
     verbose: bool = False                # library warnings on the terminal too (always in warnings.log)
-    simplify: bool = True                # plan pattern instances on the simplified program (--no-simplify)
+    simplify: Optional[bool] = None      # pattern instances on the simplified program (True) or as given
+                                         # (False); None: the program kind's default (SDFG files as given)
     reference_check: bool = True         # check each program against its reference before the instances
     reduce_seconds: float = 60.0         # per distinct bug, when the run's findings are clustered (0: none)
     reduce_candidates: int = 2000        # programs judged per bug at most

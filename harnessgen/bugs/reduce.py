@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
+from ..build import compile_errors
 from ..files import write_json
 from . import signature as sig
 from .cluster import CODEGEN_FAILURE, STATIC_VERDICTS, Bug, load_json, sdfg_size, static_signature
@@ -420,24 +421,6 @@ class DynamicJudge(Judge):
         return sig.divergence_signature(self.kind, self.target.transformation, load_json(harness.dir / "pre.sdfg"),
                                         load_json(harness.dir / "post.sdfg"), result.container, divergence,
                                         region(result, layout))
-
-
-def compile_errors(post) -> Optional[str]:
-    """What the compiler says about post's generated code (``-fsyntax-only``, with the flags the
-    harness builds with); None when it compiles."""
-    from ..build import CXX, SIDE_FLAGS, _flags
-    from ..emit import generate_side
-    from ..errors import BuildError
-
-    with tempfile.TemporaryDirectory(prefix="hg-reduce-") as tmp:
-        out = Path(tmp)
-        try:
-            side = generate_side(post, out)
-        except BuildError as exc:
-            return f"{exc}\n{exc.log}"
-        proc = subprocess.run([CXX, *_flags(out), *SIDE_FLAGS, "-fsyntax-only", str(side.cpp)],
-                              capture_output=True, text=True)
-    return None if proc.returncode == 0 else f"building {post.name} failed\n{proc.stderr}"
 
 
 class CodegenJudge:

@@ -101,7 +101,7 @@ class CampaignConfig:
     @property
     def identity(self) -> Dict[str, str]:
         identity = {"program": self.program, "transformations": self.transformations or "default",
-                    "simplify": "yes" if getattr(self.options, "simplify", True) else "no"}
+                    "simplify": "no" if getattr(self.options, "simplify", None) is False else "yes"}
         params = getattr(self.options, "params", "default")
         if params != "default":          # run directories from before --params keep their identity
             identity["params"] = params

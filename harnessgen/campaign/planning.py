@@ -81,7 +81,7 @@ class PlanRequest:
     params: str = "default"
     max_size: int = 16
     seed: int = 0
-    simplify: bool = True
+    simplify: Optional[bool] = None
 
     @classmethod
     def of(cls, config) -> "PlanRequest":

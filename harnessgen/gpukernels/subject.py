@@ -23,7 +23,7 @@ class KernelSubject(Subject):
     def claims(cls, program_spec: str) -> bool:
         return is_kernel_spec(program_spec)
 
-    def __init__(self, program_spec: str, simplify: bool = True):
+    def __init__(self, program_spec: str, simplify: Optional[bool] = None):
         super().__init__(program_spec, simplify)
         name, specs = resolve(program_spec)
         self.target = with_afl_configs(Target(name=name, programs={}))

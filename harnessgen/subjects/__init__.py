@@ -36,9 +36,11 @@ class Subject(abc.ABC):
 
     kind: ClassVar[str]
 
-    def __init__(self, program_spec: str, simplify: bool = True):
+    def __init__(self, program_spec: str, simplify: Optional[bool] = None):
         self.program_spec = program_spec
-        # False (--no-simplify): plan on the program as its frontend wrote it, where a kind has one
+        # which form of the program pattern transformations meet, where a kind has two: True
+        # (--simplify) the simplified one, False (--no-simplify) the one as given (as its frontend
+        # wrote it), None the kind's default for the program (``resolved_simplify``)
         self.simplify = simplify
         self.target = None                  # harnessgen.targets.Target: its afl_configs and constraints
 
@@ -128,7 +130,7 @@ def subject_class(kind: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def load(program_spec: str, simplify: bool = True) -> Subject:
+def load(program_spec: str, simplify: Optional[bool] = None) -> Subject:
     """The subject a ``--program`` value names, loaded (targets resolved, kernels read)."""
     for kind in SUBJECTS:
         cls = subject_class(kind)
@@ -163,7 +165,7 @@ class Plan:
 
 
 def plan(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[List[str]] = None,
-         settings: Optional[List[str]] = None, simplify: bool = True,
+         settings: Optional[List[str]] = None, simplify: Optional[bool] = None,
          params: ParamOptions = ParamOptions()) -> Plan:
     """Every instance ``--program``/``--transformation``/``--instance`` select, in their order."""
     subject = load(program_spec, simplify)

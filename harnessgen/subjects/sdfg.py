@@ -21,7 +21,7 @@ from typing import Callable, Dict, Iterator, List, Optional
 from .. import params, passes
 from ..audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap, transformed_program
 from ..bisect import BisectOptions, bisect
-from ..build import CXX, CXXFLAGS, build, cause_registry
+from ..build import CXX, CXXFLAGS, build, cause_registry, compile_errors
 from ..codegen_causes import diagnostics, from_compiler_output
 from ..constraints import derive
 from ..cutout import PRE_NAME, CutoutPair, extract, extract_change, volume_at_probe, whole_program_pair
@@ -42,6 +42,8 @@ from ..targets import resolve
 from ..triage import Triage, TriageOptions
 from . import Subject
 
+# a static verdict of the cutout that the whole program does not show (it takes the change)
+CUTOUT_ONLY = "cutout-only"
 # how many larger cutouts an instance is judged in after the audit showed its cutout missing a
 # difference of the whole program (the ladder has at most two: the nested SDFG, the program)
 MAX_GROWTH_AFTER_AUDIT = 2
@@ -220,9 +222,12 @@ class SdfgSubject(Subject):
     def claims(cls, program_spec: str) -> bool:
         return True              # every --program value no other kind takes: a target, file.sdfg, file.py:function
 
-    def __init__(self, program_spec: str, simplify: bool = True):
+    def __init__(self, program_spec: str, simplify: Optional[bool] = None):
         super().__init__(program_spec, simplify)
         self.target, self.program = resolve(program_spec)
+        # an SDFG given as a file is tested as given; a program a frontend wrote, simplified
+        if self.simplify is None:
+            self.simplify = self.target.simplify_by_default
         self._sdfgs: Dict[tuple, object] = {}
         self._changes: Dict[str, Change] = {}
 
@@ -321,7 +326,10 @@ class SdfgSubject(Subject):
         return harness
 
     def after_verdict(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
-        self._audit(spec, inst, options, result)
+        if result.verdict in STATIC_OUTCOMES:
+            self._confirm_static(spec, inst, options, result, judge)
+        else:
+            self._audit(spec, inst, options, result)
         if result.verdict == CUTOUT_MISSED:
             self._grow_after_audit(inst, result, judge)
         self._simplify_params(spec, inst, options, result)
@@ -408,7 +416,8 @@ class SdfgSubject(Subject):
             _record_in_finding(Path(finding["path"]), "bisect", record.to_json())
 
     def describe(self, spec: str, inst: Instance, prove_max_size: Optional[int] = None) -> Dict:
-        row = {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description}
+        row = {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description,
+               "form": "simplified" if inst.simplified else "as given"}
         try:
             pair = self.change(spec).extract(self.program_of(inst), inst, 0)
             row.update(before=pair.input_volume_before, after=pair.input_volume_after,
@@ -462,31 +471,90 @@ class SdfgSubject(Subject):
                 finding["observable"] = label == "observable"
                 _mark_finding(Path(finding["path"]), label, record)
 
+    # ---------------------------------------------------------------- a static verdict, on the whole program
+    def _confirm_static(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
+        """FAILED_TO_APPLY, INVALID_SDFG, BUILD_FAILURE found in a cutout are DaCe's only where
+        the same match fails alike on the whole program (then they are observable). Where the
+        whole program takes the change (it applies, validates and, for a build failure, its
+        code compiles), the verdict was the cutout's making: the instance is judged again in
+        the next larger cutouts, dynamically."""
+        change = self.change(spec)
+        if change.judged_whole(inst, 0) or result.audit.get("grown"):
+            return
+        started = time.monotonic()
+        sdfg = self.program_of(inst)
+        try:
+            whole = change.whole_program(sdfg, inst)
+        except Unsupported as exc:
+            result.audit = {"verdict": SKIPPED, "reason": f"the whole program: {exc}"}
+            return
+        shows = whole.verdict.name if not whole.ok else None
+        if shows is None and result.verdict == Outcome.BUILD_FAILURE.name:
+            if not (options.audit if options.audit is not None else is_cheap(sdfg)):
+                result.audit = {"verdict": SKIPPED, "reason": "whether the whole program's code compiles is not "
+                                "checked: it is too large to compile by default (--audit checks it)"}
+                return
+            shows = Outcome.BUILD_FAILURE.name if compile_errors(whole.post) else None
+        record = {"verdict": shows or "TAKES_THE_CHANGE", "seconds": round(time.monotonic() - started, 3),
+                  "reason": (whole.error.splitlines()[0][:300] if whole.error else "")}
+        if shows is not None:
+            result.audit = {**record, "classification": "observable"}
+            for folder in result.crashes:
+                _record_in_finding(Path(folder), "audit", {"classification": "observable", "whole_program": record})
+            return
+        result.audit = {**record, "classification": CUTOUT_ONLY}
+        for folder in result.crashes:
+            _record_in_finding(Path(folder), "audit", {"classification": CUTOUT_ONLY, "whole_program": record})
+        said = f"{result.verdict} in the cutout only (the whole program takes the change: {result.message.splitlines()[0][:160]})"
+        again = self._grown(inst, result, judge)
+        if again is None:
+            result.verdict = "UNSUPPORTED"
+            result.message = f"{said}, and no larger cutout could be judged: {result.message[-300:]}"
+            return
+        self._take_grown(result, again, f"{said}; judged in a larger cutout ({len(result.audit['grown'])} step(s) up)")
+
     def _grow_after_audit(self, inst: Instance, result, judge: Callable) -> None:
         """The cutout passed where the whole program differs: judge the instance again in the
         next larger cutouts that hold the match (the whole nested SDFG, then the whole program),
         under an instance folder of their own, until one shows a finding. The verdict becomes
         that finding; the audit keeps saying CUTOUT_MISSED of the smaller cutout."""
+        again = self._grown(inst, result, judge)
+        if again is not None and again.verdict != Outcome.PASS.name:
+            self._take_grown(result, again, f"found in a larger cutout ({len(result.audit['grown'])} step(s) up) "
+                             f"after the whole-program audit showed the smaller one missing it (CUTOUT_MISSED, a "
+                             f"harnessgen defect; whole-program reproducer {result.audit.get('finding')})")
+
+    def _grown(self, inst: Instance, result, judge: Callable):
+        """The instance judged in the next larger cutouts (``MAX_GROWTH_AFTER_AUDIT``) until one
+        shows a finding: that judgement, or the last one that passed; None where no larger
+        cutout holds the match (the reason added to the message). Each step is recorded in
+        ``result.audit["grown"]``."""
+        again = None
         for past in range(1, MAX_GROWTH_AFTER_AUDIT + 1):
             grown = dataclasses.replace(inst, id=f"{inst.id}-grown{past}")
             try:
                 again = judge(grown, past)
             except Unsupported as exc:
                 result.message += f"; {exc}"
-                return
+                return again
             step = {"cutout": past, "verdict": again.verdict, "execs": again.execs, "build_dir": again.build_dir,
                     "findings": len(again.findings), "message": again.message[:300]}
             result.audit.setdefault("grown", []).append(step)
             result.execs += again.execs
             if again.verdict != Outcome.PASS.name:
-                for finding in again.findings:
-                    finding["observable"] = True            # the audit saw the whole program differ
-                result.verdict, result.findings = again.verdict, again.findings
-                result.crashes, result.triage = again.crashes, again.triage
-                result.message = (f"found in a larger cutout ({past} step(s) up) after the whole-program audit "
-                                  f"showed the smaller one missing it (CUTOUT_MISSED, a harnessgen defect; "
-                                  f"whole-program reproducer {result.audit.get('finding')}): {again.message}")
-                return
+                return again
+        return again
+
+    @staticmethod
+    def _take_grown(result, again, why: str) -> None:
+        """The larger cutout's judgement becomes the instance's (its findings observable: the
+        whole program shows a difference, or takes the change the smaller cutout refused)."""
+        for finding in again.findings:
+            finding["observable"] = True
+        result.verdict, result.findings = again.verdict, again.findings
+        result.crashes, result.triage, result.evidence = again.crashes, again.triage, again.evidence
+        result.build_dir = again.build_dir
+        result.message = f"{why}: {again.message}"
 
 
 def code_identity(spec: str) -> str:

@@ -57,6 +57,11 @@ class Target:
     # the file a ``file.py:function`` target came from (a transformation may
     # live in the same file: it is loaded once)
     source_module: Optional[object] = None
+    # which form pattern transformations meet unless --simplify/--no-simplify says: a program a
+    # frontend wrote is simplified first (what its users run); an SDFG handed over as a file or
+    # by a builder is tested as given (a bug simplify would remove, or in a transformation
+    # simplify applies itself, must not be hidden)
+    simplify_by_default: bool = True
 
     def select(self, program: Optional[str]) -> List[Program]:
         if program is None:

@@ -31,6 +31,10 @@ Each one reproduces a bug class reported by FuzzyFlow (SC'23):
                                 started at it: right at its defaults, with any tile size alone
                                 and with any offset alone; the last elements are lost only when
                                 both change (found by the default pair variants)
+(o) ``NegateBeforeNextState``   needs the state after its tasklet's, beyond its match (a
+                                one-state cutout has none: it raises there), then negates the
+                                tasklet's result: a static verdict of the cutout only, and a
+                                wrong result of the whole program
 (l) ``TileCountFloors``         a tiling whose tile count rounds down (at least one tile): right
                                 with its default tile size, larger than any extent, and with
                                 tile sizes that divide the extent; the last partial tile is
@@ -582,3 +586,27 @@ class OffsetTilesFloors(_OffsetTiles):
 
     def tiles(self, extent):
         return symbolic.int_ceil(extent, self.tile_size)
+
+
+# ---------------------------------------------------------------- (o)
+@properties.make_properties
+class NegateBeforeNextState(xf.SingleStateTransformation):
+    """Matches a Python tasklet with one output; ``apply`` reads the state that follows the
+    tasklet's state (context beyond its match: a one-state cutout has none, so there it raises)
+    and then negates the tasklet's result (the bug)."""
+
+    tasklet = xf.PatternNode(nodes.Tasklet)
+
+    @classmethod
+    def expressions(cls):
+        return [sdutil.node_path_graph(cls.tasklet)]
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        return self.tasklet.language == dace.Language.Python and len(self.tasklet.out_connectors) == 1
+
+    def apply(self, graph: SDFGState, sdfg: SDFG):
+        if not graph.parent_graph.successors(graph):
+            raise LookupError(f"no state follows {graph.label}")
+        out = next(iter(self.tasklet.out_connectors))
+        self.tasklet.code = properties.CodeBlock(f"{self.tasklet.code.as_string}\n{out} = -{out}",
+                                                 dace.Language.Python)

@@ -1,0 +1,40 @@
+"""Where the smallest cutout cannot judge a match: DaCe's own cutout raising, and a static
+verdict the cutout alone shows. Both grow to a larger cutout and are judged there."""
+from pathlib import Path
+
+from harnessgen import subjects
+from harnessgen.params import ParamOptions
+from tests.conftest import PROGRAMS, run_cli, summary_of
+
+
+def test_a_cutout_dace_cannot_make_grows_and_is_judged():
+    """DaCe 1.0.2's SDFGCutout raises KeyError on LoopLifting's matches (a pattern node it cannot
+    translate): the whole program holds the match and judges it instead of UNSUPPORTED."""
+    subject = subjects.load("kernels:prefix_sum")
+    change = subject.change("LoopLifting")
+    pairs = [change.extract(subject.program_of(inst), inst, 0)
+             for inst in subject.instances("LoopLifting", None, ParamOptions("default"))]
+    grown = [p for p in pairs if p.grown_for.startswith("DaCe's own cutout failed (DaCe could not cut out")]
+    assert grown, [p.grown_for for p in pairs]
+    for pair in grown:
+        assert "KeyError" in pair.grown_for and "the whole" in pair.grown_for
+        # judged there (1.0.2's LoopLifting then fails on the whole program too: a verdict, not UNSUPPORTED)
+        assert pair.ok or pair.verdict.name in ("FAILED_TO_APPLY", "INVALID_SDFG"), pair.error
+
+
+def test_a_static_verdict_of_the_cutout_alone_is_not_dace_s_and_the_wrong_result_is_found(tmp_path):
+    """The planted transformation needs the state after its tasklet's: it raises in a one-state
+    cutout (FAILED_TO_APPLY there) but applies to the whole program, where it negates a value."""
+    program = PROGRAMS / "scaled.py"
+    proc = run_cli(["fuzz", "--program", f"{program}:scaled", "--transformation",
+                    "harnessgen.zoo.planted:NegateBeforeNextState", "--time", "3"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = summary_of(tmp_path)
+    entries = summary["instances"]
+    assert entries and {e["verdict"] for e in entries} == {"MISMATCH"}
+    for entry in entries:
+        assert entry["audit"]["classification"] == "cutout-only" and entry["audit"]["grown"]
+        assert entry["message"].startswith("FAILED_TO_APPLY in the cutout only")
+        assert all(f["observable"] for f in entry["findings"])
+        assert all("failed_to_apply" not in path for path in entry["crashes"])
+    assert {b["kind"] for b in summary["distinct_bugs"]} == {"MISMATCH"}
