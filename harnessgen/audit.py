@@ -11,7 +11,10 @@ random inputs at small sizes, bounded in time. Then:
   reproducer of the whole-program difference;
 * a cutout finding the whole program also shows is *observable*; one it does not show is
   *latent*: a real bug of the transformation that these inputs of this program do not
-  expose (or that only other callers of the transformed code would).
+  expose (or that only other callers of the transformed code would);
+* the whole program after the change fails statically (it does not apply, validate or
+  build) while the cutout passed: a ``WHOLE_PROGRAM_FINDING`` of its own, with the whole
+  program's static reproducer; never CUTOUT_MISSED (nothing ran differently).
 
 The audit runs by default where a whole-program run is cheap (``is_cheap``); ``--audit``
 and ``--no-audit`` decide otherwise.
@@ -33,7 +36,7 @@ from .errors import BuildError, Unsupported
 from .instances import Instance
 from .layout import InputLayout, build_layout
 from .runtime import Tolerance
-from .outcome import Outcome
+from .outcome import STATIC_OUTCOMES, Outcome
 from .triage import Triage, TriageOptions
 
 # A whole program with at most this many nodes (all states and nested SDFGs) is audited by
@@ -44,6 +47,8 @@ AGREES = "AGREES"           # whole-pre and whole-post agreed on every audited i
 DIFFERS = "DIFFERS"         # they differ on some input (a reproducer is written)
 SKIPPED = "SKIPPED"         # not audited (too large, or asked not to)
 CUTOUT_MISSED = "CUTOUT_MISSED"
+# the cutout passed; the whole program after the change does not apply, validate or build
+WHOLE_PROGRAM_FINDING = "whole-program finding"
 
 
 @dataclasses.dataclass
@@ -122,15 +127,16 @@ def audit(whole_pair: Callable[[], CutoutPair], options: AuditOptions) -> AuditR
     except Unsupported as exc:
         return AuditRecord(verdict=SKIPPED, reason=str(exc), seconds=_since(started))
     if not pair.ok:
-        return AuditRecord(verdict=pair.verdict.name, reason=pair.error.splitlines()[0][:300],
-                           seconds=_since(started))
+        return _static_record(pair, pair.verdict.name, pair.error, options, started)
     layout = build_layout(pair, derive(pair, max_size=options.max_size, user_file=options.constraints,
                                        strict_names=False))
     try:
         harness = build(pair, layout, options.work_dir, options.tolerance, afl=False)
     except BuildError as exc:
-        verdict = Outcome.BUILD_FAILURE.name if exc.side == "hg_post" else SKIPPED
-        return AuditRecord(verdict=verdict, reason=str(exc)[:300], seconds=_since(started))
+        if exc.side != "hg_post":
+            return AuditRecord(verdict=SKIPPED, reason=f"the whole program itself does not build: {exc}"[:300],
+                               seconds=_since(started))
+        return _static_record(pair, Outcome.BUILD_FAILURE.name, f"{exc}\n{exc.log}", options, started)
     carried = []
     if options.instance_layout is not None:
         carried = seedlib.translated(options.instance_layout, options.instance_inputs[:options.inputs], layout,
@@ -148,6 +154,17 @@ def audit(whole_pair: Callable[[], CutoutPair], options: AuditOptions) -> AuditR
             _triage_difference(harness.dir, differing, "race" if parallel else "audit", options, record)
     record.seconds = _since(started)
     return record
+
+
+def _static_record(pair: CutoutPair, verdict: str, message: str, options: AuditOptions, started: float) -> AuditRecord:
+    """The whole program after the change fails statically: its reproducer is written (under the
+    audit's folder), and the record names it."""
+    from .build import CXX, CXXFLAGS
+    from .reproducer import write_static_finding
+
+    folder = write_static_finding(options.keep_root / verdict.lower(), pair, verdict, message, CXX, CXXFLAGS)
+    return AuditRecord(verdict=verdict, reason=message.splitlines()[0][:300], finding=str(folder), outcome=verdict,
+                       seconds=_since(started))
 
 
 def _triage_difference(build_dir: Path, differing: List[Path], kind: str, options: AuditOptions,
@@ -183,5 +200,7 @@ def classify(cutout_verdict: str, record: AuditRecord) -> Optional[str]:
     if record.verdict == SKIPPED:
         return None
     if cutout_verdict == Outcome.PASS.name:
+        if record.verdict in STATIC_OUTCOMES:
+            return WHOLE_PROGRAM_FINDING
         return CUTOUT_MISSED if record.shows_a_difference else None
     return "observable" if record.shows_a_difference else "latent"

@@ -14,6 +14,9 @@ class Outcome(enum.IntEnum):
     PASS = 0
     INVALID_INPUT = 1
     FLAKY = 2
+    # the replay could not judge the input: its worker failed to load the build or answered
+    # something unreadable (a harnessgen or environment problem, never the transformation's)
+    REPLAY_ERROR = 3
     MISMATCH = 10
     RACE = 11
     OOB_WRITE = 12
@@ -37,7 +40,7 @@ class Outcome(enum.IntEnum):
     @property
     def is_finding(self) -> bool:
         """True when the outcome blames the transformation."""
-        return self not in (Outcome.PASS, Outcome.INVALID_INPUT, Outcome.FLAKY)
+        return self not in (Outcome.PASS, Outcome.INVALID_INPUT, Outcome.FLAKY, Outcome.REPLAY_ERROR)
 
     @classmethod
     def parse(cls, name: str) -> "Outcome":

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .audit import CUTOUT_MISSED
 from .constraints import DEFAULT_FLOAT_BOUND, DEFAULT_MAX_SIZE
-from .outcome import Outcome
+from .outcome import STATIC_OUTCOMES, Outcome
 from .runtime import Tolerance
 
 # post parallel where pre is not (the race check no one has to ask for): threads, and the least
@@ -160,7 +160,7 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
         row["param_variants"] += bool(r.params.get("values"))
         row["verdicts"][r.verdict] = row["verdicts"].get(r.verdict, 0) + 1
         row["times"].append(r.verdict_seconds)
-        static = r.crashes if not r.build_dir and r.verdict != BLOCKED else []   # BLOCKED's finding is DaCe's
+        static = r.crashes if r.verdict in STATIC_OUTCOMES and not r.findings else []   # BLOCKED's is DaCe's
         row["findings"] += len(r.findings) or (1 if static else 0)
         row["reproducers"] += [f["path"] for f in r.findings] + static
     out = []

@@ -119,6 +119,7 @@ class ReplayWorker:
         self.proc.stdin.write((json.dumps(request) + "\n").encode())
         self.proc.stdin.flush()
         stages: Dict[str, Dict] = {}
+        noise: List[str] = []         # what else reached the protocol: said, never parsed as an answer
         deadline = time.monotonic() + self.timeout_s
         while True:
             line = self._read_line(deadline)
@@ -136,8 +137,12 @@ class ReplayWorker:
                                         symbols=stages["pre_done"].get("symbols", {}))
                 if "decoded" in stages:
                     return ReplayResult(Outcome.INVALID_INPUT, message=f"pre died ({died})")
-                raise RuntimeError(f"the replay worker for {self.build_dir} died before running anything ({died})")
-            obj = json.loads(line)
+                return ReplayResult(Outcome.REPLAY_ERROR, message=f"the replay worker for {self.build_dir} died "
+                                    f"before running anything ({died})" + _said(noise))
+            obj = _protocol_line(line)
+            if obj is None:
+                noise.append(line.decode(errors="replace")[:300])
+                continue
             stages[obj["stage"]] = obj
             if obj["stage"] == "result":
                 return _from_json(obj)
@@ -177,6 +182,19 @@ def _stages(stdout: str) -> Dict[str, Dict]:
         if isinstance(obj, dict) and "stage" in obj:
             out[obj["stage"]] = obj
     return out
+
+
+def _protocol_line(line: bytes) -> Optional[Dict]:
+    """One answer of the worker, or None for anything else (a library printing to its output)."""
+    try:
+        obj = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return obj if isinstance(obj, dict) and "stage" in obj else None
+
+
+def _said(noise: List[str]) -> str:
+    return f"; it said: {' | '.join(noise[-3:])}" if noise else ""
 
 
 def _signal_name(returncode: int) -> str:
@@ -313,19 +331,34 @@ class _Replayer:
 
 
 def _serve(build_dir: Path) -> int:
-    replayer = _Replayer(build_dir)
+    """Answer each request with JSON lines on the protocol, a copy of the original standard
+    output; the libraries' own prints (a CUDA runtime's error, a printf in generated code) go to
+    standard error instead, so that they can never be taken for an answer. A failure to load
+    the build or to replay is answered as REPLAY_ERROR with its reason."""
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
 
     def progress(stage, info):
-        sys.stdout.write(json.dumps({"stage": stage, **info}) + "\n")
-        sys.stdout.flush()
+        protocol.write(json.dumps({"stage": stage, **info}) + "\n")
+        protocol.flush()
 
+    try:
+        replayer, failure = _Replayer(build_dir), ""
+    except Exception as exc:  # noqa: BLE001 -- every request gets the reason as its answer
+        replayer, failure = None, f"the build does not load: {type(exc).__name__}: {exc}"
     for line in sys.stdin:
         request = json.loads(line)
+        if replayer is None:
+            progress("result", ReplayResult(Outcome.REPLAY_ERROR, message=failure).to_json())
+            continue
         tol = replayer.default_tolerance
         if "rtol" in request:
             tol = Tolerance(request["rtol"], request["atol"], request["exact"])
-        result = replayer.run(base64.b64decode(request["data"]), tol, progress, request.get("threads", 1),
-                              request.get("repeat", 1))
+        try:
+            result = replayer.run(base64.b64decode(request["data"]), tol, progress, request.get("threads", 1),
+                                  request.get("repeat", 1))
+        except Exception as exc:  # noqa: BLE001 -- the replay's own failure, said as a verdict
+            result = ReplayResult(Outcome.REPLAY_ERROR, message=f"the replay failed: {type(exc).__name__}: {exc}")
         progress("result", result.to_json())
     return 0
 

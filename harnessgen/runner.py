@@ -282,6 +282,9 @@ class InstanceRunner:
                          "seconds": triaged.seconds, "confirmed_seconds": triaged.confirmed_seconds}
         if result.findings:
             result.message = result.findings[0]["summary"]
+        elif triaged.errors:
+            result.message = (f"the replay could not judge {len(triaged.errors)} raw crash(es) (kept in {keep / 'raw'}): "
+                              f"{triaged.errors[0]['message'][:300]}")
         elif triaged.invalid:
             result.message = (f"{len(triaged.invalid)} raw crash(es) were pre failing on its own input "
                               f"(missing constraint; see {keep / 'notes.json'})")

@@ -102,10 +102,14 @@ class TriageResult:
     raw_total: int
     seconds: float
     confirmed_seconds: Optional[float] = None   # into triage, when the first finding was confirmed
+    errors: List[Dict] = dataclasses.field(default_factory=list)   # raw crashes the replay could not judge
 
     @property
     def verdict(self) -> Outcome:
-        """The most severe confirmed finding; PASS when every raw crash was INVALID_INPUT or FLAKY."""
+        """The most severe confirmed finding; REPLAY_ERROR where none was confirmed and the replay
+        could not judge some raw crash; PASS when every one was INVALID_INPUT or FLAKY."""
+        if not self.findings and self.errors:
+            return Outcome.REPLAY_ERROR
         return max((f.outcome for f in self.findings), default=Outcome.PASS)
 
 
@@ -172,6 +176,7 @@ class Triage:
         opts = self.options
         invalid: List[Dict] = []
         flaky: List[str] = []
+        errors: List[Dict] = []
         groups: Dict[Key, List[Tuple[RawCrash, bytes, ReplayResult]]] = {}
         confirmed: Optional[float] = None
         with ReplayWorker(self.build.dir) as worker:
@@ -183,6 +188,8 @@ class Triage:
                 elif result.outcome == Outcome.INVALID_INPUT:
                     invalid.append({"input": str(crash.path), "container": result.container,
                                     "message": result.message, "symbols": result.symbols})
+                elif result.outcome == Outcome.REPLAY_ERROR:
+                    errors.append({"input": str(crash.path), "message": result.message})
                 elif result.outcome.is_finding:
                     if confirmed is None:          # replayed, same signature each time: the verdict stands
                         confirmed = round(time.monotonic() - started, 3)
@@ -196,7 +203,7 @@ class Triage:
         findings = [self._write(key, entry) for key, entry in sorted(merged.items(), key=lambda kv: kv[1]["first"])]
         self._write_notes(invalid, flaky)
         return TriageResult(findings=findings, invalid=invalid, flaky=flaky, raw_total=len(raw),
-                            seconds=round(time.monotonic() - started, 3), confirmed_seconds=confirmed)
+                            seconds=round(time.monotonic() - started, 3), confirmed_seconds=confirmed, errors=errors)
 
     def _classify(self, worker: ReplayWorker, data: bytes, kind: str) -> Optional[ReplayResult]:
         """Replay up to three times; None when the replays disagree (FLAKY). A crash found in race

@@ -15,7 +15,7 @@ from ..evidence import SEEDS_ONLY, Evidence
 from .planning import PlanProgress
 from ..records import engine_dir
 
-VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "BLOCKED": "yellow", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
+VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "BLOCKED": "yellow", "REPLAY_ERROR": "magenta", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
                    "ERROR": "magenta", "CUTOUT_MISSED": "bold white on red"}
 
 
@@ -78,7 +78,8 @@ class LiveProgress:
         if result["verdict"] == "PASS" and evidence is not None:
             warn = evidence.kind == SEEDS_ONLY and evidence.meant_to_fuzz
             line += "\n    " + ("[yellow]" if warn else "") + escape(evidence.describe()) + ("[/]" if warn else "")
-        if result["verdict"] in ("ERROR", "BLOCKED", "UNSUPPORTED", "BUILT", "CUTOUT_MISSED") and result.get("message"):
+        if result["verdict"] in ("ERROR", "REPLAY_ERROR", "BLOCKED", "UNSUPPORTED", "BUILT", "CUTOUT_MISSED") \
+                and result.get("message"):
             line += f"\n    {result['message'].splitlines()[0]}"
         self.console.print(line)
         if self.bar is not None:

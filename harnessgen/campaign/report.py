@@ -35,11 +35,11 @@ FINDING_VERDICTS = ("MISMATCH", "POST_CRASH", "POST_HANG", "OOB_WRITE", "RACE", 
                     "FAILED_TO_APPLY", "INVALID_SDFG", "BUILD_FAILURE")
 STATIC_VERDICTS = STATIC_OUTCOMES
 VERDICT_ORDER = ("PASS",) + FINDING_VERDICTS + ("CUTOUT_MISSED", "INVALID_INPUT", "FLAKY", "BUILT", "BLOCKED",
-                                                "UNSUPPORTED", "ERROR")
+                                                "REPLAY_ERROR", "UNSUPPORTED", "ERROR")
 COLOURS = {"PASS": "#4caf50", "MISMATCH": "#d32f2f", "POST_CRASH": "#b71c1c", "POST_HANG": "#e65100",
            "OOB_WRITE": "#880e4f", "RACE": "#6a1b9a", "BARRIER_DIVERGENCE": "#4a148c", "FAILED_TO_APPLY": "#f57c00", "INVALID_SDFG": "#00838f",
            "BUILD_FAILURE": "#5d4037", "INVALID_INPUT": "#fbc02d", "FLAKY": "#fdd835", "UNSUPPORTED": "#9e9e9e",
-           "BUILT": "#90a4ae", "BLOCKED": "#8d6e63", "ERROR": "#212121", "CUTOUT_MISSED": "#000000"}
+           "BUILT": "#90a4ae", "BLOCKED": "#8d6e63", "REPLAY_ERROR": "#616161", "ERROR": "#212121", "CUTOUT_MISSED": "#000000"}
 
 
 @dataclasses.dataclass

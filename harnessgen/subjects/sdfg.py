@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional
 
 from .. import params, passes
-from ..audit import CUTOUT_MISSED, SKIPPED, AuditOptions, audit, classify, is_cheap, transformed_program
+from ..audit import (CUTOUT_MISSED, SKIPPED, WHOLE_PROGRAM_FINDING, AuditOptions, audit, classify, is_cheap,
+                     transformed_program)
 from ..bisect import BisectOptions, bisect
 from ..build import CXX, CXXFLAGS, build, cause_registry, compile_errors
 from ..codegen_causes import diagnostics, from_compiler_output
@@ -461,7 +462,11 @@ class SdfgSubject(Subject):
             **_instance_inputs(options, inst, result)))
         label = classify(result.verdict, record)
         result.audit = {**record.to_json(), "classification": label}
-        if label == CUTOUT_MISSED:
+        if label == WHOLE_PROGRAM_FINDING:
+            result.verdict, result.crashes = record.verdict, [record.finding]
+            result.message = (f"{record.verdict} of the whole program after the change, though the cutout passed "
+                              f"(a finding of its own, not CUTOUT_MISSED: nothing ran differently): {record.reason}")
+        elif label == CUTOUT_MISSED:
             result.verdict = CUTOUT_MISSED
             result.message = (f"the whole program differs ({record.outcome}) while the cutout passed: the cutout "
                               f"did not compute what its place in the program computes (a harnessgen defect); "

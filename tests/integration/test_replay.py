@@ -83,3 +83,46 @@ def test_tolerance_can_be_overridden_at_replay(build_cache):
     assert all(replay(harness.dir, d).outcome == Outcome.PASS for d in inputs)
     exact = [replay(harness.dir, d, Tolerance(exact=True)).outcome for d in inputs]
     assert Outcome.MISMATCH in exact
+
+
+def test_a_build_that_does_not_load_is_a_replay_error_not_a_traceback(build_cache, tmp_path):
+    import shutil
+
+    pair = make_pair("column_window", "harnessgen.zoo.planted:OffloadCopiesWholeArray")
+    layout, harness = built(pair, build_cache)
+    broken = tmp_path / "broken-build"
+    shutil.copytree(harness.dir, broken)
+    (broken / "libpost.so").write_bytes(b"not a shared library")
+    result = replay(broken, first_seed(layout))
+    assert result.outcome == Outcome.REPLAY_ERROR and not result.outcome.is_finding
+    assert "does not load" in result.message
+
+
+def test_what_a_library_prints_is_never_taken_for_the_workers_answer(build_cache, tmp_path, monkeypatch):
+    """A worker whose output carries other lines (a CUDA runtime's message on standard output)
+    still answers: the parent reads past them; one that says nothing else dies as REPLAY_ERROR."""
+    import sys
+
+    from harnessgen.replay import ReplayWorker
+
+    answer = '{"stage": "result", "outcome": "PASS", "satisfiable": true, "container": null, "detail": {}, ' \
+             '"symbols": {}, "message": ""}'
+    fake = tmp_path / "fake_worker.py"
+    fake.write_text("import sys\nfor line in sys.stdin:\n    print('CUDA error: out of memory', flush=True)\n"
+                    f"    print({answer!r}, flush=True)\n")
+    pair = make_pair("column_window", "harnessgen.zoo.planted:OffloadCopiesWholeArray")
+    layout, harness = built(pair, build_cache)
+
+    def start(worker):
+        worker.close()
+        worker.proc = subprocess.Popen([sys.executable, str(fake)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL)
+        worker._buffer = b""
+
+    monkeypatch.setattr(ReplayWorker, "_start", start)
+    with ReplayWorker(harness.dir) as worker:
+        assert worker.run(first_seed(layout)).outcome == Outcome.PASS
+    fake.write_text("import sys\nsys.stdin.readline()\nprint('Segmentation fault in cuInit', flush=True)\n")
+    with ReplayWorker(harness.dir) as worker:
+        result = worker.run(first_seed(layout))
+    assert result.outcome == Outcome.REPLAY_ERROR and "cuInit" in result.message

@@ -1,11 +1,31 @@
 """The audit's classification: CUTOUT_MISSED, observable, latent."""
-from harnessgen.audit import AGREES, CUTOUT_MISSED, DIFFERS, SKIPPED, AuditRecord, classify, is_cheap
+from harnessgen.audit import (AGREES, CUTOUT_MISSED, DIFFERS, SKIPPED, WHOLE_PROGRAM_FINDING, AuditOptions, AuditRecord,
+                              audit, classify, is_cheap)
 
 
 def test_a_passing_cutout_of_a_program_that_differs_is_cutout_missed():
     assert classify("PASS", AuditRecord(verdict=DIFFERS)) == CUTOUT_MISSED
-    assert classify("PASS", AuditRecord(verdict="FAILED_TO_APPLY")) == CUTOUT_MISSED
     assert classify("PASS", AuditRecord(verdict=AGREES)) is None
+
+
+def test_a_whole_program_that_fails_statically_is_a_finding_of_its_own_never_cutout_missed():
+    for verdict in ("BUILD_FAILURE", "FAILED_TO_APPLY", "INVALID_SDFG"):
+        assert classify("PASS", AuditRecord(verdict=verdict)) == WHOLE_PROGRAM_FINDING
+
+
+def test_the_whole_programs_static_failure_gets_its_reproducer(tmp_path):
+    """Nothing runs: the record names the whole program's static finding (pre and post kept)."""
+    from harnessgen.cutout import whole_program_pair
+    from tests.conftest import program_sdfg
+
+    def invalid(post):
+        post.arrays["X"].shape = (1, 2)      # a container whose shape disagrees with its memlets
+
+    sdfg = program_sdfg("sigmoid")
+    record = audit(lambda: whole_program_pair(sdfg, "whole", transform=invalid),
+                   AuditOptions(keep_root=tmp_path / "audit", work_dir=tmp_path / "work"))
+    assert record.verdict == "INVALID_SDFG" and record.finding and (tmp_path / "audit" / "invalid_sdfg").is_dir()
+    assert classify("PASS", record) == WHOLE_PROGRAM_FINDING
 
 
 def test_findings_are_observable_or_latent():
