@@ -21,6 +21,9 @@ KNOBS: Dict[str, str] = {
     "HARNESSGEN_STAGES": "read by a built harness at start-up: 1 reports on stderr when pre has finished (triage)",
     "HARNESSGEN_THREADS": "read by a built harness at start-up: OpenMP threads for post (race mode when above 1)",
     "HARNESSGEN_REPEAT": "read by a built harness at start-up: how many times race mode runs post per input",
+    "HARNESSGEN_SETUP_DELAY_MS": "read by a built harness at start-up: milliseconds it waits before its first input, "
+                                 "as a device's start-up does (to check that afl-fuzz's -t follows the measured "
+                                 "first execution)",
     "HARNESSGEN_CUDA_HOME": "a CUDA toolkit to build GPU code with (default: the one `make setup-cuda` puts in the venv)",
     "HARNESSGEN_CUDA_ARCH": "compute capabilities GPU code is built for, e.g. 90 or 80,90 (default 90)",
     "HARNESSGEN_COMPUTE_SANITIZER": "compute-sanitizer executable for GPU race and barrier checks (default: on PATH, "

@@ -60,6 +60,7 @@ class Marker(str, enum.Enum):
 ENVIRONMENT = {
     "rtol": "HARNESSGEN_RTOL", "atol": "HARNESSGEN_ATOL", "exact": "HARNESSGEN_EXACT",
     "stages": "HARNESSGEN_STAGES", "threads": "HARNESSGEN_THREADS", "repeat": "HARNESSGEN_REPEAT",
+    "setup_delay": "HARNESSGEN_SETUP_DELAY_MS",
 }
 
 

@@ -115,6 +115,7 @@ class InstanceResult:
     evidence: Dict = dataclasses.field(default_factory=dict)  # what the verdict rests on (evidence.Evidence)
     blocked_by: str = ""                 # BLOCKED: the cause's id (codegen_causes.Cause)
     seeds_note: str = ""                 # where not every seed input ran within the instance's time
+    exec_timing: Dict = dataclasses.field(default_factory=dict)  # measured seed runs, afl-fuzz's -t (runner)
 
     @property
     def verdict_seconds(self) -> float:

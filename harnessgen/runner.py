@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import shutil
 import time
 import traceback
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from . import evidence as evidencelib
 from . import prove as provelib
@@ -106,7 +107,10 @@ class InstanceRunner:
         # within the instance's time (each input still runs alone; the first always does): a
         # cutout that runs for seconds per input must not hold a worker for minutes
         inputs = seed_paths + user_files
-        passing, crashing = seedlib.screen_seeds(harness, inputs, deadline=fuzz_started + max(opts.time_s, 1.0))
+        timings: List[float] = []
+        passing, crashing = seedlib.screen_seeds(harness, inputs, deadline=fuzz_started + max(opts.time_s, 1.0),
+                                                 timings=timings)
+        result.exec_timing = exec_timing(timings)
         ran = len(passing) + len(crashing)
         if ran < len(inputs):
             result.seeds_note = f"{ran} of {len(inputs)} seed inputs ran within the instance's {opts.time_s:g} s"
@@ -149,7 +153,8 @@ class InstanceRunner:
                           options=read_options(self.target.options_file), dict_file=self.target.dict_file,
                           until_crash=opts.until_crash, seed=opts.seed, progress=self._progress_hook(inst),
                           race_threads=opts.race_threads, race_repeat=opts.race_repeat,
-                          parallel=opts.afl_jobs, max_execs=opts.max_execs, resume=opts.resume)
+                          parallel=opts.afl_jobs, max_execs=opts.max_execs, resume=opts.resume,
+                          exec_timeout_ms=result.exec_timing.get("afl_timeout_ms"))
             engine_started = time.monotonic() - fuzz_started
             res = engine.run(job)
             engine_execs, engine_seconds = res.execs, time.monotonic() - fuzz_started - engine_started
@@ -288,6 +293,26 @@ class InstanceRunner:
         elif triaged.invalid:
             result.message = (f"{len(triaged.invalid)} raw crash(es) were pre failing on its own input "
                               f"(missing constraint; see {keep / 'notes.json'})")
+
+
+# afl-fuzz's own limit for one execution, and how far above the slowest measured run ours stays
+AFL_DEFAULT_TIMEOUT_MS = 1000
+TIMEOUT_MARGIN = 3.0
+MAX_TIMEOUT_MS = 60000
+
+
+def exec_timing(timings: List[float]) -> Dict:
+    """What the seed runs measured (each a process of its own: start-up, a device's context,
+    the first execution) and the time limit afl-fuzz gets from them where its own default is too
+    short: three times the slowest. A harness whose first execution pays a device's start-up
+    (a CUDA context) would otherwise time out in afl-fuzz's dry run."""
+    if not timings:
+        return {}
+    first_ms, median_ms = 1000.0 * max(timings), 1000.0 * sorted(timings)[len(timings) // 2]
+    limit = min(MAX_TIMEOUT_MS, int(math.ceil(TIMEOUT_MARGIN * first_ms / 100.0)) * 100)
+    # below afl-fuzz's default its own calibration (which also shortens it for fast targets) stays
+    return {"slowest_run_ms": round(first_ms, 1), "median_run_ms": round(median_ms, 1), "runs": len(timings),
+            "afl_timeout_ms": limit if limit > AFL_DEFAULT_TIMEOUT_MS else None}
 
 
 def _seed_kind(path: Path) -> str:

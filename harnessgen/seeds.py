@@ -235,15 +235,20 @@ def write(seeds: List[Tuple[str, bytes]], directory: Path) -> List[Path]:
 
 
 def screen_seeds(build, paths: List[Path], timeout_s: float = 20.0, threads: int = 1, repeat: int = 1,
-                 deadline: Optional[float] = None):
+                 deadline: Optional[float] = None, timings: Optional[List[float]] = None):
     """Run every seed with the build's replay binary (until ``deadline``, a ``time.monotonic()``
-    value, where one is given): (passing seeds, [(crashing seed, its 1-based position)])."""
+    value, where one is given): (passing seeds, [(crashing seed, its 1-based position)]).
+    ``timings`` gets each run's seconds (a process of its own: its start-up included)."""
     passing, crashing = [], []
     env = protocol.HarnessEnv(threads=threads, repeat=repeat)
     for position, path in enumerate(paths, start=1):
         if deadline is not None and time.monotonic() > deadline:
             break
-        if protocol.run_native(build.harness_replay, path, env, timeout_s).crashed:
+        started = time.monotonic()
+        crashed = protocol.run_native(build.harness_replay, path, env, timeout_s).crashed
+        if timings is not None:
+            timings.append(time.monotonic() - started)
+        if crashed:
             crashing.append((path, position))
         else:
             passing.append(path)

@@ -36,6 +36,8 @@ class FuzzJob:
     race_repeat: int = 2                  # race mode: post runs per input
     parallel: int = 1                     # > 1: one -M and parallel-1 -S instances on one sync directory
     max_execs: Optional[int] = None       # stop after this many executions (all instances together)
+    # the engine's time limit for one execution (None: its own default), from measured runs
+    exec_timeout_ms: Optional[int] = None
     progress: Optional[Callable[[Dict[str, float]], None]] = None
 
 

@@ -147,6 +147,8 @@ class AflEngine(Engine):
             cmd += ["-x", str(job.dict_file)]
         if "-s" not in job.options:
             cmd += ["-s", str(job.seed + names.index(name))]
+        if job.exec_timeout_ms and "-t" not in job.options:
+            cmd += ["-t", str(job.exec_timeout_ms)]
         cmplog = job.build.harness_cmplog
         # CMPLOG costs an extra execution per input: one instance runs it, the others fuzz plainly
         cmplog_instance = "s1" if "s1" in names else names[0]

@@ -184,3 +184,18 @@ def test_a_program_dace_cannot_build_is_one_finding_and_blocks_every_instance_it
     assert "does not compile" in report and str(REPO) not in report.split("## Compiler output")[1]
     repro = subprocess.run([sys.executable, "repro.py"], cwd=reduced, capture_output=True, text=True, timeout=600)
     assert repro.returncode == 1 and "STILL PRESENT: the same error" in repro.stdout, repro.stdout + repro.stderr
+
+
+def test_a_harness_whose_first_execution_is_slow_is_fuzzed_with_a_limit_above_it(tmp_path):
+    """Each harness process waits 1.2 s before its first input (as a GPU's context creation
+    does): afl-fuzz's default limit (1000 ms) would abort its dry run; the limit measured on the
+    seed runs lets it fuzz."""
+    ratio = PROGRAMS / "ratio.py"
+    proc = run_cli(["fuzz", "--program", f"{ratio}:ratio", "--transformation", f"{ratio}:Recip", "--all",
+                    "--time", "30", "--no-audit", "--prove", "off"], tmp_path,
+                   env={"HARNESSGEN_SETUP_DELAY_MS": "1200"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [entry] = summary_of(tmp_path)["instances"]
+    timing = entry["exec_timing"]
+    assert timing["slowest_run_ms"] >= 1200 and timing["afl_timeout_ms"] >= 3600, timing
+    assert entry["verdict"] == "PASS" and entry["evidence"]["kind"] == "FUZZED", entry["evidence"]

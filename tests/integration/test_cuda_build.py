@@ -268,3 +268,18 @@ def test_the_kernel_reproducer_judges_by_the_harness_rule(tmp_path, kernel_build
             harness_says = bool(differing(a, b, tolerance).any())
             assert (repro["differs"](a, b, repro["Tolerance"](**tolerance.to_json())) is not None) == harness_says, \
                 (dtype, ref, out, recorded)
+
+
+def test_a_gpu_post_is_proven_over_the_reals_only():
+    """The same operations as pre's, yet on the GPU: its math library rounds otherwise than the
+    CPU's, so the proof claims equality over the reals (the pair is still fuzzed), never bit for bit."""
+    from harnessgen.prove import IEEE, PROVEN, REAL, prove
+    from tests.conftest import layout_of, make_pair
+
+    pair = make_pair("sigmoid", "GPUTransformMap")
+    proof = prove(pair.pre, pair.post, layout_of(pair, strict_names=False))
+    assert proof.verdict == PROVEN and proof.arithmetic == REAL and "GPU" in proof.reason, proof
+    assert not proof.settles
+    cpu = make_pair("sigmoid", "MapTiling")
+    cpu_proof = prove(cpu.pre, cpu.post, layout_of(cpu, strict_names=False))
+    assert cpu_proof.verdict == PROVEN and cpu_proof.arithmetic == IEEE, cpu_proof
