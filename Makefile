@@ -36,7 +36,7 @@ TORCH        ?=
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup setup-torch setup-tvm setup-cuda setup-gpu barriers pyfuzz deps venv fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
+.PHONY: setup setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -69,6 +69,8 @@ help:
 	@echo "make setup-cuda                                          CUDA 13 compiler, runtime and CCCL from PyPI into the venv"
 	@echo "                                                         (builds GPU cutouts and kernels; no GPU needed)"
 	@echo "make setup-gpu                                           on a GPU machine: pycuda (kernel replays) as well"
+	@echo "make gpu-check [GPU_CHECK_ARGS=--quick]                 on a GPU machine: tests/gpu, GPU fuzzing of kernels and"
+	@echo "                                                         gpukernels; figures in $(WORK)/gpu-check/gpu-check.md"
 	@echo "make test                                               the whole test suite"
 	@echo "make bench                                              performance figures: table, bench/results/perf.json,"
 	@echo "                                                         README section Performance (about 30 min)"
@@ -171,6 +173,11 @@ $(VENV)/.cuda-stamp: $(VENV)/.stamp
 # pycuda builds from source against the driver's libcuda: only where a GPU and its driver are
 setup-gpu: setup-cuda
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask,cuda,gpu]'
+
+# one command for a machine with a GPU: tests/gpu, then GPU fuzzing with figures (execs/s, first execution)
+GPU_CHECK_ARGS ?=
+gpu-check: setup-gpu
+	$(BIN)/python bench/gpu_check.py --out $(WORK)/gpu-check $(GPU_CHECK_ARGS)
 
 pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch) $(if $(filter tvm,$(COMPILER)),setup-tvm)
 	$(BIN)/harnessgen pyfuzz --compiler $(COMPILER) --time $(PYFUZZ_TIME) $(if $(TORCH),--torch $(TORCH)) $(PYFUZZ_ARGS)
