@@ -99,8 +99,9 @@ def test_sdfg_file_program_and_single_instance(tmp_path):
     path = tmp_path / "gemm.sdfg"
     program_sdfg("gemm").save(str(path))
     _, insts = instances_of("gemm", "MapTiling")
+    # a saved SDFG is tested as given by default; --simplify meets the (already simplified) program's matches
     proc = run_cli(["fuzz", "--program", str(path), "--transformation", "MapTiling", "--instance", insts[0].id,
-                    "--time", "2"], tmp_path)
+                    "--time", "2", "--simplify"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     [entry] = summary_of(tmp_path)["instances"]
     assert entry["id"] == insts[0].id and entry["verdict"] == "PASS"
@@ -124,8 +125,8 @@ def test_errors_name_what_to_fix(tmp_path, args, message):
 
 
 def test_instances_lists_input_configuration_sizes():
-    proc = run_cli(["instances", "--program", "kernels:jacobi2d", "--transformation", "MapTiling", "--json"],
-                   PROGRAMS)
+    proc = run_cli(["instances", "--program", "kernels:jacobi2d", "--transformation", "MapTiling", "--json",
+                    "--params", "default"], PROGRAMS)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert len(rows) == 10
