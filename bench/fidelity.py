@@ -36,9 +36,9 @@ def _sdfg(program: str, name: str):
 
 
 def _cut(program: str, inst_json: dict) -> dict:
-    from harnessgen.cutout import extract
-    from harnessgen.errors import Unsupported
-    from harnessgen.instances import Instance, load_transformation
+    from harnessgen.cutout.extract import extract
+    from harnessgen.core.errors import Unsupported
+    from harnessgen.plan.instances import Instance, load_transformation
 
     inst = Instance.from_json(inst_json)
     started = time.monotonic()
@@ -59,9 +59,9 @@ def _cut(program: str, inst_json: dict) -> dict:
 
 
 def _instances(program: str, spec: str):
-    from harnessgen.errors import Unsupported
-    from harnessgen.instances import cpu_builtin_transformations, enumerate_instances, load_transformation
-    from harnessgen.passes import find_pass
+    from harnessgen.core.errors import Unsupported
+    from harnessgen.plan.instances import cpu_builtin_transformations, enumerate_instances, load_transformation
+    from harnessgen.plan.passes import find_pass
     from harnessgen.targets import resolve
 
     target, name = resolve(program)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harnessgen.runtime import GuardedBuffer, SideLibrary  # noqa: E402
+from harnessgen.core.runtime import GuardedBuffer, SideLibrary
 
 
 def main(build_dir: str, side: str, src: str, dst: str) -> int:

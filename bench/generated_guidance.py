@@ -22,9 +22,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessgen.instances import cpu_builtin_transformations, match_scopes  # noqa: E402
-from harnessgen.progen.guide import stream  # noqa: E402
-from harnessgen.targets.generated import make_program  # noqa: E402
+from harnessgen.plan.instances import cpu_builtin_transformations, match_scopes
+from harnessgen.progen.guide import stream
+from harnessgen.progen.target import make_program
 
 
 def measure(first: int, count: int, guided: bool, names) -> dict:

@@ -34,18 +34,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessgen import seeds as seedlib  # noqa: E402
-from harnessgen import subjects  # noqa: E402
-from harnessgen.build import build_variants  # noqa: E402
-from harnessgen.constraints import derive  # noqa: E402
-from harnessgen.engines import FuzzJob, RawCrash, get_engine  # noqa: E402
-from harnessgen.engines.afl import read_options  # noqa: E402
-from harnessgen.errors import BuildError  # noqa: E402
-from harnessgen.fuzz import fuzz  # noqa: E402
-from harnessgen.layout import build_layout  # noqa: E402
-from harnessgen.params import ParamOptions  # noqa: E402
-from harnessgen.records import FuzzOptions, InstanceResult  # noqa: E402
-from harnessgen.triage import TriageOptions  # noqa: E402
+from harnessgen.inputs import seeds as seedlib
+from harnessgen import subjects
+from harnessgen.harness.build import build_variants
+from harnessgen.inputs.constraints import derive
+from harnessgen.engines import FuzzJob, RawCrash, get_engine
+from harnessgen.engines.afl import read_options
+from harnessgen.core.errors import BuildError
+from harnessgen.campaign.fuzz_run import fuzz
+from harnessgen.inputs.layout import build_layout
+from harnessgen.plan.params import ParamOptions
+from harnessgen.core.records import FuzzOptions, InstanceResult
+from harnessgen.triage.classify import TriageOptions
 
 CASES = [
     ("harnessgen.zoo.planted:TileCountFloors", "elementwise_chain"),

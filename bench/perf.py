@@ -40,15 +40,15 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessgen.build import HarnessBuild, build  # noqa: E402
-from harnessgen.constraints import derive  # noqa: E402
-from harnessgen.cutout import extract  # noqa: E402
-from harnessgen.records import FuzzOptions  # noqa: E402
-from harnessgen.runner import InstanceRunner  # noqa: E402
-from harnessgen.subjects import plan  # noqa: E402
-from harnessgen.layout import build_layout  # noqa: E402
-from harnessgen.runtime import Tolerance, compare  # noqa: E402
-from harnessgen.zoo import PLANTED  # noqa: E402
+from harnessgen.harness.build import HarnessBuild, build
+from harnessgen.inputs.constraints import derive
+from harnessgen.cutout.extract import extract
+from harnessgen.core.records import FuzzOptions
+from harnessgen.campaign.runner import InstanceRunner
+from harnessgen.subjects import plan
+from harnessgen.inputs.layout import build_layout
+from harnessgen.core.runtime import Tolerance, compare
+from harnessgen.zoo import PLANTED
 
 WORK = REPO / ".harnessgen"
 PARTS = ("overhead", "baseline", "builds", "verdicts", "campaign")
@@ -311,7 +311,7 @@ def campaign(root: Path, budget: str, transformations: str) -> List[Dict]:
     """`harnessgen campaign` over kernels with 1 and 2 local workers, each from an empty build cache."""
     from harnessgen.campaign import Budget, CampaignConfig, run_campaign
     from harnessgen.campaign.executors import ExecutorSpec
-    from harnessgen.campaign.report import collect
+    from harnessgen.campaign.run_report import collect
     from harnessgen.campaign.state import CampaignState
 
     rows = []

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 def run(program: str, transformation: str, jobs: int, work: Path, budget: float = 0) -> dict:
     out = work / "run"
-    cmd = [sys.executable, "-m", "harnessgen.cli", "fuzz", "--program", program, "--prove", "only", "--time", "1",
+    cmd = [sys.executable, "-m", "harnessgen", "fuzz", "--program", program, "--prove", "only", "--time", "1",
            "--no-audit", "--no-reference-check", "--reduce-time", "0", "--jobs", str(jobs), "--no-progress",
            "--out", str(out), "--corpus-dir", str(work / "corpus"), "--crashes-dir", str(work / "crashes")]
     if transformation:

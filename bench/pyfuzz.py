@@ -25,11 +25,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessgen.pyfuzz.choices import ByteChoices  # noqa: E402
-from harnessgen.pyfuzz.compilers import get_compiler  # noqa: E402
-from harnessgen.pyfuzz.generator import Coverage, GenOptions, generate  # noqa: E402
-from harnessgen.pyfuzz.oracle import all_finite, judge  # noqa: E402
-from harnessgen.pyfuzz.session import SessionOptions, build_program  # noqa: E402
+from harnessgen.pyfuzz.choices import ByteChoices
+from harnessgen.pyfuzz.compilers import get_compiler
+from harnessgen.pyfuzz.generator import Coverage, GenOptions, generate
+from harnessgen.pyfuzz.oracle import all_finite, judge
+from harnessgen.pyfuzz.session import SessionOptions, build_program
 
 
 def byte_strings(count: int, seed: int, length: int = 256):

@@ -24,10 +24,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessgen.fuzz import fuzz  # noqa: E402
-from harnessgen.records import FuzzOptions  # noqa: E402
-from harnessgen.instances import enumerate_instances, load_transformation, parse_settings  # noqa: E402
-from harnessgen.targets import resolve  # noqa: E402
+from harnessgen.campaign.fuzz_run import fuzz
+from harnessgen.core.records import FuzzOptions
+from harnessgen.plan.instances import enumerate_instances, load_transformation, parse_settings
+from harnessgen.targets import resolve
 
 
 def options(tmp: Path, time_s: float, **kw) -> FuzzOptions:

@@ -21,14 +21,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessgen.constraints import derive  # noqa: E402
-from harnessgen.cutout import extract  # noqa: E402
-from harnessgen.fuzz import fuzz  # noqa: E402
-from harnessgen.records import FuzzOptions  # noqa: E402
-from harnessgen.instances import enumerate_instances, load_transformation  # noqa: E402
-from harnessgen.layout import build_layout  # noqa: E402
-from harnessgen.targets import resolve  # noqa: E402
-from harnessgen.zoo import PLANTED  # noqa: E402
+from harnessgen.inputs.constraints import derive
+from harnessgen.cutout.extract import extract
+from harnessgen.campaign.fuzz_run import fuzz
+from harnessgen.core.records import FuzzOptions
+from harnessgen.plan.instances import enumerate_instances, load_transformation
+from harnessgen.inputs.layout import build_layout
+from harnessgen.targets import resolve
+from harnessgen.zoo import PLANTED
 
 CORRECT = [
     ("MapTiling tiles 4x3x5", "gemm", "MapTiling", ["tile_sizes=[4,3,5]"], "gemm_map"),
@@ -49,7 +49,7 @@ def passing_input(program: str, spec: str, inst):
     sdfg = target.programs[program].build()
     pair = extract(sdfg, inst, load_transformation(spec))
     layout = build_layout(pair, derive(pair))
-    from harnessgen import expr as ex
+    from harnessgen.core import expr as ex
     import numpy as np
 
     env = {}
@@ -114,7 +114,7 @@ def triage_row(name: str, time_s: float):
 def correct_row(label, program, spec, settings, match, time_s: float):
     target, _ = resolve("kernels")
     cls = load_transformation(spec)
-    from harnessgen.instances import parse_settings
+    from harnessgen.plan.instances import parse_settings
 
     insts = enumerate_instances(target, [target.programs[program]], cls, spec,
                                 settings=parse_settings(settings, cls))

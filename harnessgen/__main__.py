@@ -1,6 +1,6 @@
 """``python -m harnessgen``: the same as the ``harnessgen`` console script."""
 import sys
 
-from .cli import main
+from .cli.commands import main
 
 sys.exit(main())

@@ -50,7 +50,7 @@ def exclusive_cores():
 
 @pytest.fixture(scope="session")
 def build_cache() -> Path:
-    from harnessgen.files import clear_stale_omp_registrations
+    from harnessgen.core.files import clear_stale_omp_registrations
 
     clear_stale_omp_registrations()      # earlier runs' aborts must not make this one's processes die
     BUILD_CACHE.mkdir(parents=True, exist_ok=True)
@@ -73,8 +73,8 @@ def program_sdfg(name: str):
 def instances_of(program: str, spec: str, settings=None):
     """(the class, its instances in a kernel): a pattern transformation's matches, or the SDFGs
     a pass changes."""
-    from harnessgen.params import ParamOptions
-    from harnessgen.subjects.sdfg import Patterns, load_change
+    from harnessgen.plan.params import ParamOptions
+    from harnessgen.cutout.changes import Patterns, load_change
 
     change = load_change(spec)
     target = kernels()
@@ -87,7 +87,7 @@ def instances_of(program: str, spec: str, settings=None):
 
 def make_pair(program: str, spec: str, pick=lambda inst: True, settings=None):
     """The cutout pair of the first instance of ``spec`` in ``program`` that ``pick`` accepts."""
-    from harnessgen.cutout import extract
+    from harnessgen.cutout.extract import extract
 
     cls, insts = instances_of(program, spec, settings)
     inst = next(i for i in insts if pick(i))
@@ -95,8 +95,8 @@ def make_pair(program: str, spec: str, pick=lambda inst: True, settings=None):
 
 
 def layout_of(pair, **kwargs):
-    from harnessgen.constraints import derive
-    from harnessgen.layout import build_layout
+    from harnessgen.inputs.constraints import derive
+    from harnessgen.inputs.layout import build_layout
 
     return build_layout(pair, derive(pair, **kwargs))
 
@@ -120,11 +120,11 @@ def summary_of(tmp: Path) -> dict:
 
 def scatter_missing_constraint(cache: Path):
     """y[idx[i]] = ... built as if the analysis had missed that idx indexes y: pre can fail on its own."""
-    from harnessgen import expr as ex
-    from harnessgen.build import build
-    from harnessgen.constraints import Range, derive
-    from harnessgen.cutout import whole_program_pair
-    from harnessgen.layout import build_layout
+    from harnessgen.core import expr as ex
+    from harnessgen.harness.build import build
+    from harnessgen.inputs.constraints import Range, derive
+    from harnessgen.cutout.extract import whole_program_pair
+    from harnessgen.inputs.layout import build_layout
     from harnessgen.targets.loaders import load_python_program
 
     program = load_python_program(PROGRAMS / "scatter.py", "scatter").programs["scatter"].build()

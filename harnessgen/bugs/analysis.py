@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Sequence
 
 from .cluster import Bug, collect, write_bugs
 from .reduce import ReduceOptions, reduce_bug
-from .report import write_bug_reports
+from .bug_report import write_bug_reports
 
 
 def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,

@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
-import jinja2
 
-from ..data import TEMPLATES
+from ..core.data import template_environment
 
 
 class NotBuildable(Exception):
@@ -27,9 +26,7 @@ def python_builder(sdfg, bug_id: str = "") -> Optional[str]:
         context = _context(sdfg)
     except NotBuildable:
         return None
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    return env.get_template("builder.py.j2").render(bug_id=bug_id, **context)
+    return template_environment().get_template("builder.py.j2").render(bug_id=bug_id, **context)
 
 
 def _dtype(typeclass) -> str:

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..files import write_json
-from ..outcome import STATIC_OUTCOMES
+from ..core.files import write_json
+from ..core.outcome import STATIC_OUTCOMES
 from . import signature as sig
 from .stack import post_stack
 
@@ -116,7 +116,7 @@ def finding_paths(run_dir: Path) -> List[Tuple[Path, str]]:
     run_dir = Path(run_dir)
     summary_file = run_dir / "summary.json"
     if not summary_file.is_file():
-        from ..errors import ConfigError
+        from ..core.errors import ConfigError
 
         raise ConfigError(f"{run_dir}: no summary.json; pass the directory of a fuzz or campaign run (--out)")
     summary = json.loads(summary_file.read_text())

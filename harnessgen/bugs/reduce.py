@@ -23,14 +23,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-from ..build import compile_errors
-from ..files import write_json
+from ..core.data import AFL_CONFIGS
+from ..core.runtime import Tolerance
+from ..harness import judge
+from ..harness.build import compile_errors
+from ..harness.judge import JudgeOptions
+from ..harness.replay import ReplayWorker
+from ..inputs.layout import InputLayout
+from ..core.files import write_json
 from . import signature as sig
 from .cluster import CODEGEN_FAILURE, STATIC_VERDICTS, Bug, load_json, sdfg_size, static_signature
 
@@ -42,7 +47,7 @@ REDUCTION_FILE = "reduction.json"
 class ReduceOptions:
     seconds: float = 60.0          # per bug
     max_candidates: int = 2000
-    work_dir: Path = Path(".harnessgen")    # builds of the programs judged (the shared build cache)
+    judge: JudgeOptions = JudgeOptions()    # how the programs are judged (builds in its work dir's cache)
     seeds: int = 12                # boundary seeds per program judged, besides the finding's input
 
 
@@ -314,7 +319,7 @@ class Judge:
         self.change, self.instance = change, instance
 
     def __call__(self, sdfg):
-        from ..errors import HarnessgenError, Unsupported
+        from ..core.errors import HarnessgenError, Unsupported
 
         for pair in self.change.variants(sdfg, self.instance):
             try:
@@ -358,10 +363,6 @@ class DynamicJudge(Judge):
     for its signature: (pair, build, failing input)."""
 
     def __init__(self, bug: Bug, change, instance, meta: Dict, options: ReduceOptions):
-        from ..data import AFL_CONFIGS
-        from ..layout import InputLayout
-        from ..runtime import Tolerance
-
         super().__init__(bug, change, instance)
         self.options = options
         self.tolerance = Tolerance.from_json(meta["tolerance"]) if meta.get("tolerance") else Tolerance()
@@ -372,22 +373,16 @@ class DynamicJudge(Judge):
         self.source_layout = InputLayout.load(layout_file) if layout_file and layout_file.is_file() else None
         self.source_input = (rep / "input.bin").read_bytes() if (rep / "input.bin").is_file() else b""
         constraints = AFL_CONFIGS / f"{instance.target}.constraints.json"
-        self.constraints_file = constraints if constraints.is_file() else None
+        self.judging = dataclasses.replace(options.judge, tolerance=self.tolerance,
+                                           constraints=constraints if constraints.is_file() else None)
 
     def judge_pair(self, pair, sdfg):
-        from .. import seeds as seedlib
-        from ..build import build
-        from ..constraints import derive
-        from ..layout import build_layout
-        from ..replay import ReplayWorker
-
         if pair.verdict is not None and pair.verdict.name in STATIC_VERDICTS:
             return None
-        layout = build_layout(pair, derive(pair, user_file=self.constraints_file, strict_names=False))
-        harness = build(pair, layout, self.options.work_dir, self.tolerance, afl=False)
-        inputs = seedlib.translated(self.source_layout, [("finding", self.source_input)], layout) \
-            if self.source_layout is not None and self.source_input else []
-        inputs += seedlib.sample(layout, self.options.seeds)
+        prepared = judge.prepare(pair, self.judging)
+        layout, harness = prepared.layout, prepared.harness
+        inputs = judge.inputs(layout, self.options.seeds, carried=(
+            self.source_layout, [("finding", self.source_input)] if self.source_input else []))
         with ReplayWorker(harness.dir) as worker:
             if self.kind == "POST_HANG":
                 worker.timeout_s = 5.0
@@ -400,8 +395,8 @@ class DynamicJudge(Judge):
         return None
 
     def _signature(self, pair, layout, harness, data: bytes, result) -> sig.Signature:
-        from ..localize import localize
-        from ..triage import region
+        from ..triage.localize import localize
+        from ..triage.classify import region
         from .stack import run_gdb
 
         if self.kind == "POST_CRASH":
@@ -413,7 +408,7 @@ class DynamicJudge(Judge):
         divergence = None
         if self.kind in ("MISMATCH", "OOB_WRITE", "RACE"):
             try:
-                found = localize(pair, layout, data, self.options.work_dir, self.tolerance, threads=self.threads,
+                found = localize(pair, layout, data, self.judging.work_dir, self.tolerance, threads=self.threads,
                                  attempts=20 if self.kind == "RACE" else 1)
                 divergence = found.to_json() if found else None
             except Exception:  # noqa: BLE001 -- unlocalized: the output container speaks for it
@@ -519,9 +514,9 @@ def _reduce_codegen(bug: Bug, folder: Path, record_file: Path, started: float, o
     of its own (program.sdfg, repro.py, BUG.md) under ``bugs/<id>/reduced/``."""
     import dace
 
-    from ..build import CXX, CXXFLAGS
-    from ..codegen_causes import Cause
-    from ..reproducer import write_codegen_finding
+    from ..harness.build import CXX, CXXFLAGS
+    from ..harness.codegen_causes import Cause
+    from ..triage.reproducer import write_codegen_finding
 
     rep = bug.representative
     meta = load_json(rep.path / "meta.json") or {}
@@ -532,7 +527,7 @@ def _reduce_codegen(bug: Bug, folder: Path, record_file: Path, started: float, o
     best, _, message, judged, kept, why = reduce_program(program, CodegenJudge(cause), options)
     record.candidates, record.kept, record.reason, record.after = judged, kept, why, program_size(best)
     if judged and message:
-        from ..codegen_causes import diagnostics
+        from ..harness.codegen_causes import diagnostics
 
         target = folder / REDUCED_DIR / "codegen_failure"
         said = (f"reduced from {record.before[0]} states and {record.before[1]} nodes to {record.after[0]} and "
@@ -547,7 +542,7 @@ def _reduce_codegen(bug: Bug, folder: Path, record_file: Path, started: float, o
 
 def _change_of(spec: str, record: Reduction):
     """The bug's change (a pattern transformation or a pass), or None with the reason recorded."""
-    from ..subjects.sdfg import load_change
+    from ..cutout.changes import load_change
 
     try:
         return load_change(spec)
@@ -557,9 +552,9 @@ def _change_of(spec: str, record: Reduction):
 
 
 def _reduce_static(bug: Bug, pre, folder: Path, options: ReduceOptions, record: Reduction) -> None:
-    from ..build import CXX, CXXFLAGS
-    from ..instances import Instance
-    from ..reproducer import write_static_finding
+    from ..harness.build import CXX, CXXFLAGS
+    from ..plan.instances import Instance
+    from ..triage.reproducer import write_static_finding
 
     instance = Instance.from_json(json.loads((bug.representative.path / "instance.json").read_text()))
     change = _change_of(instance.transformation_spec, record)
@@ -579,16 +574,16 @@ def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record:
     """Reduce with builds and replays; the smallest program's failing input is triaged like a
     fuzzer's crash (replayed, shrunk, localized, written with its repro.py)."""
     from ..engines import RawCrash
-    from ..files import write_atomic
-    from ..triage import Triage, TriageOptions
+    from ..core.files import write_atomic
+    from ..triage.classify import Triage, TriageOptions
 
     meta = json.loads((bug.representative.path / "meta.json").read_text())
     instance = _instance_of(meta)
     change = _change_of(instance.transformation_spec, record)
     if change is None:
         return
-    judge = DynamicJudge(bug, change, instance, meta, options)
-    best, pair, evidence, judged, kept, why = reduce_program(pre, judge, options)
+    dynamic = DynamicJudge(bug, change, instance, meta, options)
+    best, pair, evidence, judged, kept, why = reduce_program(pre, dynamic, options)
     record.candidates, record.kept, record.reason = judged, kept, why
     if pair is None:
         return
@@ -597,8 +592,8 @@ def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record:
     raw = keep_root / "raw" / "reduced-input.bin"
     write_atomic(raw, data)
     kind = {"RACE": "race", "POST_HANG": "hang"}.get(bug.signature.kind, "crash")
-    triaged = Triage(harness.dir, TriageOptions(tolerance=judge.tolerance, keep_root=keep_root,
-                                                work_dir=options.work_dir, race_threads=max(judge.threads, 2),
+    triaged = Triage(harness.dir, TriageOptions(tolerance=dynamic.tolerance, keep_root=keep_root,
+                                                work_dir=options.dynamic.work_dir, race_threads=max(dynamic.threads, 2),
                                                 tsan=False)).run([RawCrash(raw, None, kind)])
     if not triaged.findings:
         record.reason = "the reduced program's input did not replay as the same finding"
@@ -610,7 +605,7 @@ def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record:
 def _instance_of(meta: Dict):
     """The finding's instance: its build's record where the build is still there, else what
     meta.json says of it."""
-    from ..instances import Instance
+    from ..plan.instances import Instance
 
     build = meta.get("build_dir")
     if build and (Path(build) / "instance.json").is_file():

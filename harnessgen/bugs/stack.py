@@ -15,8 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .. import protocol
-from ..files import write_json
+from ..core import protocol
+from ..core.files import write_json
 
 STACK_FILE = "stack.json"
 GDB_TIMEOUT_S = 60.0

@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from .. import runlog, subjects
 from ..bugs.reduce import ReduceOptions
-from ..errors import ConfigError, HarnessgenError, Unsupported
-from ..files import clear_stale_omp_registrations
-from ..params import ParamOptions
+from ..core import runlog
+from ..core.errors import ConfigError, HarnessgenError
+from ..core.files import clear_stale_omp_registrations
+from ..harness.judge import JudgeOptions
 from . import planning
 from .executors import ExecutorSpec, open_executor
 from .planning import MAIN, VARIANTS, WHOLE, DeferredPlanner, Plan, PlanProgress
@@ -82,7 +82,7 @@ class CampaignConfig:
     transformations: str                  # "all", "" (the target's default set), or comma-separated specs
     directory: Path
     budget: Budget                        # per instance
-    options: object                       # harnessgen.records.FuzzOptions: oracle, seeds, work/corpus/crashes dirs
+    options: object                       # harnessgen.core.records.FuzzOptions: oracle, seeds, work/corpus/crashes dirs
     fresh: bool = False
     redo: tuple = ()                      # finished instances with these verdicts or transformations run again
     instance_ids: Optional[List[str]] = None   # --instance: only these
@@ -182,7 +182,7 @@ def _open_state(config: CampaignConfig, directory: Path) -> CampaignState:
 
 def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: CampaignState, directory: Path,
                  started: float, progress, on_planned, plan_progress: Optional[PlanProgress] = None) -> CampaignOutcome:
-    from . import report
+    from . import run_report as report
 
     selection = None
     planner = None
@@ -216,7 +216,8 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
                               round(time.monotonic() - started, 2), executor.kind)
     options = config.options
     outcome.report = report.write(directory, state, reduce=ReduceOptions(
-        seconds=options.reduce_seconds, max_candidates=options.reduce_candidates, work_dir=options.work_dir))
+        seconds=options.reduce_seconds, max_candidates=options.reduce_candidates,
+        judge=JudgeOptions(work_dir=options.work_dir)))
     return outcome
 
 
@@ -325,7 +326,7 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
     while ((scheduler or feed.planning) and not broken and _may_start(config, started)) or inflight:
         feed.poll()
         while scheduler and not broken and len(inflight) < opened.capacity and _may_start(config, started):
-            row = scheduler.next()
+            row = scheduler.next(opened.capacity)
             attempt = state.start(row["id"], run)
             task = Task(config.program, row["spec"], row["instance"], _instance_options(config), attempt)
             inflight[opened.executor.submit(run_task, task, live)] = task

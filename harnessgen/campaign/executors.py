@@ -22,8 +22,8 @@ import multiprocessing
 import os
 from typing import Callable, Dict, Iterator, Optional
 
-from ..errors import ConfigError
-from ..procs import die_with_parent
+from ..core.errors import ConfigError
+from ..core.procs import die_with_parent
 
 
 @dataclasses.dataclass

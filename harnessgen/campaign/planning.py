@@ -21,16 +21,17 @@ import dataclasses
 import hashlib
 import json
 import multiprocessing
+import os
 import time
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from .. import subjects
-from ..errors import ConfigError, Unsupported
-from ..files import write_json
-from ..params import ParamOptions
-from ..procs import die_with_parent
-from ..versions import source_digest
+from ..core.errors import ConfigError, Unsupported
+from ..core.files import write_json
+from ..plan.params import ParamOptions
+from ..core.procs import die_with_parent
+from ..core.versions import source_digest
 
 PLANS_DIR = "plans"
 # the queues a run's instances are judged from (campaign.schedule): instances judged on whole
@@ -152,7 +153,7 @@ def enumerate_spec(subject: subjects.Subject, spec: str, position: int, request:
 
 
 def _instance_rows(subject: subjects.Subject, found: List[Tuple[str, Dict]], first_position: int) -> List[Dict]:
-    from ..instances import Instance
+    from ..plan.instances import Instance
 
     planned = [(spec, Instance.from_json(inst)) for spec, inst in found]
     return [{"id": inst.id, "position": first_position + i, "spec": spec, "transformation": inst.transformation,
@@ -191,7 +192,7 @@ def plan(config, progress: Optional[PlanProgress] = None, defer: bool = True) ->
         found += [(spec, inst) for inst in instances]
     if later:
         progress.deferred(later)
-    from ..instances import Instance
+    from ..plan.instances import Instance
 
     chosen = subjects.select(subject, [(s, Instance.from_json(i)) for s, i in found], config.instance_ids,
                              config.program, specs)
@@ -204,6 +205,16 @@ def plan(config, progress: Optional[PlanProgress] = None, defer: bool = True) ->
 def _is_cached(subject, spec: str, request: PlanRequest, cache: PlanCache) -> bool:
     identity = subject.plan_identity(spec)
     return identity is not None and cache.get(PlanCache.key(identity, spec, request)) is not None
+
+
+def _background() -> None:
+    """The planner runs on what the judging workers leave: it dies with the driver, and yields
+    the cores to them (its enumerations are paid once, then cached)."""
+    die_with_parent()
+    try:
+        os.nice(10)
+    except OSError:
+        pass
 
 
 def _enumerate_in_child(spec: str, position: int, request: PlanRequest, work_dir: str,
@@ -226,7 +237,7 @@ class DeferredPlanner:
         self.request = PlanRequest.of(config)
         self.position = first_position
         self.pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                           initializer=die_with_parent)
+                                           initializer=_background)
         specs = plan_.deferred
         positions = {spec: i for i, spec in enumerate(self.subject.transformation_specs(config.transformations or None))}
         self.futures = {self.pool.submit(_enumerate_in_child, spec, positions.get(spec, 0), self.request,

@@ -57,16 +57,30 @@ class Scheduler:
         running = sum(now - started for q, started, _ in self.running.values() if q == queue)
         return (self.spent[queue] + running) / self.shares[queue] if self.shares[queue] > 0 else float("inf")
 
-    def next(self) -> Dict:
-        """The next instance to start (there must be one)."""
+    def next(self, workers: int = 1) -> Dict:
+        """The next instance to start (there must be one), for a pool of ``workers``. A queue
+        never holds more workers at once than its share of them (at least one) while another
+        queue has work: a queue that is behind catches up one worker at a time instead of
+        taking every worker for its long instances."""
         now = time.monotonic()
         candidates = [q for q in QUEUES if self.queues[q]]
         if len(candidates) > 1 and all(self.shares[q] == 0 for q in candidates):
             candidates = candidates[:1]
+        if len(candidates) > 1:
+            room = [q for q in candidates if self._running(q) < self._workers_for(q, workers)]
+            candidates = room or candidates
         queue = min(candidates, key=lambda q: (self._used(q, now), QUEUES.index(q)))
         row = self.queues[queue].pop(0)
         self.running[row["id"]] = (queue, now, row["spec"])
         return row
+
+    def _workers_for(self, queue: str, workers: int) -> int:
+        """A queue's share of the workers: at least one where its share is not zero."""
+        share = self.shares[queue]
+        return max(1, round(share * workers)) if share > 0 else 0
+
+    def _running(self, queue: str) -> int:
+        return sum(1 for q, _, _ in self.running.values() if q == queue)
 
     def finished(self, instance_id: str) -> None:
         queue, started, spec = self.running.pop(instance_id, (MAIN, time.monotonic(), ""))

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 SCHEMA_VERSION = 1
 

@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, Optional
 
-from .. import runlog, subjects
-from ..files import write_json
+from ..core import runlog
+from .. import subjects
+from ..core.files import write_json
 
 RESULTS_DIR = "results"
 
@@ -19,7 +20,7 @@ class Task:
     program_spec: str
     spec: str                       # transformation spec, as planned
     instance: Dict                  # Instance JSON
-    options: object                 # harnessgen.records.FuzzOptions (out_dir: the run directory)
+    options: object                 # harnessgen.core.records.FuzzOptions (out_dir: the run directory)
     attempt: int
 
 
@@ -47,8 +48,8 @@ def run_task(task: Task, live: Optional[Callable] = None) -> Dict:
     """Run one instance; its result goes to ``results/<id>.json`` (atomically) before it is
     returned, so a driver killed meanwhile still finds it. ``live(inst, stats)``: the engine's
     statistics as they come (a worker in the driver's own process only)."""
-    from ..instances import Instance
-    from ..runner import InstanceRunner
+    from ..plan.instances import Instance
+    from .runner import InstanceRunner
 
     inst = Instance.from_json(task.instance)
     options = task.options

@@ -21,8 +21,8 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .. import envs
-from ..outcome import Outcome
+from ..core import envs
+from ..core.outcome import Outcome
 
 TOOLS = ("racecheck", "synccheck")
 TIMEOUT_S = 600.0

@@ -18,8 +18,8 @@ import subprocess
 from pathlib import Path
 from typing import List, Optional
 
-from .. import envs
-from ..errors import ConfigError, ToolMissing
+from ..core import envs
+from ..core.errors import ConfigError, ToolMissing
 
 COMPAT_HEADER = Path(__file__).resolve().parent / "cccl3_compat.h"
 SETUP_HINT = "run `make setup-cuda` (CUDA 13 compiler from PyPI) or set HARNESSGEN_CUDA_HOME to a CUDA toolkit"

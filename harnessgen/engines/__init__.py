@@ -13,7 +13,7 @@ import importlib
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 ENGINES: Dict[str, tuple] = {
     "afl": (".afl", "AflEngine"),
@@ -23,7 +23,7 @@ ENGINES: Dict[str, tuple] = {
 
 @dataclasses.dataclass
 class FuzzJob:
-    build: "object"                       # harnessgen.build.HarnessBuild
+    build: "object"                       # harnessgen.harness.build.HarnessBuild
     seeds_dir: Path
     out_dir: Path                         # engine's own output directory
     time_s: float

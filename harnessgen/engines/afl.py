@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from .. import envs
-from ..errors import ConfigError, ToolMissing
-from ..procs import die_with_parent
-from ..protocol import HarnessEnv
+from ..core import envs
+from ..core.errors import ConfigError, ToolMissing
+from ..core.procs import die_with_parent
+from ..core.protocol import HarnessEnv
 from . import Engine, EngineResult, FuzzJob, RawCrash
 
 AFL_FUZZ = envs.get("HARNESSGEN_AFL_FUZZ")

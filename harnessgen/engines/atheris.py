@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-from ..errors import HarnessgenError
-from ..files import write_atomic
-from ..procs import die_with_parent, interpreter_environment
+from ..core.errors import HarnessgenError
+from ..core.files import write_atomic
+from ..core.procs import die_with_parent, interpreter_environment
 from . import Engine, EngineResult, FuzzJob, RawCrash
 
 # a fuzzing process that ends this soon after it started is not restarted

@@ -17,11 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .. import protocol, seeds as seedlib
-from ..protocol import HarnessEnv
-from ..errors import BuildError, ConfigError
+from ..core import protocol
+from ..inputs import seeds as seedlib
+from ..core.protocol import HarnessEnv
+from ..core.errors import BuildError, ConfigError
 from ..cuda import sanitizer
-from .build import build_kernel
+from .kernel_build import build_kernel
 from .spec import KernelSpec, layout
 
 BARRIER = "__syncthreads()"

@@ -24,7 +24,7 @@ counterpart share everything but ``kernel`` and ``expect``). Roles: ``in`` (read
 (written), ``inout``; ``value`` passes an integer expression of the symbols by value.
 The reference is an ``extern "C"`` host function of the same source taking the kernel's
 arguments then ``extra`` (``{"cpu": ...}``), or a known-good kernel launched the same way
-(``{"kernel": ...}``). Expressions use the bound language of ``harnessgen.expr``.
+(``{"kernel": ...}``). Expressions use the bound language of ``harnessgen.core.expr``.
 
 The kernel becomes post, the reference pre, each behind DaCe's entry points
 (``templates/kernel_side.cu.j2``), so the harness, decoder, oracle, guard zones, engines
@@ -39,14 +39,14 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from .. import __version__
-from .. import expr as ex
-from .. import protocol
-from ..constraints import DEFAULT_FLOAT_BOUND
-from ..errors import ConfigError
-from ..instances import Instance
-from ..layout import ContainerSlot, InputLayout, SymbolSlot
-from ..outcome import Outcome
-from ..runtime import CTYPES
+from ..core import expr as ex
+from ..core import protocol
+from ..core.records import DEFAULT_FLOAT_BOUND
+from ..core.errors import ConfigError
+from ..plan.instances import Instance
+from ..inputs.layout import ContainerSlot, InputLayout, SymbolSlot
+from ..core.outcome import Outcome
+from ..core.runtime import CTYPES
 
 # the one "transformation" of every kernel instance: the kernel replacing its reference
 KERNEL = "kernel"
@@ -262,7 +262,7 @@ def layout(spec: KernelSpec, float_bound: float = DEFAULT_FLOAT_BOUND) -> InputL
 # ------------------------------------------------------------------ sides
 def render_side(spec: KernelSpec, role: str) -> str:
     """The C++/CUDA source of one side: ``pre`` (the reference) or ``post`` (the kernel)."""
-    from ..emit import template_environment
+    from ..core.data import template_environment
 
     name = "hg_pre" if role == "pre" else "hg_post"
     cpu = role == "pre" and "cpu" in spec.reference

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..cuda import sanitizer
-from ..errors import BuildError, ConfigError
-from ..outcome import Outcome
+from ..core.errors import BuildError, ConfigError
+from ..core.outcome import Outcome
 from ..subjects import Subject
 from ..targets import Target, with_afl_configs
-from .build import build_kernel
+from .kernel_build import build_kernel
 from .spec import KERNEL, is_kernel_spec, resolve
-from .triage import KernelTriage
+from .kernel_triage import KernelTriage
 
 
 class KernelSubject(Subject):

@@ -28,8 +28,8 @@ import dataclasses
 import random
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ..errors import ConfigError
-from .program import SIZE_SYMBOLS, ArrayDecl, Block, Dim, GenProgram, extent
+from ..core.errors import ConfigError
+from .generated_program import SIZE_SYMBOLS, ArrayDecl, Block, Dim, GenProgram, extent
 
 CONSTANTS = ("0.5", "0.25", "1.5", "0.75", "2.0")
 CONDITION_THRESHOLDS = ("0.0", "0.25", "-0.5")

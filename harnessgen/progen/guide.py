@@ -21,7 +21,7 @@ import random
 from typing import Callable, Counter, Dict, List, Sequence
 
 from .generate import BLOCK_KINDS, generate
-from .program import GenProgram
+from .generated_program import GenProgram
 
 # the smoothing of P(T matches | kind): a kind never tried is an even chance for every T, and
 # the chance a kind gives a T it never matched falls fast as the kind is tried (a T no kind

@@ -28,12 +28,12 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..cuda.toolkit import uses_gpu
-from ..files import write_json
-from ..layout import InputLayout
-from ..versions import source_digest
+from ..core.files import write_json
+from ..inputs.layout import InputLayout
+from ..core.versions import source_digest
 from .affine import NotAffine
 
-from ..seeds import PROOF_PREFIX, _arrays
+from ..inputs.seeds import PROOF_PREFIX, _arrays
 from .proof import (DISPROVEN, IEEE, ISL_MAX_OPERATIONS, MAX_COUNTEREXAMPLES, PROVEN, REAL, REASON_KINDS, UNKNOWN,
                     Counterexample, Proof)
 

@@ -13,8 +13,8 @@ from typing import Dict
 
 import sympy
 
-from .. import expr as ex
-from ..errors import Unsupported
+from ..core import expr as ex
+from ..core.errors import Unsupported
 
 
 class NotAffine(Unsupported):

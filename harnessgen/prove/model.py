@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 import islpy as isl
 import sympy
 
-from ..layout import InputLayout
+from ..inputs.layout import InputLayout
 from .affine import NotAffine, bound_to_isl, to_isl
 
 SIZE_PREFIX = "p_"          # isl parameter names of the sizes

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 import islpy as isl
 
-from ..layout import InputLayout
+from ..inputs.layout import InputLayout
 from .proof import IEEE, MAX_COUNTEREXAMPLES, REAL, Z3_TIMEOUT_MS, Counterexample
 from .dataflow import Dataflow
 from .model import SIZE_PREFIX, Program, first_child

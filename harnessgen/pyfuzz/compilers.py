@@ -26,8 +26,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..errors import ConfigError
-from .program import FUNCTION, Program
+from ..core.errors import ConfigError
+from .program_record import FUNCTION, Program
 
 _serial = itertools.count()
 
@@ -310,7 +310,7 @@ class TvmCompiler(Compiler):
                 "tvm.driver", "tvm.ir.transform"]
 
     def warm_up(self) -> None:
-        from .program import Value
+        from .program_record import Value
 
         program = Program("tvm", [Value("a0", (2,), "float32")], [], ["a0"], 0)
         self.run(program, "default", {"a0": np.ones(2, np.float32)})
@@ -361,7 +361,7 @@ def apply_at_every_match(sdfg, xform) -> int:
     computes is what ``apply`` uses."""
     from dace.transformation.passes.pattern_matching import match_patterns
 
-    from ..cutout import can_apply
+    from ..cutout.extract import can_apply
 
     applied = 0
     for match in list(match_patterns(sdfg, [xform])):

@@ -23,7 +23,7 @@ from typing import Counter, Dict, List, Optional, Tuple
 from .choices import ByteChoices
 from .ops import BOOLS, BROADCASTING, CONSTANTS, INTS, POOLS, Op, limit, result_shape
 from .shapes import SHAPES, Aliases, Draft
-from .program import INPUT_BOUND, INT_INPUT_BOUND, Program, Stmt, Value
+from .program_record import INPUT_BOUND, INT_INPUT_BOUND, Program, Stmt, Value
 
 MODES = ("strict", "disruptive")
 VIOLATIONS = ("broadcast", "matmul", "axis")

@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from ..errors import ConfigError
-from ..procs import interpreter_environment
-from ..pythons import find_python
+from ..core.errors import ConfigError
+from ..core.procs import interpreter_environment
+from ..core.pythons import find_python
 
 ENVS = Path(".harnessgen") / "pyenvs"
 # (first torch release of a series, the newest Python its torch.compile runs on)

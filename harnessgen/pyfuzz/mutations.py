@@ -39,7 +39,7 @@ import numpy as np
 
 from .choices import ByteChoices
 from .ops import INTS
-from .program import Mutation, Program
+from .program_record import Mutation, Program
 
 ELEMENTWISE = ("unary", "binary", "scalar", "where")
 FAMILIES = ("loops", "closure", "guard", "recover", "break", "hoist")

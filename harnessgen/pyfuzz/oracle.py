@@ -42,11 +42,11 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..outcome import Outcome
-from ..runtime import Tolerance, compare
+from ..core.outcome import Outcome
+from ..core.runtime import Tolerance, compare
 from .compilers import Compiler
 from .mutations import guarded_value
-from .program import Program
+from .program_record import Program
 
 # float32 programs are compared at float32's precision: NumPy and the compiled code may
 # round differently in every operation

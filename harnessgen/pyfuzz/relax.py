@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict
 
-from .program import Program, Stmt
+from .program_record import Program, Stmt
 
 
 def _const(relax, value, dtype: str):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Dict, List, Tuple
 from .ops import BOOLS, INTS
 
 if TYPE_CHECKING:      # the types only: program.py renders through this module
-    from .program import Mutation, Program, Stmt, Value
+    from .program_record import Mutation, Program, Stmt, Value
 
 
 # ---------------------------------------------------------------- rendering

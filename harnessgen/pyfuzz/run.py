@@ -15,10 +15,10 @@ from typing import Dict, List, Optional
 
 from ..engines import FuzzJob, get_engine
 from ..engines.atheris import PyFuzzTarget
-from ..files import write_json
-from ..runtime import Tolerance
-from .replay import CompilerSpec
-from .triage import PyTriageOptions, triage_run
+from ..core.files import write_json
+from ..core.runtime import Tolerance
+from .judge_server import CompilerSpec
+from .findings import PyTriageOptions, triage_run
 
 
 @dataclasses.dataclass

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ..files import write_json
-from ..runtime import Tolerance
+from ..core.files import write_json
+from ..core.runtime import Tolerance
 from .choices import ByteChoices
 from .compilers import Compiler
 from .generator import Coverage, GenOptions, generate

@@ -18,7 +18,7 @@ import math
 from typing import Callable, Dict, List, Optional, Tuple
 
 from .ops import ALL, BOOLS, CONSTANTS, FLOATS, OPS_BY_NAME, Op
-from .program import Stmt, Value
+from .program_record import Stmt, Value
 
 MAX_RANK = 3
 

@@ -21,8 +21,8 @@ import types
 from pathlib import Path
 from typing import List, Sequence
 
-from ..files import write_atomic
-from ..runtime import Tolerance
+from ..core.files import write_atomic
+from ..core.runtime import Tolerance
 from .compilers import get_compiler
 from .generator import GenOptions, MODES
 from .mutations import FAMILIES

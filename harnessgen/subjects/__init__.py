@@ -21,8 +21,8 @@ import json
 from pathlib import Path
 from typing import Callable, ClassVar, Dict, List, Optional, Tuple
 
-from ..errors import ConfigError
-from ..params import ParamOptions
+from ..core.errors import ConfigError
+from ..plan.params import ParamOptions
 
 # kind -> "module:Class"; a --program value goes to the first kind (in this order) that claims it
 SUBJECTS: Dict[str, str] = {

@@ -10,37 +10,35 @@ pipeline that changed results, the bisection to its first and its fewest guilty 
 """
 from __future__ import annotations
 
-import abc
 import dataclasses
 import json
 import time
-import warnings
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, List, Optional
 
-from .. import params, passes
-from ..audit import (CUTOUT_MISSED, SKIPPED, WHOLE_PROGRAM_FINDING, AuditOptions, audit, classify, is_cheap,
-                     transformed_program)
-from ..bisect import BisectOptions, bisect
-from ..build import CXX, CXXFLAGS, build, cause_registry, compile_errors
-from ..codegen_causes import diagnostics, from_compiler_output
-from ..constraints import derive
-from ..cutout import PRE_NAME, CutoutPair, extract, extract_change, volume_at_probe, whole_program_pair
-from ..errors import BuildError, ConfigError, Unsupported
-from ..files import write_json
-from ..instances import (Instance, cpu_builtin_transformations, enumerate_instances, instance_id, load_transformation,
-                         match_settings, parse_settings, pattern_matches, rebuild_transformation)
-from ..layout import InputLayout, build_layout
+from ..checks.audit import AUDIT_MAX_SIZE, SKIPPED, WHOLE_PROGRAM_FINDING, AuditOptions, audit, classify, is_cheap
+from ..checks.pipeline_bisect import BISECT_MAX_SIZE, BisectOptions, bisect
+from ..checks.reference_check import CHECK_MAX_SIZE, CheckOptions, check_program
+from ..core.errors import BuildError, ConfigError, Unsupported
+from ..core.files import write_json
+from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
+from ..core.records import BLOCKED, InstanceResult
+from ..cutout.changes import Change, Passes, load_change
+from ..cutout.extract import PRE_NAME, CutoutPair, volume_at_probe
 from ..engines import RawCrash
-from ..outcome import STATIC_OUTCOMES, Outcome
-from ..records import BLOCKED, InstanceResult
-from ..seeds import screen_seeds
-from ..params import ParamOptions
+from ..harness.build import CXX, CXXFLAGS, cause_registry, compile_errors
+from ..harness.codegen_causes import diagnostics, from_compiler_output
+from ..harness.judge import JudgeOptions, constrain
+from ..harness.judge import prepare as prepare_pair
+from ..inputs.layout import InputLayout
+from ..inputs.seeds import screen_seeds
+from ..plan import params
+from ..plan.instances import Instance, cpu_builtin_transformations
+from ..plan.params import ParamOptions
 from ..prove import keep_proof, prove
-from ..reference_check import CheckOptions, check_program
-from ..reproducer import write_codegen_finding, write_static_finding
 from ..targets import resolve
-from ..triage import Triage, TriageOptions
+from ..triage.classify import Triage, TriageOptions
+from ..triage.reproducer import write_codegen_finding, write_static_finding
 from . import Subject
 
 # a static verdict of the cutout that the whole program does not show (it takes the change)
@@ -52,168 +50,9 @@ MAX_GROWTH_AFTER_AUDIT = 2
 ALL = "all"
 # verdicts that blame the transformation (a variant with one looks for simpler parameters)
 FINDING_VERDICTS = tuple(o.name for o in Outcome if o.is_finding)
-# what separates a variant's parameters from its match's description
-PARAMS_MARK = " | with "
 # verdicts of a pipeline's instance that the bisection looks for the guilty passes of
 BISECTED_VERDICTS = ("MISMATCH", "POST_CRASH", "POST_HANG", "OOB_WRITE", "RACE", "FAILED_TO_APPLY", "INVALID_SDFG",
                      "BUILD_FAILURE", CUTOUT_MISSED)
-
-
-class Change(abc.ABC):
-    """One kind of change DaCe makes to a program, loaded from one ``--transformation`` value."""
-
-    name: str
-    spec: str
-    simplified: bool           # which form of the program its instances lie in
-
-    @abc.abstractmethod
-    def instances(self, target, programs, sdfg_of: Callable, settings,
-                  param_options: ParamOptions = ParamOptions()) -> List[Instance]:
-        """Its instances in ``programs``; ``sdfg_of(program name, simplified)`` gives an SDFG;
-        ``param_options``: which parameter variants of each match."""
-
-    @abc.abstractmethod
-    def extract(self, program_sdfg, inst: Instance, past: int) -> CutoutPair:
-        """The instance's pre and post (``past``: how many smaller cutouts were judged already)."""
-
-    @abc.abstractmethod
-    def whole_program(self, program_sdfg, inst: Instance) -> CutoutPair:
-        """The whole program before and after the instance's change (the audit's pair)."""
-
-    def judged_whole(self, inst: Instance, past: int) -> bool:
-        """Whether the instance's cutout is the whole program already (no audit needed)."""
-        return False
-
-    def variants(self, sdfg, inst: Instance) -> Iterator[CutoutPair]:
-        """The instance's change made to all of another program (a reduced one), at every place
-        it applies there: whole-pre and whole-post, the pair's verdict saying where it fails."""
-        yield self.whole_program(sdfg, inst)
-
-
-class Patterns(Change):
-    """A pattern transformation: every match, cut out by DaCe's ``SDFGCutout``."""
-
-    def __init__(self, spec: str, simplified: bool):
-        self.spec, self.simplified = spec, simplified
-        self.cls = load_transformation(spec)
-        self.name = self.cls.__name__
-
-    def instances(self, target, programs, sdfg_of, settings,
-                  param_options: ParamOptions = ParamOptions()) -> List[Instance]:
-        pinned = parse_settings(settings, self.cls) if settings else None
-        found = enumerate_instances(target, programs, self.cls, self.spec,
-                                    {p.name: sdfg_of(p.name, self.simplified) for p in programs}, pinned)
-        if not self.simplified:     # the same match in another SDFG is another instance
-            found = [dataclasses.replace(i, simplified=False, id=instance_id(f"{i.program}(unsimplified)",
-                                                                             self.name, i.match)) for i in found]
-        if param_options.mode == "default":
-            return found
-        return [variant for inst in found
-                for variant in self.param_variants(sdfg_of(inst.program, self.simplified), inst, sorted(pinned or {}),
-                                                   param_options)]
-
-    def param_space(self, sdfg, inst: Instance, pinned=(), max_size: int = 16) -> params.Space:
-        """The parameter space of the instance's match (``params.space``)."""
-        return params.space(self.cls, rebuild_transformation(self.cls, _defaults_match(inst), sdfg), sdfg, pinned,
-                            max_size)
-
-    def param_variants(self, sdfg, inst: Instance, pinned, options: ParamOptions) -> List[Instance]:
-        """The instance once per parameter variant ``--params`` asks for, the defaults first; a
-        variant's id is the match's plus a short hash of its parameters."""
-        space = self.param_space(sdfg, inst, pinned, options.max_size)
-        found = []
-        for values in params.variants(space, options.mode, options.seed, inst.id):
-            try:
-                found.append(self.with_params(inst, values))
-            except ValueError as exc:    # a value of the wrong type for its property: the domain's defect
-                warnings.warn(f"{inst.id}: parameter variant left out: {exc}")
-        return found
-
-    def with_params(self, inst: Instance, values: Dict) -> Instance:
-        """The instance's match with the given parameters (those of ``inst`` replaced)."""
-        base_id, base = inst.match_id, _defaults_match(inst)
-        if not values:
-            return dataclasses.replace(inst, id=base_id, match=base, params={}, base="",
-                                       description=inst.description.split(PARAMS_MARK)[0])
-        return dataclasses.replace(inst, id=base_id + params.variant_suffix(values), params=dict(values),
-                                   base=base_id, match=params.variant_match(self.cls, base, values),
-                                   description=f"{inst.description.split(PARAMS_MARK)[0]}{PARAMS_MARK}"
-                                               f"{params.describe(values)}")
-
-    def extract(self, program_sdfg, inst, past):
-        return extract(program_sdfg, inst, self.cls, past=past)
-
-    def whole_program(self, program_sdfg, inst):
-        return transformed_program(program_sdfg, inst, self.cls)
-
-    def variants(self, sdfg, inst):
-        settings = match_settings(inst.match)
-        for xform in list(pattern_matches(sdfg, self.cls, None)):
-            match = {**json.loads(json.dumps(xform.to_json())), **settings}
-            try:
-                yield self.whole_program(sdfg, dataclasses.replace(inst, match=match))
-            except Unsupported:      # it does not match in a copy: no variant there
-                continue
-
-
-class Passes(Change):
-    """A pass or pipeline: one instance per SDFG of a program it changed (the top level and each
-    nested SDFG), on the program as the frontend wrote it (simplify has been applied to every
-    simplified program already: it would leave nothing to do)."""
-
-    simplified = False
-
-    def __init__(self, pspec: "passes.PassSpec"):
-        self.pspec, self.spec, self.name = pspec, pspec.spec, pspec.name
-
-    def apply(self, sdfg) -> None:
-        passes.run_pass(self.pspec, sdfg)
-
-    def instances(self, target, programs, sdfg_of, settings,
-                  param_options: ParamOptions = ParamOptions()) -> List[Instance]:
-        if settings:
-            raise ConfigError(f"--set: {self.name} is a pass; --set gives properties of a pattern transformation")
-        found = []
-        for program in programs:
-            pre = sdfg_of(program.name, False)
-            try:
-                changed = passes.changed_paths(pre, passes.applied_copy(self.pspec, pre))
-            except Exception as exc:  # noqa: BLE001 -- judged as the whole program: FAILED_TO_APPLY
-                changed, failure = [""], f" (it raises: {type(exc).__name__})"
-            else:
-                failure = ""
-            for path in changed:
-                match = {"pass": self.name, "sdfg": path}
-                where = (f"nested SDFG {path}" if path else "the top-level SDFG") + failure
-                found.append(Instance(id=instance_id(program.name, self.name, match), target=target.name,
-                                      program=program.name, transformation=self.name, transformation_spec=self.spec,
-                                      match=match, description=f"{self.name} changes {where}", simplified=False))
-        found.sort(key=lambda inst: (inst.program, inst.id))
-        return found
-
-    def extract(self, program_sdfg, inst, past):
-        return extract_change(program_sdfg, inst, self.apply, past=past)
-
-    def whole_program(self, program_sdfg, inst):
-        pair = whole_program_pair(program_sdfg, f"{inst.id}-whole", transform=self.apply)
-        pair.instance = dataclasses.replace(inst, id=f"{inst.id}-whole")
-        pair.translated_match = dict(inst.match)
-        return pair
-
-    def judged_whole(self, inst, past) -> bool:
-        return past > 0 or not inst.match.get("sdfg")
-
-
-def _defaults_match(inst: Instance) -> Dict:
-    """The instance's match with the properties its variant sets back at their defaults."""
-    return {k: v for k, v in inst.match.items() if k not in inst.params}
-
-
-def load_change(spec: str, simplified: bool = True) -> Change:
-    """The change a ``--transformation`` value names: a pass (``simplify``, a pass class by name,
-    ``module:Class`` of a ``Pass``) or a pattern transformation."""
-    pspec = passes.find_pass(spec)
-    return Passes(pspec) if pspec is not None else Patterns(spec, simplified)
 
 
 class SdfgSubject(Subject):
@@ -284,8 +123,9 @@ class SdfgSubject(Subject):
         checks = []
         for program in self.target.select(self.program):
             check = check_program(self.target.name, program, CheckOptions(
-                work_dir=options.work_dir, crashes_root=options.crashes_root, tolerance=options.tolerance,
-                constraints=options.constraints or self.target.constraints_file, seed=options.seed))
+                crashes_root=options.crashes_root, judge=JudgeOptions(
+                    work_dir=options.work_dir, tolerance=options.tolerance, seed=options.seed,
+                    constraints=options.constraints or self.target.constraints_file, max_size=CHECK_MAX_SIZE)))
             if check is not None:
                 checks.append(check.to_json())
         return checks
@@ -301,16 +141,14 @@ class SdfgSubject(Subject):
         result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
         if not pair.ok:
             return _static_finding(options, pair, pair.verdict, pair.error, result, started)
-        constraints = derive(pair, max_size=options.max_size, user_file=options.constraints,
-                             float_bound=options.float_bound, allow_nonfinite=options.nonfinite,
-                             strict_names=len(self.target.programs) == 1)
-        layout = build_layout(pair, constraints)
+        judging = JudgeOptions.of(options, strict_names=len(self.target.programs) == 1)
+        constraints, layout = constrain(pair, judging)
         # a pair proven equal bit for bit is not fuzzed: its build needs no instrumented harness
         proof = prove(pair.pre, pair.post, layout) if options.prove != "off" else None
         fuzzed = options.engine == "afl" and not (proof is not None and proof.settles)
         try:
-            harness = build(pair, layout, options.work_dir, options.tolerance, afl=fuzzed,
-                            cmplog=fuzzed and (options.cmplog or options.afl_jobs > 1))
+            harness = prepare_pair(pair, dataclasses.replace(judging, afl=fuzzed, cmplog=options.cmplog or
+                                                             options.afl_jobs > 1), (constraints, layout)).harness
         except BuildError as exc:
             if exc.side != "hg_post":
                 if _blocked(exc, pair, options, result):
@@ -410,8 +248,8 @@ class SdfgSubject(Subject):
         if not (isinstance(change, Passes) and change.pspec.is_pipeline and result.verdict in BISECTED_VERDICTS):
             return
         record = bisect(self.program_of(inst), change.pspec, BisectOptions(
-            work_dir=options.work_dir, tolerance=options.tolerance, constraints=options.constraints,
-            time_s=options.audit_time_s * 5, seed=options.seed, **_instance_inputs(options, inst, result)))
+            judge=JudgeOptions.of(options, max_size=BISECT_MAX_SIZE), time_s=options.audit_time_s * 5,
+            **_instance_inputs(options, inst, result)))
         result.bisect = record.to_json()
         for finding in result.findings:
             _record_in_finding(Path(finding["path"]), "bisect", record.to_json())
@@ -426,8 +264,8 @@ class SdfgSubject(Subject):
                        after_at_20=volume_at_probe(pair.input_volume_after),
                        inputs=pair.input_config, outputs=pair.output_config, status=pair.verdict.name)
             if prove_max_size is not None and pair.ok:
-                layout = build_layout(pair, derive(pair, max_size=prove_max_size,
-                                                   strict_names=len(self.target.programs) == 1))
+                _, layout = constrain(pair, JudgeOptions(max_size=prove_max_size,
+                                                         strict_names=len(self.target.programs) == 1))
                 proof = prove(pair.pre, pair.post, layout)
                 row["proof"] = {**proof.to_json(), "summary": proof.summary()}
         except Unsupported as exc:
@@ -454,9 +292,8 @@ class SdfgSubject(Subject):
                             "the whole program is too large to run by default (--audit runs it)"}
             return
         record = audit(lambda: change.whole_program(sdfg, inst), AuditOptions(
-            keep_root=options.keep_dir(inst) / "audit", work_dir=options.work_dir, tolerance=options.tolerance,
-            time_s=options.audit_time_s, seed=options.seed, constraints=options.constraints,
-            command_line=options.command_line, race_threads=options.check_threads if options.race_check else 0,
+            keep_root=options.keep_dir(inst) / "audit", judge=JudgeOptions.of(options, max_size=AUDIT_MAX_SIZE),
+            time_s=options.audit_time_s, command_line=options.command_line, race_threads=options.check_threads if options.race_check else 0,
             race_repeat=options.race_repeat * 5,
             shrink_seconds=30.0 if result.verdict == Outcome.PASS.name else 0.0,
             **_instance_inputs(options, inst, result)))

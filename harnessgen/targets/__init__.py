@@ -4,7 +4,7 @@ A target spec on the command line is one of
   ``kernels`` / ``kernels:gemm``   a built-in target (all programs / one program)
   ``path/to/prog.sdfg``            a saved SDFG
   ``path/to/file.py:function``     a ``@dace.program`` in a Python file
-  ``generated:17`` / ``generated``  a random program / a stream of them (targets/generated.py)
+  ``generated:17`` / ``generated``  a random program / a stream of them (progen/target.py)
 
 Built-in targets live in this package, one module each, registered below by
 name; a module is imported only when its target is asked for.
@@ -15,17 +15,18 @@ import importlib
 from pathlib import Path
 from typing import Dict, Optional
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .base import GPU_TRANSFORMATIONS, Program, Target, with_afl_configs
 
 __all__ = ["BUILTIN_TARGETS", "GPU_TRANSFORMATIONS", "Program", "Target", "resolve", "with_afl_configs"]
 
 
-# name -> module (relative to this package) defining ``make_target()``
+# name -> module (relative to this package, or absolute) defining ``make_target()``; a registry
+# read by name: the generated target lives with its generator (progen), above the programs
 BUILTIN_TARGETS: Dict[str, str] = {
     "kernels": ".kernels",
     "cloudsc": ".cloudsc",
-    "generated": ".generated",
+    "generated": "harnessgen.progen.target",
 }
 
 

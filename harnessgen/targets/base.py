@@ -6,8 +6,8 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from ..data import AFL_CONFIGS
-from ..errors import ConfigError
+from ..core.data import AFL_CONFIGS
+from ..core.errors import ConfigError
 
 # what --transformation gpu means for the built-in targets
 GPU_TRANSFORMATIONS = ["GPUTransformMap", "GPUTransformSDFG", "harnessgen.targets.cloudsc_xforms:GPUOffloadMap"]

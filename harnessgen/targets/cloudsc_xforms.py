@@ -39,7 +39,7 @@ from dace.sdfg.state import ControlFlowRegion
 from dace.transformation import transformation as xf
 from dace.transformation.interstate.loop_detection import DetectLoop
 
-from ..sdfg_edit import copy_loop_body
+from ..core.sdfg_edit import copy_loop_body
 
 
 # ---------------------------------------------------------------- offload

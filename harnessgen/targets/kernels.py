@@ -257,7 +257,7 @@ DESCRIPTIONS = {
 
 
 def make_target() -> Target:
-    from ..reference import Reference
+    from .reference import Reference
 
     from .loaders import content_identity, program_key
 

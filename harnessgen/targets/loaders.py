@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .base import Program, Target, with_afl_configs
 
 
@@ -21,10 +21,6 @@ def prepare_sdfg(sdfg, simplify: bool = True):
     and DaCe's matchers read it (LoopToMap matched 7 loops of a freshly parsed CLOUDSC and 11
     of the same SDFG read back from its cache file): this way a parse and a cache hit enumerate
     the same instances."""
-    import json
-
-    import dace
-
     sdfg.expand_library_nodes()
     if simplify:
         sdfg.simplify()
@@ -60,7 +56,7 @@ def cached_program(label: str, source: bytes, parse, simplify: bool = True, fron
     what two separate parses would give, at half the parsing time)."""
     import dace
 
-    from .. import envs
+    from ..core import envs
 
     key = program_key(source)
     folder = Path(envs.get("HARNESSGEN_PROGRAM_CACHE"))
@@ -191,7 +187,7 @@ def load_python_program(path: Path, function: str) -> Target:
             raise ConfigError(f"--program: {path.name}:{function} did not produce an SDFG")
         return prepare_sdfg(sdfg, simplify)
 
-    from ..reference import python_reference
+    from .reference import python_reference
 
     program = Program(function, build, f"{path.name}:{function}", build_unsimplified=lambda: build(simplify=False),
                       reference=python_reference(prog), identity=content_identity(path.read_bytes(), function.encode()))

@@ -58,7 +58,7 @@ from dace.transformation.interstate.loop_detection import DetectLoop
 from dace.transformation.passes.fusion_inline import FuseStates
 from dace.transformation.passes.simplify import SIMPLIFY_PASSES, SimplifyPass
 
-from ..sdfg_edit import copy_loop_body
+from ..core.sdfg_edit import copy_loop_body
 from ..targets.cloudsc_xforms import GPUOffloadMap, UnrollByTwo
 
 TILE = 4

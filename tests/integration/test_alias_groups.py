@@ -3,7 +3,7 @@ of them written. Disjoint views and views that are only read stay apart (cutting
 changes nothing the program computes)."""
 import dace
 
-from harnessgen.aliasing import alias_groups
+from harnessgen.cutout.aliasing import alias_groups
 from harnessgen.targets.loaders import load_python_program
 from tests.conftest import PROGRAMS
 
@@ -39,8 +39,8 @@ def test_only_the_containers_a_cutout_uses_count():
 
 
 def extract_all(name: str, transformation: str):
-    from harnessgen.cutout import extract
-    from harnessgen.instances import enumerate_instances, load_transformation
+    from harnessgen.cutout.extract import extract
+    from harnessgen.plan.instances import enumerate_instances, load_transformation
 
     target = load_python_program(PROGRAMS / "aliased_rows.py", name)
     program = target.programs[name]

@@ -3,7 +3,9 @@
 StateFusionExtended computes there the ordering edges between the fused states; applied
 without it, the whole program lost the edge between COLMAX's initialisation and its
 max-reduction, and the audit reported a CUTOUT_MISSED that was its own."""
-from harnessgen.audit import AGREES, AuditOptions, audit, transformed_program
+from harnessgen.checks.audit import AGREES, AUDIT_MAX_SIZE, AuditOptions, audit
+from harnessgen.cutout.extract import transformed_program
+from harnessgen.harness.judge import JudgeOptions
 from tests.conftest import instances_of, program_sdfg
 
 
@@ -20,6 +22,7 @@ def test_the_whole_program_keeps_what_can_be_applied_computed(tmp_path, build_ca
         assert pair.ok, pair.error
         fused = [s for s in pair.post.states() if ordering_edges(s)]
         assert fused, f"{inst.id}: the fused state has no ordering edge"
-        record = audit(lambda: transformed_program(sdfg, inst, cls), AuditOptions(keep_root=tmp_path / inst.id, work_dir=build_cache,
-                                                     inputs=6, time_s=30))
+        record = audit(lambda: transformed_program(sdfg, inst, cls), AuditOptions(
+            keep_root=tmp_path / inst.id, judge=JudgeOptions(work_dir=build_cache, max_size=AUDIT_MAX_SIZE), inputs=6,
+            time_s=30))
         assert record.verdict == AGREES, record

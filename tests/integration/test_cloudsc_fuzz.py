@@ -16,9 +16,9 @@ def cloudsc():
 
 
 def test_shipped_constraints_order_the_window_and_keep_values_physical():
-    from harnessgen.constraints import derive
-    from harnessgen.cutout import whole_program_pair
-    from harnessgen.layout import build_layout
+    from harnessgen.inputs.constraints import derive
+    from harnessgen.cutout.extract import whole_program_pair
+    from harnessgen.inputs.layout import build_layout
 
     target, sdfg = cloudsc()
     pair = whole_program_pair(sdfg)
@@ -38,7 +38,7 @@ def test_shipped_constraints_order_the_window_and_keep_values_physical():
 
 
 def test_offloading_a_cloudsc_map_stays_silent_and_no_input_is_invalid(tmp_path):
-    from harnessgen.instances import enumerate_instances, load_transformation
+    from harnessgen.plan.instances import enumerate_instances, load_transformation
 
     spec = "harnessgen.targets.cloudsc_xforms:OffloadMap"
     target, sdfg = cloudsc()

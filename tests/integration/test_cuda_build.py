@@ -12,8 +12,8 @@ import pytest
 
 from harnessgen.cuda import toolkit
 from harnessgen.gpukernels import spec as kernels
-from harnessgen.gpukernels.build import build_kernel
-from harnessgen.replay import execute
+from harnessgen.gpukernels.kernel_build import build_kernel
+from harnessgen.harness.replay import execute
 from tests.conftest import REPO, run_cli, summary_of
 from tests.integration.test_decoder_agreement import check_agreement, random_inputs
 
@@ -94,8 +94,8 @@ def test_gpu_transformations_build_on_a_kernel_and_end_built_without_a_gpu(tmp_p
 
 
 def test_a_gpu_cutout_reproducer_builds_post_with_nvcc(tmp_path, build_cache):
-    from harnessgen.build import CXX, CXXFLAGS, build
-    from harnessgen.reproducer import write_finding
+    from harnessgen.harness.build import CXX, CXXFLAGS, build
+    from harnessgen.triage.reproducer import write_finding
     from tests.conftest import layout_of, make_pair
 
     pair = make_pair("column_window", "harnessgen.targets.cloudsc_xforms:GPUOffloadMap")
@@ -118,7 +118,7 @@ def test_a_gpu_cutout_reproducer_builds_post_with_nvcc(tmp_path, build_cache):
 
 
 def test_a_kernel_reproducer_is_generated_and_needs_a_gpu_to_judge(tmp_path, kernel_builds):
-    from harnessgen.gpukernels.reproducer import launch_geometry, write_kernel_finding
+    from harnessgen.gpukernels.kernel_reproducer import launch_geometry, write_kernel_finding
 
     build = kernel_builds["transpose_racy"]
     decoded = _decoded(build, {"ROWS": 40, "COLS": 33, "BLOCK_ROWS": 8}, 4)
@@ -158,7 +158,7 @@ def test_a_symbolic_loop_nest_is_cut_out_whole_where_dace_cannot_make_alibi_node
     raise, which ended the instance UNSUPPORTED. The cutout now takes whole containers, and
     GPUTransformSDFG itself is judged: it makes an invalid SDFG (a container written through
     an input connector), the DaCe failure it also shows on CLOUDSC."""
-    from harnessgen.outcome import Outcome
+    from harnessgen.core.outcome import Outcome
     from tests.conftest import make_pair
 
     pair = make_pair("clip_small", "GPUTransformSDFG", pick=lambda inst: inst.match.get("cfg_id") == 1)
@@ -220,7 +220,7 @@ def test_the_kernel_reproducer_marshals_launches_and_judges_them(tmp_path, kerne
     """repro.py against a stand-in pycuda (a NumPy transpose behind its driver API): the right
     arguments and geometry reach the launch, outputs come back and are compared with the
     reference, and a kernel wrong in some launches exits 1."""
-    from harnessgen.gpukernels.reproducer import launch_geometry, write_kernel_finding
+    from harnessgen.gpukernels.kernel_reproducer import launch_geometry, write_kernel_finding
 
     for name, text in FAKE_PYCUDA.items():
         (tmp_path / "fake" / name).parent.mkdir(parents=True, exist_ok=True)
@@ -247,8 +247,8 @@ def test_the_kernel_reproducer_judges_by_the_harness_rule(tmp_path, kernel_build
     import itertools
     import runpy
 
-    from harnessgen.gpukernels.reproducer import launch_geometry, write_kernel_finding
-    from harnessgen.runtime import Tolerance, differing
+    from harnessgen.gpukernels.kernel_reproducer import launch_geometry, write_kernel_finding
+    from harnessgen.core.runtime import Tolerance, differing
     from tests.integration.test_oracle_agreement import POOL
 
     build = kernel_builds["transpose_tiled"]

@@ -4,7 +4,7 @@ interstate edges), the cutout grows until the match holds, up to the whole progr
 of leaving the instance UNSUPPORTED."""
 import pytest
 
-from harnessgen.cutout import extract
+from harnessgen.cutout.extract import extract
 from tests.conftest import PROGRAMS, instances_of, program_sdfg, run_cli, summary_of
 
 # each was UNSUPPORTED ("does not match inside its own cutout") before the cutout could grow

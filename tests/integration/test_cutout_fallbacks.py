@@ -3,7 +3,7 @@ verdict the cutout alone shows. Both grow to a larger cutout and are judged ther
 from pathlib import Path
 
 from harnessgen import subjects
-from harnessgen.params import ParamOptions
+from harnessgen.plan.params import ParamOptions
 from tests.conftest import PROGRAMS, run_cli, summary_of
 
 

@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from harnessgen.cutout import _lost_control_flow, _make_cutout, extract
-from harnessgen.instances import enumerate_instances, load_transformation, rebuild_transformation
+from harnessgen.cutout.extract import _lost_control_flow, _make_cutout, extract
+from harnessgen.plan.instances import enumerate_instances, load_transformation, rebuild_transformation
 from harnessgen.targets.loaders import load_python_program
 from tests.conftest import PROGRAMS, run_cli, summary_of
 
@@ -50,7 +50,7 @@ def test_a_changed_interface_is_judged_where_it_is_the_programs():
     change is internal (the instance is judged, not INVALID_SDFG) or until it is the whole
     program, where only the program's own containers count."""
     from harnessgen import subjects
-    from harnessgen.cutout import INTERFACE_CHANGED
+    from harnessgen.cutout.extract import INTERFACE_CHANGED
 
     subject = subjects.load("kernels:sigmoid")
     change = subject.change("Vectorization")

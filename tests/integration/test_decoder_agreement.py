@@ -5,10 +5,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from harnessgen.build import build
-from harnessgen.constraints import derive
-from harnessgen.cutout import whole_program_pair
-from harnessgen.layout import build_layout
+from harnessgen.harness.build import build
+from harnessgen.inputs.constraints import derive
+from harnessgen.cutout.extract import whole_program_pair
+from harnessgen.inputs.layout import build_layout
 from tests.conftest import PROGRAMS, layout_of, make_pair
 
 
@@ -111,8 +111,8 @@ def test_derived_constraints_agree(build_cache, program, spec):
 def test_joined_alias_groups_agree(build_cache, program):
     """A cutout whose aliased views are joined into one container (a constant length, then a
     symbolic one): one allocation and one contents in both decoders."""
-    from harnessgen.cutout import extract
-    from harnessgen.instances import enumerate_instances, load_transformation
+    from harnessgen.cutout.extract import extract
+    from harnessgen.plan.instances import enumerate_instances, load_transformation
     from harnessgen.targets.loaders import load_python_program
 
     target = load_python_program(PROGRAMS / "aliased_rows.py", program)

@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from harnessgen.errors import ConfigError
-from harnessgen.reference_check import AGREES, DIFFERS, CheckOptions, check_program
+from harnessgen.core.errors import ConfigError
+from harnessgen.checks.reference_check import AGREES, CHECK_MAX_SIZE, DIFFERS, CheckOptions, check_program
+from harnessgen.harness.judge import JudgeOptions
 from harnessgen.targets import resolve
-from harnessgen.targets.generated import generated_dir, stream_coverage
+from harnessgen.progen.target import generated_dir, stream_coverage
 from tests.conftest import BUILD_CACHE
 
 # not chosen: the first seeds past those the unit tests print
@@ -19,7 +20,7 @@ SEEDS = [str(s) for s in range(100, 106)]
 
 def test_generated_programs_compile_and_agree_with_their_reference_or_the_difference_replays(tmp_path):
     target, _ = resolve("generated")
-    options = CheckOptions(work_dir=BUILD_CACHE, crashes_root=tmp_path)
+    options = CheckOptions(crashes_root=tmp_path, judge=JudgeOptions(work_dir=BUILD_CACHE, max_size=CHECK_MAX_SIZE))
     for seed in SEEDS:
         check = check_program("generated", target.programs[seed], options)
         assert json.loads(json.dumps(check.to_json()))["program"] == seed   # what a run's state stores

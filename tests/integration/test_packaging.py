@@ -32,7 +32,7 @@ def test_a_non_editable_install_runs_one_instance_outside_the_checkout(tmp_path,
     # files are not read from a directory a .pth line adds)
     (site / "zz-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     python = str(venv / "bin" / "python")
-    where = subprocess.run([python, "-c", "import harnessgen.data as d; from harnessgen.targets import resolve; "
+    where = subprocess.run([python, "-c", "import harnessgen.core.data as d; from harnessgen.targets import resolve; "
                                           "print(d.__file__, d.TEMPLATES, d.AFL_CONFIGS); "
                                           "print(resolve('kernels')[0].constraints_file); "
                                           "from harnessgen.gpukernels.spec import resolve as kernels; "
@@ -41,7 +41,7 @@ def test_a_non_editable_install_runs_one_instance_outside_the_checkout(tmp_path,
     assert where.returncode == 0, where.stderr
     assert all(line.startswith(str(site)) for line in where.stdout.split()), where.stdout
     run = tmp_path / "run"
-    proc = subprocess.run([python, "-m", "harnessgen.cli", "fuzz", "--program", "kernels:elementwise_chain",
+    proc = subprocess.run([python, "-m", "harnessgen", "fuzz", "--program", "kernels:elementwise_chain",
                            "--transformation", "MapFusion", "--instance", INSTANCE, "--time", "2", "--no-audit",
                            "--out", str(run / "out"), "--work-dir", str(build_cache), "--corpus-dir",
                            str(run / "corpus"), "--crashes-dir", str(run / "crashes"), "--no-progress"],

@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harnessgen import passes
-from harnessgen.reference import Reference
-from harnessgen.reference_check import DIFFERS, CheckOptions, check_program
-from harnessgen.subjects.sdfg import load_change
+from harnessgen.plan import passes
+from harnessgen.targets.reference import Reference
+from harnessgen.checks.reference_check import CHECK_MAX_SIZE, DIFFERS, CheckOptions, check_program
+from harnessgen.harness.judge import JudgeOptions
+from harnessgen.cutout.changes import load_change
 from harnessgen.targets.kernels import REFERENCES
 from tests.conftest import kernels, run_cli, summary_of
 
@@ -84,7 +85,7 @@ def test_a_nested_sdfg_is_judged_in_a_cutout_smaller_than_the_program():
 
 def test_the_reference_check_blames_the_pipeline_whose_form_differs(tmp_path, build_cache):
     program = kernels().programs["softmax"]
-    options = CheckOptions(work_dir=build_cache, crashes_root=tmp_path / "crashes", inputs=6)
+    options = CheckOptions(crashes_root=tmp_path / "crashes", inputs=6, judge=JudgeOptions(work_dir=build_cache, max_size=CHECK_MAX_SIZE))
 
     def zero_rows(X, Y):
         Y[:] = 0.0
@@ -108,7 +109,7 @@ def test_a_program_form_that_does_not_build_is_a_finding_against_its_pipeline(tm
     import dace
     from dace import nodes
 
-    from harnessgen.reference_check import BUILD_FAILURE
+    from harnessgen.checks.reference_check import BUILD_FAILURE
 
     program = kernels().programs["sigmoid"]
 
@@ -119,7 +120,7 @@ def test_a_program_form_that_does_not_build_is_a_finding_against_its_pipeline(tm
         return sdfg
 
     broken = dataclasses.replace(program, build_unsimplified=not_cxx)
-    options = CheckOptions(work_dir=build_cache, crashes_root=tmp_path / "crashes", inputs=4)
+    options = CheckOptions(crashes_root=tmp_path / "crashes", inputs=4, judge=JudgeOptions(work_dir=build_cache, max_size=CHECK_MAX_SIZE))
     check = check_program("kernels", broken, options)
     assert [f.verdict for f in check.forms] == [BUILD_FAILURE, "AGREES"], check
     assert check.blame == "the frontend" and "error:" in check.forms[0].reason

@@ -1,7 +1,7 @@
 """Built-in programs are parsed once and always read back from their cache file: DaCe's
 frontend is not deterministic, and instance ids hash the match, so a run that parses and a run
 that reads the cache must enumerate the same instances."""
-from harnessgen.instances import enumerate_instances, load_transformation
+from harnessgen.plan.instances import enumerate_instances, load_transformation
 from harnessgen.targets import resolve
 
 

@@ -4,7 +4,7 @@ import dace
 import pytest
 
 from harnessgen import subjects
-from harnessgen.params import ParamOptions
+from harnessgen.plan.params import ParamOptions
 
 N = dace.symbol("N")
 

@@ -5,7 +5,9 @@ import dataclasses
 
 import pytest
 
-from harnessgen.reference_check import AGAINST_FRONTEND, AGREES, DIFFERS, CheckOptions, check_program
+from harnessgen.checks.reference_check import (AGAINST_FRONTEND, AGREES, CHECK_MAX_SIZE, DIFFERS, CheckOptions,
+                                               check_program)
+from harnessgen.harness.judge import JudgeOptions
 from harnessgen.targets.loaders import load_python_program
 from tests.conftest import PROGRAMS
 
@@ -13,7 +15,7 @@ from tests.conftest import PROGRAMS
 def _check(tmp_path, name: str, build_cache, program=None):
     target = load_python_program(PROGRAMS / f"{name}.py", name)
     program = program or target.programs[name]
-    return check_program(name, program, CheckOptions(work_dir=build_cache, crashes_root=tmp_path / "crashes"))
+    return check_program(name, program, CheckOptions(crashes_root=tmp_path / "crashes", judge=JudgeOptions(work_dir=build_cache, max_size=CHECK_MAX_SIZE)))
 
 
 def test_a_dialect_program_gets_its_reference(tmp_path, build_cache):

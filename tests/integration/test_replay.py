@@ -4,13 +4,13 @@ import subprocess
 
 import numpy as np
 
-from harnessgen import seeds
-from harnessgen.build import build
-from harnessgen.constraints import derive
-from harnessgen.cutout import whole_program_pair
-from harnessgen.runtime import Tolerance
-from harnessgen.outcome import Outcome
-from harnessgen.replay import replay
+from harnessgen.inputs import seeds
+from harnessgen.harness.build import build
+from harnessgen.inputs.constraints import derive
+from harnessgen.cutout.extract import whole_program_pair
+from harnessgen.core.runtime import Tolerance
+from harnessgen.core.outcome import Outcome
+from harnessgen.harness.replay import replay
 from harnessgen.targets.loaders import load_python_program
 from tests.conftest import PROGRAMS, layout_of, make_pair, scatter_missing_constraint
 
@@ -103,7 +103,7 @@ def test_what_a_library_prints_is_never_taken_for_the_workers_answer(build_cache
     still answers: the parent reads past them; one that says nothing else dies as REPLAY_ERROR."""
     import sys
 
-    from harnessgen.replay import ReplayWorker
+    from harnessgen.harness.replay import ReplayWorker
 
     answer = '{"stage": "result", "outcome": "PASS", "satisfiable": true, "container": null, "detail": {}, ' \
              '"symbols": {}, "message": ""}'

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from harnessgen.campaign import Budget, CampaignConfig, plan
 from harnessgen.campaign.planning import DeferredPlanner, PlanProgress
-from harnessgen.records import FuzzOptions
+from harnessgen.core.records import FuzzOptions
 
 
 class Recorder(PlanProgress):

@@ -5,12 +5,12 @@ import os
 import numpy as np
 import pytest
 
-from harnessgen.build import build
-from harnessgen.constraints import derive
-from harnessgen.layout import build_layout
-from harnessgen.outcome import Outcome
-from harnessgen.replay import ReplayWorker
-from harnessgen.tsan import run_tsan
+from harnessgen.harness.build import build
+from harnessgen.inputs.constraints import derive
+from harnessgen.inputs.layout import build_layout
+from harnessgen.core.outcome import Outcome
+from harnessgen.harness.replay import ReplayWorker
+from harnessgen.triage.tsan import run_tsan
 from tests.conftest import REPO, layout_of, make_pair
 
 CONSTRAINTS = REPO / "afl_configs" / "kernels.constraints.json"

@@ -5,12 +5,12 @@ import sys
 
 import numpy as np
 
-from harnessgen import seeds
-from harnessgen.build import build
+from harnessgen.inputs import seeds
+from harnessgen.harness.build import build
 from harnessgen.engines import RawCrash
-from harnessgen.outcome import Outcome
+from harnessgen.core.outcome import Outcome
 from harnessgen.subjects import triage_build
-from harnessgen.triage import TriageOptions
+from harnessgen.triage.classify import TriageOptions
 from tests.conftest import PROGRAMS, layout_of, make_pair, scatter_missing_constraint
 
 BROKEN = str(PROGRAMS / "broken_xforms.py")
@@ -75,7 +75,7 @@ def test_triage_of_an_afl_sync_directory_collects_every_instances_crashes(build_
     in it, takes every one of them."""
     from harnessgen.engines import FuzzJob
     from harnessgen.engines.afl import instance_names
-    from harnessgen.retriage import triage_directory
+    from harnessgen.campaign.retriage import triage_directory
 
     pair = make_pair("sigmoid", f"{BROKEN}:NullWrite")
     layout = layout_of(pair)

@@ -3,10 +3,10 @@ the value the fuzzer chooses is the value the cutout computes with."""
 import numpy as np
 import pytest
 
-from harnessgen.build import build
-from harnessgen.cutout import SYMBOL_INPUT_PREFIX, extract
-from harnessgen.instances import enumerate_instances, load_transformation
-from harnessgen.replay import execute
+from harnessgen.harness.build import build
+from harnessgen.cutout.extract import SYMBOL_INPUT_PREFIX, extract
+from harnessgen.plan.instances import enumerate_instances, load_transformation
+from harnessgen.harness.replay import execute
 from harnessgen.targets.loaders import load_python_program
 from tests.conftest import PROGRAMS, layout_of
 
@@ -54,7 +54,7 @@ def test_the_decoded_value_is_the_value_the_cutout_computes_with(gated_pair, bui
 def test_an_interstate_edge_reading_a_scalar_input_reads_its_value(build_cache):
     """The harness passes scalars as 1-element arrays; a condition that read the scalar by
     name must read element 0, not compare the pointer (pre and post both failed to build)."""
-    from harnessgen.cutout import whole_program_pair
+    from harnessgen.cutout.extract import whole_program_pair
 
     sdfg = load_python_program(PROGRAMS / "gated.py", "branch_on_scalar").programs["branch_on_scalar"].build()
     assert any("s" in e.data.condition.as_string for e in sdfg.all_interstate_edges())

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessgen.cutout import extract
-from harnessgen.instances import enumerate_instances, load_transformation
+from harnessgen.cutout.extract import extract
+from harnessgen.plan.instances import enumerate_instances, load_transformation
 from harnessgen.targets.loaders import load_python_program
 from tests.conftest import PROGRAMS, run_cli, summary_of
 

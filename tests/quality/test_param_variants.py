@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harnessgen import subjects
-from harnessgen.params import ParamOptions
+from harnessgen.plan.params import ParamOptions
 from tests.conftest import run_cli, summary_of
 
 PLANTED = "harnessgen.zoo.planted:TileCountFloors"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessgen.layout import InputLayout
+from harnessgen.inputs.layout import InputLayout
 from harnessgen.prove import prove_build
 from tests.conftest import instances_of, run_cli, summary_of
 

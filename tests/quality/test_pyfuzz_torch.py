@@ -12,8 +12,8 @@ TORCH_MISSING = torch_available()
 pytestmark = [pytest.mark.pyfuzz, pytest.mark.usefixtures("exclusive_cores"),
               pytest.mark.skipif(TORCH_MISSING is not None, reason=TORCH_MISSING or "")]
 
-PLANTED = "harnessgen.pyfuzz.planted:drop_alias_writes"
-CORRECT = "harnessgen.pyfuzz.planted:keep_alias_writes"
+PLANTED = "harnessgen.pyfuzz.planted_passes:drop_alias_writes"
+CORRECT = "harnessgen.pyfuzz.planted_passes:keep_alias_writes"
 WRONG = ("MISMATCH", "GUARD_FAILURE")
 
 

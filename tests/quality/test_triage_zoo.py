@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessgen import expr as ex
-from harnessgen.layout import InputLayout
+from harnessgen.core import expr as ex
+from harnessgen.inputs.layout import InputLayout
 from harnessgen.zoo import PLANTED
 from tests.conftest import instances_of, run_cli, summary_of
 

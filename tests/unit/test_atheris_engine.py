@@ -10,7 +10,7 @@ import pytest
 
 from harnessgen.engines import FuzzJob
 from harnessgen.engines.atheris import AtherisEngine, PyFuzzTarget, _run_until
-from harnessgen.errors import HarnessgenError
+from harnessgen.core.errors import HarnessgenError
 from harnessgen.pyfuzz.target import relaunch_script
 
 

@@ -1,6 +1,7 @@
 """The audit's classification: CUTOUT_MISSED, observable, latent."""
-from harnessgen.audit import (AGREES, CUTOUT_MISSED, DIFFERS, SKIPPED, WHOLE_PROGRAM_FINDING, AuditOptions, AuditRecord,
-                              audit, classify, is_cheap)
+from harnessgen.harness.judge import JudgeOptions
+from harnessgen.checks.audit import (AUDIT_MAX_SIZE, AGREES, CUTOUT_MISSED, DIFFERS, SKIPPED, WHOLE_PROGRAM_FINDING,
+                                     AuditOptions, AuditRecord, audit, classify, is_cheap)
 
 
 def test_a_passing_cutout_of_a_program_that_differs_is_cutout_missed():
@@ -15,7 +16,7 @@ def test_a_whole_program_that_fails_statically_is_a_finding_of_its_own_never_cut
 
 def test_the_whole_programs_static_failure_gets_its_reproducer(tmp_path):
     """Nothing runs: the record names the whole program's static finding (pre and post kept)."""
-    from harnessgen.cutout import whole_program_pair
+    from harnessgen.cutout.extract import whole_program_pair
     from tests.conftest import program_sdfg
 
     def invalid(post):
@@ -23,7 +24,7 @@ def test_the_whole_programs_static_failure_gets_its_reproducer(tmp_path):
 
     sdfg = program_sdfg("sigmoid")
     record = audit(lambda: whole_program_pair(sdfg, "whole", transform=invalid),
-                   AuditOptions(keep_root=tmp_path / "audit", work_dir=tmp_path / "work"))
+                   AuditOptions(keep_root=tmp_path / "audit", judge=JudgeOptions(work_dir=tmp_path / "work", max_size=AUDIT_MAX_SIZE)))
     assert record.verdict == "INVALID_SDFG" and record.finding and (tmp_path / "audit" / "invalid_sdfg").is_dir()
     assert classify("PASS", record) == WHOLE_PROGRAM_FINDING
 

@@ -5,8 +5,8 @@ import numpy as np
 from harnessgen.bugs.cluster import Bug, FindingRecord
 from harnessgen.bugs.reduce import ReduceOptions, StaticJudge, program_size, reduce_program
 from harnessgen.bugs.signature import exception_signature
-from harnessgen.instances import load_transformation
-from harnessgen.subjects.sdfg import load_change
+from harnessgen.plan.instances import load_transformation
+from harnessgen.cutout.changes import load_change
 from tests.conftest import PROGRAMS
 
 SPEC = f"{PROGRAMS / 'broken_xforms.py'}:RaisesOnApply"
@@ -24,8 +24,8 @@ def three_steps(A: dace.float64[N], B: dace.float64[N], C: dace.float64[N]):
 
 
 def _bug_of(sdfg, cls):
-    from harnessgen.audit import transformed_program
-    from harnessgen.instances import Instance, pattern_matches
+    from harnessgen.cutout.extract import transformed_program
+    from harnessgen.plan.instances import Instance, pattern_matches
 
 
     xform = next(iter(pattern_matches(sdfg, cls, None)))

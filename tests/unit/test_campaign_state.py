@@ -5,7 +5,7 @@ import pytest
 
 from harnessgen.campaign import Budget
 from harnessgen.campaign.state import CampaignState
-from harnessgen.errors import ConfigError
+from harnessgen.core.errors import ConfigError
 
 
 @pytest.mark.parametrize("text, seconds, execs", [
@@ -83,7 +83,7 @@ def test_a_campaign_directory_keeps_its_identity(tmp_path):
 
 
 def test_all_selects_cpu_builtins_only():
-    from harnessgen.instances import cpu_builtin_transformations
+    from harnessgen.plan.instances import cpu_builtin_transformations
 
     names = cpu_builtin_transformations()
     assert {"MapFusion", "MapTiling", "LoopToMap", "StateFusion", "Vectorization"} <= set(names)
@@ -94,7 +94,7 @@ def test_all_selects_cpu_builtins_only():
 def test_report_lists_static_findings_and_unfinished_instances(tmp_path):
     """A BUILD_FAILURE has no triaged finding but a kept folder: the report links it; pending
     instances are listed as such; every plot that has data is drawn."""
-    from harnessgen.campaign import report
+    from harnessgen.campaign import run_report as report
 
     state = _planned(tmp_path, 3)
     run = state.start_run("local", 1, "cmd")

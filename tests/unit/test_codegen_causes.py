@@ -1,6 +1,6 @@
 """A program DaCe cannot build, recognised by its cause: the compiler's first error and the
 generated line it points at, whatever the side is called or how the line is laid out."""
-from harnessgen.codegen_causes import Cause, CauseRegistry, diagnostics, from_compiler_output
+from harnessgen.harness.codegen_causes import Cause, CauseRegistry, diagnostics, from_compiler_output
 
 LOG = """clang++ -std=c++17 -O2 /work/x/builds/abc.tmp-1/src/cpu/hg_pre.cpp -shared -o libpre.so
 /work/x/builds/abc.tmp-1/src/cpu/hg_pre.cpp:7892:18: error: invalid operands to binary expression ('double[1]' and 'double')

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from harnessgen import expr as ex
-from harnessgen.constraints import derive
-from harnessgen.errors import ConfigError
+from harnessgen.core import expr as ex
+from harnessgen.inputs.constraints import derive
+from harnessgen.core.errors import ConfigError
 from tests.conftest import make_pair
 
 
@@ -72,7 +72,7 @@ def test_missing_user_file_names_the_flag(tmp_path):
 
 
 def test_index_array_read_inside_a_map_through_a_nested_sdfg():
-    from harnessgen.cutout import whole_program_pair
+    from harnessgen.cutout.extract import whole_program_pair
     from harnessgen.targets.loaders import load_python_program
     from tests.conftest import PROGRAMS
 
@@ -84,7 +84,7 @@ def test_index_array_read_inside_a_map_through_a_nested_sdfg():
 def test_derived_ranges_do_not_depend_on_what_was_derived_before():
     """Symbol ranges are derived once per program and free-symbol set; a cutout derived
     after others gets what a fresh analysis gives it."""
-    from harnessgen import constraints
+    from harnessgen.inputs import constraints
 
     spmv = make_pair("spmv", "LoopToMap")
     tiled = make_pair("spmv", "TaskletFusion")
@@ -102,8 +102,8 @@ def test_a_cycle_of_derived_bounds_is_cut_at_its_last_symbol_and_the_relation_ke
     """KIDIA <= KFDIA + 1 and KFDIA >= KIDIA - 1 are one relation, derived for each symbol
     (a cutout with a KFDIA - KIDIA + 1 extent and no KLON). KIDIA, last in the order, is
     derived again without KFDIA; KFDIA keeps the relation; the user's KIDIA >= 1 survives."""
-    from harnessgen.constraints import Range, _drop_unresolvable, _merge, _within_cutout
-    from harnessgen.errors import Unsupported
+    from harnessgen.inputs.constraints import Range, _drop_unresolvable, _merge, _within_cutout
+    from harnessgen.core.errors import Unsupported
 
     def rng(lo, hi, kind="safety"):
         return Range(ex.parse(lo), ex.parse(hi), "test", kind)

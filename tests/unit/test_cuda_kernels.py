@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from harnessgen import expr as ex
+from harnessgen.core import expr as ex
 from harnessgen.cuda import toolkit
 from harnessgen.gpukernels import spec as kernels
-from harnessgen.errors import ConfigError
+from harnessgen.core.errors import ConfigError
 from harnessgen.subjects.sdfg import transformation_specs
 from harnessgen.targets import GPU_TRANSFORMATIONS, resolve
 
@@ -119,7 +119,7 @@ def test_a_cuda_home_without_nvcc_is_named(tmp_path):
 
 
 def test_launch_geometry_is_evaluated_like_the_decoder(tmp_path):
-    from harnessgen.gpukernels.reproducer import launch_geometry
+    from harnessgen.gpukernels.kernel_reproducer import launch_geometry
 
     (tmp_path / "transformation.json").write_text(json.dumps(BASE))
     assert launch_geometry(tmp_path, {"N": 10, "T": 4}) == {"grid": [3, 1, 1], "block": [4, 1, 1], "shared_bytes": 32}

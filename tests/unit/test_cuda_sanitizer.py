@@ -1,7 +1,7 @@
 """compute-sanitizer's reports are read into verdicts (the synchronization oracle's second
 witness); the texts follow the tool's documented report format."""
 from harnessgen.cuda import sanitizer
-from harnessgen.outcome import Outcome
+from harnessgen.core.outcome import Outcome
 
 RACECHECK = """\
 ========= COMPUTE-SANITIZER
@@ -59,7 +59,7 @@ def test_a_report_survives_its_json_round_trip():
 
 
 def test_the_synchronization_verdict_weighs_sanitizer_then_self_disagreement():
-    from harnessgen.gpukernels.triage import sync_verdict
+    from harnessgen.gpukernels.kernel_triage import sync_verdict
 
     race = [sanitizer.parse("racecheck", RACECHECK)]
     divergent = [sanitizer.parse("synccheck", SYNCCHECK)]

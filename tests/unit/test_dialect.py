@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from harnessgen.dialect import plain_function
-from harnessgen.errors import Unsupported
-from harnessgen.reference import python_reference
+from harnessgen.targets.dialect import plain_function
+from harnessgen.core.errors import Unsupported
+from harnessgen.targets.reference import python_reference
 from tests.conftest import PROGRAMS
 
 

@@ -1,5 +1,5 @@
 """The README documents every environment knob, and opens with the two commands."""
-from harnessgen.envs import KNOBS
+from harnessgen.core.envs import KNOBS
 from tests.conftest import REPO
 
 

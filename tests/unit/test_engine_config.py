@@ -3,7 +3,7 @@ import pytest
 
 from harnessgen.engines import get_engine
 from harnessgen.engines.afl import read_options, read_stats
-from harnessgen.errors import ConfigError
+from harnessgen.core.errors import ConfigError
 from harnessgen.targets import resolve
 
 

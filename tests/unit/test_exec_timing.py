@@ -1,5 +1,5 @@
 """afl-fuzz's time limit per execution follows the measured seed runs."""
-from harnessgen.runner import exec_timing
+from harnessgen.campaign.runner import exec_timing
 
 
 def test_fast_runs_keep_afl_fuzz_s_own_calibration():

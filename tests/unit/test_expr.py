@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harnessgen import expr as ex
-from harnessgen.errors import ConfigError
+from harnessgen.core import expr as ex
+from harnessgen.core.errors import ConfigError
 
 
 def test_parse_and_evaluate_integer_context():

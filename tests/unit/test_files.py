@@ -1,7 +1,7 @@
 """Leftovers of dead processes are cleared; those of living ones are not touched."""
 import os
 
-from harnessgen.files import clear_stale_omp_registrations
+from harnessgen.core.files import clear_stale_omp_registrations
 
 
 def test_only_registrations_of_processes_that_are_gone_are_removed(tmp_path):

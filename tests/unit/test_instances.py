@@ -4,8 +4,8 @@ import textwrap
 
 import pytest
 
-from harnessgen.errors import ConfigError, Unsupported
-from harnessgen.instances import Instance, load_transformation
+from harnessgen.core.errors import ConfigError, Unsupported
+from harnessgen.plan.instances import Instance, load_transformation
 from harnessgen.targets import resolve
 from tests.conftest import instances_of
 
@@ -81,7 +81,7 @@ def test_unknown_targets_and_programs_are_config_errors():
 
 
 def test_subgraph_transformations_are_reported_unsupported():
-    from harnessgen.instances import enumerate_instances
+    from harnessgen.plan.instances import enumerate_instances
     from tests.conftest import kernels
 
     cls = load_transformation("SubgraphFusion")
@@ -90,7 +90,7 @@ def test_subgraph_transformations_are_reported_unsupported():
 
 
 def test_a_matcher_that_fails_on_one_program_keeps_the_others_matches(monkeypatch):
-    from harnessgen import instances
+    from harnessgen.plan import instances
 
     real = instances.pattern_matches
 
@@ -132,7 +132,7 @@ def _classes_in_dace_sources():
 def test_every_transformation_dace_defines_is_listed_or_excluded_with_a_reason():
     from dace.transformation.transformation import PatternTransformation
 
-    from harnessgen.instances import builtin_transformations, cpu_builtin_transformations, exclusion_reason
+    from harnessgen.plan.instances import builtin_transformations, cpu_builtin_transformations, exclusion_reason
 
     registry = builtin_transformations()
     listed = set(cpu_builtin_transformations())

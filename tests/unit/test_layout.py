@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harnessgen import expr as ex
-from harnessgen.layout import ContainerSlot, InputLayout, SymbolSlot
+from harnessgen.core import expr as ex
+from harnessgen.inputs.layout import ContainerSlot, InputLayout, SymbolSlot
 
 P = ex.parse
 

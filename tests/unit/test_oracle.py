@@ -1,7 +1,7 @@
 """The NumPy oracle: |post - pre| <= atol + rtol |pre|, NaN equal to NaN, --exact bitwise."""
 import numpy as np
 
-from harnessgen.runtime import Tolerance, compare, differing
+from harnessgen.core.runtime import Tolerance, compare, differing
 
 DEFAULT = Tolerance()
 EXACT = Tolerance(exact=True)

@@ -1,5 +1,5 @@
 """Which of post's parallel code pre does not run identically: the race check's trigger."""
-from harnessgen.parallel_code import functions, new_parallel_code, regions
+from harnessgen.harness.parallel_code import functions, new_parallel_code, regions
 
 PRE = """
 inline void nested_hg_pre_0(hg_pre_state_t *__state, double *A, int j) {

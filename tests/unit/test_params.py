@@ -6,10 +6,11 @@ import json
 import pytest
 from dace import properties
 
-from harnessgen import params, subjects
-from harnessgen.errors import ConfigError
-from harnessgen.instances import load_transformation, match_settings, pattern_matches, rebuild_transformation
-from harnessgen.params import ParamOptions
+from harnessgen.plan import params
+from harnessgen import subjects
+from harnessgen.core.errors import ConfigError
+from harnessgen.plan.instances import load_transformation, match_settings, pattern_matches, rebuild_transformation
+from harnessgen.plan.params import ParamOptions
 from harnessgen.zoo.planted import TileCountFloors
 
 FLOORS = "harnessgen.zoo.planted:TileCountFloors"
@@ -122,7 +123,7 @@ def test_a_run_with_parameter_variants_is_another_campaign():
     from pathlib import Path
 
     from harnessgen.campaign import Budget, CampaignConfig
-    from harnessgen.records import FuzzOptions
+    from harnessgen.core.records import FuzzOptions
 
     def identity(mode):
         return CampaignConfig("kernels", "MapTiling", Path("run"), Budget(1), FuzzOptions(params=mode)).identity

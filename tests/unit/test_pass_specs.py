@@ -4,11 +4,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harnessgen import passes
-from harnessgen.bisect import _first_failing_prefix
-from harnessgen.errors import ConfigError
-from harnessgen.instances import Instance
-from harnessgen.subjects.sdfg import Passes, Patterns, load_change
+from harnessgen.plan import passes
+from harnessgen.checks.pipeline_bisect import _first_failing_prefix
+from harnessgen.core.errors import ConfigError
+from harnessgen.plan.instances import Instance
+from harnessgen.cutout.changes import Passes, Patterns, load_change
 from tests.conftest import kernels
 
 PLANTED_PASS = "harnessgen.zoo.planted:FuseStatesMissingViews"

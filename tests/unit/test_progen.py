@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from harnessgen.errors import ConfigError
+from harnessgen.core.errors import ConfigError
 from harnessgen.progen.generate import BLOCK_KINDS, generate
 from harnessgen.progen.guide import stream
-from harnessgen.progen.program import parse_name
+from harnessgen.progen.generated_program import parse_name
 
 
 class Checked(np.ndarray):

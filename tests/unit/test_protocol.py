@@ -3,9 +3,9 @@ markers and variable names from there, no other module spells them, and runs dec
 harness reports."""
 import re
 
-from harnessgen import envs, protocol
-from harnessgen.protocol import Exit, HarnessEnv, Marker, NativeRun
-from harnessgen.runtime import Tolerance
+from harnessgen.core import envs, protocol
+from harnessgen.core.protocol import Exit, HarnessEnv, Marker, NativeRun
+from harnessgen.core.runtime import Tolerance
 from tests.conftest import REPO
 
 

@@ -138,7 +138,7 @@ def test_reductions_are_proven_over_the_reals_only(program, spec):
     """Tiling a reduction changes the order its terms are added in: equal over the reals, the
     same terms once each, but no bit-for-bit claim (the pair is still fuzzed)."""
     from tests.conftest import instances_of, program_sdfg
-    from harnessgen.cutout import extract
+    from harnessgen.cutout.extract import extract
 
     cls, insts = instances_of(program, spec)
     reduced = 0

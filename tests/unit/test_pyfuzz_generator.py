@@ -9,7 +9,7 @@ from harnessgen.pyfuzz.compilers import Compiler, DaceCompiler, TorchCompiler, t
 from harnessgen.pyfuzz.generator import Coverage, GenOptions, generate
 from harnessgen.pyfuzz.mutations import FAMILIES, TORCH_ONLY, mutate
 from harnessgen.pyfuzz.oracle import all_finite, profile
-from harnessgen.pyfuzz.program import Program
+from harnessgen.pyfuzz.program_record import Program
 
 PROGRAMS = 1000
 

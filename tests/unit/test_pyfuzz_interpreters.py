@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from harnessgen.errors import ConfigError
+from harnessgen.core.errors import ConfigError
 from harnessgen.pyfuzz.interpreters import python_version_for, resolve_python
 
 

@@ -5,12 +5,12 @@ import random
 import numpy as np
 import pytest
 
-from harnessgen.outcome import Outcome
+from harnessgen.core.outcome import Outcome
 from harnessgen.pyfuzz.choices import ByteChoices
 from harnessgen.pyfuzz.compilers import DaceCompiler, torch_available
 from harnessgen.pyfuzz.generator import GenOptions, generate
 from harnessgen.pyfuzz.oracle import judge
-from harnessgen.pyfuzz.replay import CompilerSpec, describe, judge_isolated
+from harnessgen.pyfuzz.judge_server import CompilerSpec, describe, judge_isolated
 
 
 class ScriptedDace(DaceCompiler):
@@ -210,7 +210,7 @@ def test_float32_rounding_the_float64_reference_explains_is_no_mismatch(tmp_path
     """Beyond float32's tolerance, yet closer to the float64 value than the reference itself:
     rounding. More than three times the reference's own error is a mismatch."""
     from harnessgen.pyfuzz.oracle import _first_difference
-    from harnessgen.runtime import Tolerance
+    from harnessgen.core.runtime import Tolerance
 
     want = np.array([1.0, 2.0], np.float32)
     truth = [np.array([1.001, 2.0])]

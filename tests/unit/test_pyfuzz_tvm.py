@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from harnessgen.outcome import Outcome
+from harnessgen.core.outcome import Outcome
 from harnessgen.pyfuzz.choices import ByteChoices
 from harnessgen.pyfuzz.generator import Coverage, GenOptions, generate
 from harnessgen.pyfuzz.ops import POOLS
@@ -43,7 +43,7 @@ def test_a_relax_program_differs_from_numpy_when_an_operator_is_lowered_wrong(tm
     every pipeline."""
     from harnessgen.pyfuzz import relax
     from harnessgen.pyfuzz.compilers import TvmCompiler
-    from harnessgen.pyfuzz.program import Program, Stmt, Value
+    from harnessgen.pyfuzz.program_record import Program, Stmt, Value
 
     a, b = Value("a0", (3, 4), "float32"), Value("a1", (3, 4), "float32")
     program = Program("tvm", [a, b], [Stmt(Value("v0", (3, 4), "float32"), "maximum", ["a0", "a1"])], ["v0"], 5)
@@ -61,10 +61,10 @@ def test_a_tvm_finding_replays_from_the_relax_module_tvm_compiled(tmp_path, monk
 
     from harnessgen.pyfuzz import relax
     from harnessgen.pyfuzz.compilers import TvmCompiler
-    from harnessgen.pyfuzz.program import Program, Stmt, Value
-    from harnessgen.pyfuzz.replay import CompilerSpec
-    from harnessgen.pyfuzz.triage import RawFinding, write_finding
-    from harnessgen.runtime import Tolerance
+    from harnessgen.pyfuzz.program_record import Program, Stmt, Value
+    from harnessgen.pyfuzz.judge_server import CompilerSpec
+    from harnessgen.pyfuzz.findings import RawFinding, write_finding
+    from harnessgen.core.runtime import Tolerance
 
     a, b = Value("a0", (3, 4), "float32"), Value("a1", (3, 4), "float32")
     program = Program("tvm", [a, b], [Stmt(Value("v0", (3, 4), "float32"), "maximum", ["a0", "a1"])], ["v0"], 5)

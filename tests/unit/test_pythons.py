@@ -4,8 +4,8 @@ import stat
 
 import pytest
 
-from harnessgen.errors import ConfigError
-from harnessgen.pythons import find_python
+from harnessgen.core.errors import ConfigError
+from harnessgen.core.pythons import find_python
 
 
 def _script(path, body: str) -> str:

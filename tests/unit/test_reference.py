@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from harnessgen.errors import Unsupported
-from harnessgen.reference import Reference
+from harnessgen.core.errors import Unsupported
+from harnessgen.targets.reference import Reference
 from harnessgen.targets import resolve
 
 

@@ -1,12 +1,12 @@
 """How a run over several transformations is planned and summarised."""
 import pytest
 
-from harnessgen.errors import ConfigError
+from harnessgen.core.errors import ConfigError
 import dataclasses
 import json
 
 from harnessgen.campaign.state import CampaignState
-from harnessgen.records import InstanceResult, per_transformation
+from harnessgen.core.records import InstanceResult, per_transformation
 from harnessgen.subjects import interleave
 from harnessgen.subjects.sdfg import transformation_specs
 from harnessgen.targets import Target

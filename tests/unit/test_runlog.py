@@ -2,7 +2,7 @@
 import os
 import warnings
 
-from harnessgen import runlog
+from harnessgen.core import runlog
 
 
 def _warn_twice():

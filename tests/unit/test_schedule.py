@@ -19,7 +19,7 @@ def test_cheap_instances_come_first_and_whole_programs_get_their_share():
     assert scheduler.next()["id"] == "whole-0"  # whole has used none of its quarter
     scheduler.running.clear()
     scheduler.spent[WHOLE] = 3.0                # 3 s of a 0.25 share weighs as 12 s of main's 0.75 = 4
-    picks = [scheduler.next()["id"] for _ in range(2)]
+    picks = [scheduler.next(workers=4)["id"] for _ in range(2)]
     assert picks == ["main-1", "main-2"]
 
 
@@ -63,3 +63,16 @@ def test_a_transformation_that_proves_slow_moves_to_the_expensive_queue():
     assert scheduler.slow == ["slow"]
     assert [row["id"] for row in scheduler.queues[WHOLE]] == ["slow-1", "slow-2"]
     assert {row["spec"] for row in scheduler.queues[MAIN]} == {"fast"}
+
+
+def test_a_queue_that_is_behind_catches_up_one_worker_at_a_time():
+    """Whole-program instances run long: on two workers, one of them, never both, while cut-out
+    instances wait."""
+    scheduler = Scheduler(lambda row: row["spec"], whole_share=0.25)
+    scheduler.add(rows(WHOLE, 3) + rows(MAIN, 5))
+    scheduler.spent[MAIN] = 100.0                   # the main queue has run a long time already
+    first = scheduler.next(workers=2)
+    second = scheduler.next(workers=2)
+    assert [first["spec"], second["spec"]] == [WHOLE, MAIN]
+    scheduler.queues[MAIN].clear()                  # with nothing else to do, it may take them all
+    assert scheduler.next(workers=2)["spec"] == WHOLE

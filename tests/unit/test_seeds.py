@@ -1,9 +1,9 @@
 """Boundary-aware seeds: deterministic, and each decodes to exactly the values it encodes."""
 import numpy as np
 
-from harnessgen import expr as ex
-from harnessgen import seeds
-from harnessgen.layout import ContainerSlot, InputLayout, SymbolSlot
+from harnessgen.core import expr as ex
+from harnessgen.inputs import seeds
+from harnessgen.inputs.layout import ContainerSlot, InputLayout, SymbolSlot
 from tests.unit.test_layout import LAYOUT
 
 

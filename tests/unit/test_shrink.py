@@ -1,9 +1,9 @@
 """The shrinker: smallest failing symbols, few and simple non-zero values, canonical bytes."""
 import numpy as np
 
-from harnessgen import expr as ex
-from harnessgen.layout import ContainerSlot, InputLayout, SymbolSlot
-from harnessgen.shrink import Shrinker
+from harnessgen.core import expr as ex
+from harnessgen.inputs.layout import ContainerSlot, InputLayout, SymbolSlot
+from harnessgen.triage.shrink import Shrinker
 
 P = ex.parse
 LAYOUT = InputLayout(

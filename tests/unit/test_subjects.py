@@ -6,11 +6,11 @@ import json
 import pytest
 
 from harnessgen import subjects
-from harnessgen.errors import ConfigError
+from harnessgen.core.errors import ConfigError
 from harnessgen.gpukernels.subject import KernelSubject
-from harnessgen.gpukernels.triage import KernelTriage
+from harnessgen.gpukernels.kernel_triage import KernelTriage
 from harnessgen.subjects.sdfg import SdfgSubject
-from harnessgen.triage import Triage
+from harnessgen.triage.classify import Triage
 
 
 def test_each_program_value_goes_to_the_kind_that_claims_it():

@@ -1,9 +1,9 @@
 """An instance's inputs carried from its cutout's layout into the whole program's (the audit)."""
 import numpy as np
 
-from harnessgen import expr as ex
-from harnessgen import seeds
-from harnessgen.layout import ContainerSlot, InputLayout, SymbolSlot
+from harnessgen.core import expr as ex
+from harnessgen.inputs import seeds
+from harnessgen.inputs.layout import ContainerSlot, InputLayout, SymbolSlot
 
 P = ex.parse
 

@@ -1,7 +1,7 @@
 """De-duplication keys: outcome, container and a coarse region of the difference."""
-from harnessgen.outcome import Outcome
-from harnessgen.replay import ReplayResult
-from harnessgen.triage import TriageResult, region
+from harnessgen.core.outcome import Outcome
+from harnessgen.harness.replay import ReplayResult
+from harnessgen.triage.classify import TriageResult, region
 from tests.unit.test_layout import LAYOUT
 
 
@@ -30,7 +30,7 @@ def test_crash_region_is_the_signal():
 def test_verdict_is_the_most_severe_finding_and_pass_without_findings():
     from pathlib import Path
 
-    from harnessgen.triage import Finding
+    from harnessgen.triage.classify import Finding
 
     def finding(outcome):
         return Finding(key=(outcome.name, "A", ()), outcome=outcome, container="A", folder=Path("x"), raw=[], meta={})

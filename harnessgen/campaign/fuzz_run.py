@@ -1,0 +1,105 @@
+"""The ``harnessgen fuzz`` command, on the campaign's machinery (one driver for every run).
+
+Every selected instance of a subject goes through the runner (runner.py), round-robin over
+transformations, ``jobs`` at a time: in this process for one job (live afl-fuzz statistics),
+forked local workers for more, or any other executor (Dask, Slurm). The state is the run
+directory's ``campaign.db``: the same command again continues with the instances not yet
+done. ``summary.json`` (the contract scripts rely on, ``records.run_summary``) is rewritten
+after every instance; ``report.html`` and ``report.md`` are written at the end.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Dict, List, Optional
+
+from .. import campaign
+from ..core import runlog
+from . import run_report as report
+from .executors import ExecutorSpec
+from .planning import PlanProgress
+from ..core.records import FuzzOptions, InstanceResult
+
+
+def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[List[str]], options: FuzzOptions,
+         progress: Optional[Callable] = None, on_result: Optional[Callable] = None,
+         settings: Optional[List[str]] = None, jobs: int = 1,
+         on_plan: Optional[Callable[[int, int], None]] = None,
+         executor: Optional[ExecutorSpec] = None, plan_progress: Optional[PlanProgress] = None,
+         on_more: Optional[Callable[[Dict, float, int], None]] = None) -> List[InstanceResult]:
+    """Fuzz every selected instance of every selected transformation and return the results of
+    those done (this run's and earlier runs' into the same directory). With one instance and
+    several jobs the cores go to afl-fuzz instances on it. ``progress(inst, stats)``: live
+    engine statistics (one job in this process only); ``on_result(result)`` after each
+    instance; ``on_plan(planned, already_done, reference_checks)`` once planned;
+    ``plan_progress``: each planning step as it happens; ``on_more(row, seconds, count)``: a
+    transformation enumerated beside the run added ``count`` instances. With
+    ``options.budget_s`` no instance starts after the budget (``options.resume``: the same
+    command continues)."""
+    config = campaign.CampaignConfig(
+        program=program_spec, transformations=xform_spec or "", directory=options.out_dir,
+        budget=campaign.Budget(options.time_s, options.max_execs), options=options, fresh=False,
+        # a harnessgen error is always worth another try; other verdicts when asked (--redo)
+        redo=tuple(options.redo) + ("ERROR",), instance_ids=instance_ids, settings=settings,
+        run_budget_s=options.budget_s, replan=True, strict_plan=True, summary="run")
+    if not options.resume:
+        campaign.start_over(options.out_dir)
+    # DaCe's warnings while parsing and enumerating go to the run's log too
+    with runlog.captured_warnings(options.out_dir, echo=options.verbose):
+        planned = campaign.plan(config, plan_progress, defer=True)
+    if len(planned.rows) == 1 and not planned.deferred and jobs > 1 and executor is None:
+        options = dataclasses.replace(options, afl_jobs=jobs)
+        jobs = 1
+    executor = executor or ExecutorSpec("inline" if jobs <= 1 else "local", workers=jobs)
+    config = dataclasses.replace(config, options=options, planned=planned, run_settings={
+        "program": program_spec, "transformation": planned.label,
+        "time_per_instance_s": options.time_s, "tolerance": options.tolerance.to_json(), "jobs": jobs,
+        "afl_jobs": options.afl_jobs, "budget_s": options.budget_s, "executor": executor.kind})
+    hooks = _RunHooks(progress, on_result, on_plan, on_more)
+    campaign.run_campaign(config, executor, progress=hooks, on_planned=hooks.planned)
+    return hooks.results
+
+
+class _RunHooks:
+    """The driver's progress interface, for the fuzz command: summary.json after every
+    instance, the caller's callbacks, live statistics where the instance runs in this process."""
+
+    def __init__(self, live: Optional[Callable], on_result: Optional[Callable], on_plan: Optional[Callable],
+                 on_more: Optional[Callable] = None):
+        self.live_stats = live
+        self.on_result = on_result
+        self.on_plan = on_plan
+        self.on_more = on_more
+        self.state = None
+        self.directory = None
+        self.results: List[InstanceResult] = []
+
+    def planned(self, state, selection: Optional[List[str]]) -> None:
+        rows = state.instances(selection)
+        self.results = [InstanceResult.from_json(r["result"]) for r in rows if r["state"] == "done" and r["result"]]
+        if self.on_plan:
+            self.on_plan(len(rows), len(self.results), state.reference_checks())
+
+    def start(self, state, executor) -> None:
+        self.state, self.directory = state, state.path.parent
+        report.write_summary(self.directory, state)
+
+    def describe(self, description: str) -> None:
+        pass
+
+    def update(self, running) -> None:
+        pass
+
+    def finished(self, entry) -> None:
+        result = InstanceResult.from_json(entry)
+        self.results.append(result)
+        report.write_summary(self.directory, self.state)
+        if self.on_result:
+            self.on_result(result)
+
+    def planned_more(self, row: Dict, seconds: float, count: int) -> None:
+        if self.on_more:
+            self.on_more(row, seconds, count)
+
+    def stop(self) -> None:
+        pass
+

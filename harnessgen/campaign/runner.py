@@ -1,0 +1,324 @@
+"""One instance, whatever its subject: prepare (the subject builds its harness or gives a
+verdict) -> seeds, screened by the replay binary (a seed that already crashes is a finding at
+once) -> the engine -> every raw crash kept and triaged into findings -> what the subject does
+after the verdict. Seeds go to ``corpus/<target>/<instance>/``, findings and raw crashes to
+``crashes/<target>/<instance>/``, working files under the output directory.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import shutil
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from ..core import evidence as evidencelib
+from .. import prove as provelib
+from ..inputs import seeds as seedlib
+from ..harness.build import HarnessBuild
+from ..engines import FuzzJob, RawCrash, get_engine
+from ..engines.afl import read_options
+from ..core.errors import ConfigError, Unsupported
+from ..core.files import write_atomic, write_json
+from ..plan.instances import Instance
+from ..core.outcome import Outcome
+from ..core.records import AUTO_RACE_MIN_S, AUTO_RACE_THREADS, FuzzOptions, InstanceResult, engine_dir
+from ..subjects import Subject
+from ..triage.classify import TriageOptions
+
+
+class InstanceRunner:
+    def __init__(self, subject: Subject, options: FuzzOptions, progress: Optional[Callable] = None):
+        self.subject = subject
+        self.target = subject.target
+        self.options = options
+        self.progress = progress
+
+    def run(self, spec: str, inst: Instance) -> InstanceResult:
+        """The instance's verdict; an error of harnessgen's (or DaCe's) is recorded as ERROR."""
+        started = time.monotonic()
+        result = _blank(inst)
+        try:
+            self.judge(spec, inst, result=result)
+            self.subject.after_verdict(spec, inst, self.options, result,
+                                       lambda variant, past: self.judge(spec, variant, past=past))
+        except Unsupported as exc:
+            result.verdict, result.message = "UNSUPPORTED", str(exc)
+        except (ConfigError, KeyboardInterrupt):
+            raise                      # the user must act; every other instance would fail the same way
+        except Exception as exc:       # a bug in harnessgen (or DaCe): record it, go on with the others
+            where = self.options.out_dir / "errors" / f"{inst.id}.txt"
+            write_atomic(where, traceback.format_exc().encode())
+            result.verdict = "ERROR"
+            result.message = f"{type(exc).__name__}: {exc} (traceback in {where})"
+        result.wall_seconds = round(time.monotonic() - started, 3)
+        return result
+
+    def judge(self, spec: str, inst: Instance, result: Optional[InstanceResult] = None,
+              past: int = 0) -> InstanceResult:
+        """Prepare, fuzz and triage one instance (``past``: in a cutout that many steps larger)."""
+        result = result if result is not None else _blank(inst)
+        started = time.monotonic()
+        harness = self.subject.prepare(spec, inst, self.options, result, started, past)
+        if harness is not None:
+            result.build_dir = str(harness.dir)
+            self._fuzz_built(inst, harness, result, started)
+        return result
+
+    def _fuzz_built(self, inst: Instance, harness: HarnessBuild, result: InstanceResult, started: float) -> None:
+        opts = self.options
+        result.setup_seconds = round(time.monotonic() - started, 3)
+        if opts.build_only:
+            result.verdict, result.message = "BUILT", f"built in {harness.dir} (--build-only: not fuzzed)"
+            return
+        missing = harness.gpu_missing()
+        if missing:
+            result.verdict = "BUILT"
+            result.message = (f"post runs on a GPU and this machine cannot run it ({missing}); built in "
+                              f"{harness.dir}: fuzz it where a GPU is")
+            return
+        self._fuzz(inst, harness, result)
+
+    def _fuzz(self, inst: Instance, harness: HarnessBuild, result: InstanceResult) -> None:
+        opts = self.options
+        fuzz_started = time.monotonic()
+        corpus = opts.corpus_root / inst.target / inst.id
+        if opts.seed_mode == "random":
+            generated = seedlib.random_inputs(seed=opts.seed)
+        elif opts.seed_mode == "none":
+            generated = []
+        else:
+            generated = seedlib.sample(harness.layout, opts.num_seeds, opts.seed)
+        proof = self._prove(harness, result)
+        if proof is not None and proof.candidate:   # counterexamples: replayed first, then seeds
+            generated = provelib.counterexample_inputs(proof, harness.layout, opts.seed) + generated
+        seed_paths = seedlib.write(generated, corpus)
+        user_files = [p for p in sorted(corpus.iterdir()) if p.is_file()
+                      and not p.name.startswith((".",) + seedlib.OWN_PREFIXES)]
+        if not seed_paths and not user_files:
+            if opts.seed_mode == "none":
+                raise ConfigError(f"--seed-mode none: put seed inputs into {corpus} first")
+            # the cut-out code runs for no input: it lies in a loop or branch no size enters
+            raise Unsupported(f"no input reaches the cutout: {seedlib.unsatisfiable(harness.layout)} "
+                              "(the code it cuts out never runs)")
+        # within the instance's time (each input still runs alone; the first always does): a
+        # cutout that runs for seconds per input must not hold a worker for minutes
+        inputs = seed_paths + user_files
+        timings: List[float] = []
+        passing, crashing = seedlib.screen_seeds(harness, inputs, deadline=fuzz_started + max(opts.time_s, 1.0),
+                                                 timings=timings)
+        result.exec_timing = exec_timing(timings)
+        ran = len(passing) + len(crashing)
+        if ran < len(inputs):
+            result.seeds_note = f"{ran} of {len(inputs)} seed inputs ran within the instance's {opts.time_s:g} s"
+        raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, _seed_kind(p), execs=position)
+                               for p, position in crashing]
+        raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
+                for p in self.subject.passing_checks(harness, passing)]
+        # post runs in parallel where pre does not: judged on several threads without being asked
+        auto_race = opts.race_check and opts.race_threads <= 1 and harness.parallelism_changed
+        race_threads = opts.check_threads if opts.race_threads > 1 or auto_race else 0
+        if race_threads:   # the passing seeds once more, in race mode (the automatic check within its time)
+            deadline = time.monotonic() + self._race_check_seconds() if auto_race else None
+            checked, racing = seedlib.screen_seeds(harness, passing, threads=race_threads,
+                                                   repeat=opts.race_repeat * 5, deadline=deadline)
+            raced = {p for p, _ in racing}
+            total = len(passing)
+            passing = [p for p in passing if p not in raced]
+            raw += [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=len(crashing) + position)
+                    for p, position in racing]
+            crashing += racing
+            result.race_check = (f"--race {race_threads}" if not auto_race else
+                                 f"post runs {len(harness.new_parallel_regions)} parallel region(s) pre does not run "
+                                 f"identically: seeds on {race_threads} threads ({len(checked) + len(racing)} of "
+                                 f"{total} within the check's time)")
+
+        work = engine_dir(opts.out_dir, inst.id)
+        screened = work.with_name(f"{inst.id}.seeds")
+        shutil.rmtree(screened, ignore_errors=True)
+        screened.mkdir(parents=True)
+        for p in passing:
+            shutil.copy(p, screened / p.name)
+        remaining = opts.time_s - (time.monotonic() - fuzz_started)
+        if proof is not None:
+            self._settle_proof(proof, crashing, result)
+        why_not = self._why_not_fuzzed(proof, passing, crashing, remaining, fuzz_started)
+        engine_execs, engine_seconds = 0, 0.0
+        if not why_not:
+            engine = get_engine(opts.engine)
+            job = FuzzJob(build=harness, seeds_dir=screened, out_dir=work, time_s=remaining,
+                          options=read_options(self.target.options_file), dict_file=self.target.dict_file,
+                          until_crash=opts.until_crash, seed=opts.seed, progress=self._progress_hook(inst),
+                          race_threads=opts.race_threads, race_repeat=opts.race_repeat,
+                          parallel=opts.afl_jobs, max_execs=opts.max_execs, resume=opts.resume,
+                          exec_timeout_ms=result.exec_timing.get("afl_timeout_ms"))
+            engine_started = time.monotonic() - fuzz_started
+            res = engine.run(job)
+            engine_execs, engine_seconds = res.execs, time.monotonic() - fuzz_started - engine_started
+            result.execs, result.execs_per_sec = res.execs, round(res.execs_per_sec, 1)
+            if "race_execs_per_sec" in res.stats:
+                result.race_execs_per_sec = float(res.stats["race_execs_per_sec"])
+            for crash in res.crashes:
+                crash.seconds = None if crash.seconds is None else engine_started + crash.seconds
+                if crash.execs is not None:
+                    crash.execs += len(passing) + len(crashing)
+            raw += sorted(res.crashes, key=lambda c: (c.seconds is None, c.seconds or 0.0, c.path.name))
+            if auto_race:
+                raw += self._race_check_queue(harness, res.queue, fuzz_started, result)
+        result.execs += len(passing) + len(crashing)
+        result.fuzz_seconds = round(time.monotonic() - fuzz_started, 3)
+        result.evidence = evidencelib.judge(
+            ran, engine_execs, engine_seconds, proof,
+            why_not or "the engine ran but executed nothing (its log is in the afl/ folder of the run)",
+            meant_to_fuzz=not why_not or why_not.startswith(evidencelib.MEANT_PREFIX),
+            seeds_planned=len(inputs)).to_json()
+        self._triage(inst, harness, raw, result)
+        if proof is not None:
+            self._report_proof(proof, result)
+
+    def _why_not_fuzzed(self, proof, passing: List[Path], crashing: List[tuple], remaining: float,
+                        fuzz_started: float) -> str:
+        """Why the engine does not run on this instance ("" when it runs). A reason that starts
+        with ``evidence.MEANT_PREFIX`` is a bound too small for it: the engine was meant to run."""
+        opts = self.options
+        if proof is not None and proof.settles:
+            return f"the proof settles the pair ({proof.verdict})"
+        if opts.prove == "only":
+            return "--prove only never fuzzes"
+        if crashing and opts.until_crash:
+            return "--until-crash: a seed input already fails"
+        if not passing:
+            return "every seed input failed"
+        if remaining < 1:
+            spent = time.monotonic() - fuzz_started
+            return (f"{evidencelib.MEANT_PREFIX}: the {opts.time_s:g} s per instance went to the seed inputs and "
+                    f"checks ({spent:.1f} s); give more (--time, make fuzz TIME=)")
+        return ""
+
+    def _prove(self, harness: HarnessBuild, result: InstanceResult) -> Optional[provelib.Proof]:
+        """The pair's proof (--prove first|only), recorded on the result; None when off or when
+        the build holds no SDFG pair (a CUDA kernel subject)."""
+        if self.options.prove == "off":
+            return None
+        proof = provelib.prove_build(harness.dir, harness.layout)
+        if proof is not None:
+            result.proof = proof.to_json()
+        return proof
+
+    @staticmethod
+    def _settle_proof(proof: provelib.Proof, crashing: List[tuple], result: InstanceResult) -> None:
+        """After the seeds: the native replay decides a counterexample; a seed that fails a
+        PROVEN pair contradicts the proof (the finding stands)."""
+        failed = [p for p, _ in crashing]
+        if proof.candidate:
+            replayed = [p for p in failed if p.name.startswith(seedlib.PROOF_PREFIX)]
+            proof.confirm(f"counterexample {replayed[0].name} fails natively" if replayed else None)
+        elif failed:
+            proof.contradicted(f"the input {failed[0].name} fails natively")
+        result.proof = proof.to_json()
+
+    def _report_proof(self, proof: provelib.Proof, result: InstanceResult) -> None:
+        """After triage: a finding contradicts a proof; an instance the proof settled says so."""
+        if result.verdict != Outcome.PASS.name and result.findings:
+            proof.contradicted(f"the native run gives {result.verdict}")
+        if proof.settles and result.verdict == Outcome.PASS.name:
+            result.message = f"{proof.summary()}: not fuzzed"
+        elif self.options.prove == "only" and proof.verdict != provelib.PROVEN and result.verdict == Outcome.PASS.name:
+            result.verdict = "BUILT"
+            result.message = f"--prove only: {proof.summary()}; not fuzzed"
+        result.proof = proof.to_json()
+
+    def _race_check_queue(self, harness: HarnessBuild, queue: List[Path], fuzz_started: float,
+                          result: InstanceResult) -> List[RawCrash]:
+        """The engine's final queue in race mode, for at most a quarter of the instance's time
+        (at least AUTO_RACE_MIN_S, but never longer than the instance's own time): the inputs
+        its coverage found worth keeping."""
+        deadline = time.monotonic() + self._race_check_seconds()
+        passing, racing = seedlib.screen_seeds(harness, queue, threads=AUTO_RACE_THREADS,
+                                               repeat=self.options.race_repeat * 5, deadline=deadline)
+        result.race_check += f", final queue {len(passing) + len(racing)} of {len(queue)}"
+        return [RawCrash(p, time.monotonic() - fuzz_started, "race", execs=None) for p, _ in racing]
+
+    def _race_check_seconds(self) -> float:
+        """Each pass of the automatic race check (the seeds, the final queue): a quarter of the
+        instance's time, at least AUTO_RACE_MIN_S but never more than the instance's own time."""
+        time_s = self.options.time_s
+        return max(time_s / 4, min(AUTO_RACE_MIN_S, time_s))
+
+    def _progress_hook(self, inst: Instance):
+        if self.progress is None:
+            return None
+        return lambda stats: self.progress(inst, stats)
+
+    def _triage(self, inst: Instance, harness: HarnessBuild, raw: List[RawCrash], result: InstanceResult) -> None:
+        """Keep every raw crash, then triage them into findings (reproducer directories)."""
+        opts = self.options
+        keep = opts.keep_dir(inst)
+        kept: List[RawCrash] = []
+        for crash in raw:
+            data = crash.path.read_bytes()
+            target = keep / "raw" / f"{crash.kind}-{hashlib.sha1(data).hexdigest()[:12]}.bin"
+            if not target.exists():
+                write_atomic(target, data)
+            kept.append(dataclasses.replace(crash, path=target))
+        result.crashes = [str(c.path) for c in kept]
+        if kept:  # lets `harnessgen replay <raw crash>` find the libraries
+            write_json(keep / "build.json", {"build_dir": str(harness.dir), "instance": inst.id})
+        if not kept:
+            result.verdict = Outcome.PASS.name
+            return
+        triage = self.subject.triage_class()(harness.dir, TriageOptions.for_instance(opts, inst))
+        triaged = triage.run(kept)
+        when = {str(c.path): (c.seconds, c.kind, c.execs) for c in kept}
+        for finding in triaged.findings:
+            entry = finding.to_json()
+            times = sorted((when[p] for p in finding.raw if p in when), key=lambda t: (t[0] is None, t[0] or 0))
+            entry.update(input=str(finding.folder / "input.bin"), seconds=times[0][0] if times else None,
+                         kind=times[0][1] if times else None, execs=times[0][2] if times else None)
+            result.findings.append(entry)
+        found_at = [f["seconds"] for f in result.findings if f["seconds"] is not None]
+        result.seconds_to_first_finding = round(min(found_at), 3) if found_at else None
+        result.verdict = triaged.verdict.name
+        result.triage = {"raw": triaged.raw_total, "findings": len(triaged.findings),
+                         "invalid_inputs": len(triaged.invalid), "flaky": len(triaged.flaky),
+                         "seconds": triaged.seconds, "confirmed_seconds": triaged.confirmed_seconds}
+        if result.findings:
+            result.message = result.findings[0]["summary"]
+        elif triaged.errors:
+            result.message = (f"the replay could not judge {len(triaged.errors)} raw crash(es) (kept in {keep / 'raw'}): "
+                              f"{triaged.errors[0]['message'][:300]}")
+        elif triaged.invalid:
+            result.message = (f"{len(triaged.invalid)} raw crash(es) were pre failing on its own input "
+                              f"(missing constraint; see {keep / 'notes.json'})")
+
+
+# afl-fuzz's own limit for one execution, and how far above the slowest measured run ours stays
+AFL_DEFAULT_TIMEOUT_MS = 1000
+TIMEOUT_MARGIN = 3.0
+MAX_TIMEOUT_MS = 60000
+
+
+def exec_timing(timings: List[float]) -> Dict:
+    """What the seed runs measured (each a process of its own: start-up, a device's context,
+    the first execution) and the time limit afl-fuzz gets from them where its own default is too
+    short: three times the slowest. A harness whose first execution pays a device's start-up
+    (a CUDA context) would otherwise time out in afl-fuzz's dry run."""
+    if not timings:
+        return {}
+    first_ms, median_ms = 1000.0 * max(timings), 1000.0 * sorted(timings)[len(timings) // 2]
+    limit = min(MAX_TIMEOUT_MS, int(math.ceil(TIMEOUT_MARGIN * first_ms / 100.0)) * 100)
+    # below afl-fuzz's default its own calibration (which also shortens it for fast targets) stays
+    return {"slowest_run_ms": round(first_ms, 1), "median_run_ms": round(median_ms, 1), "runs": len(timings),
+            "afl_timeout_ms": limit if limit > AFL_DEFAULT_TIMEOUT_MS else None}
+
+
+def _seed_kind(path: Path) -> str:
+    return "proof" if path.name.startswith(seedlib.PROOF_PREFIX) else "seed"
+
+
+def _blank(inst: Instance) -> InstanceResult:
+    return InstanceResult(id=inst.id, transformation=inst.transformation, program=inst.program, target=inst.target,
+                          verdict=Outcome.PASS.name)

@@ -1,0 +1,548 @@
+"""Stage 5b: compile pre, post and the harness; cached by content hash.
+
+Artifacts of one build directory (``<work>/builds/<key>/``):
+
+* ``libpre.so`` / ``libpost.so``  plain shared libraries (cffi replay, replay binary);
+  only the three DaCe entry points are exported, so pre and post never clash
+* ``harness_afl``     persistent-mode AFL++ harness: only post instrumented (the
+                      harness's and pre's coverage would only add noise), pre
+                      linked from ``libpre.so``
+* ``harness_cmplog``  the same built with AFL++'s CMPLOG instrumentation (optional)
+* ``harness_replay``  the same harness object: runs the input files it is given
+* ``layout.json``, ``pre.sdfg``, ``post.sdfg``, ``instance.json``, ``manifest.json``
+
+Builds are written to a temporary directory and renamed into place, so
+parallel builds of the same key never see half a build.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import copy
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from .. import __version__
+from ..core import envs, protocol
+from .codegen_causes import CauseRegistry
+from ..cutout.extract import CutoutPair
+from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness, template_sources
+from ..core.errors import BuildError, ToolMissing
+from ..core.files import write_atomic, write_json
+from ..inputs.layout import InputLayout
+from .parallel_code import new_parallel_code
+from ..core.runtime import Tolerance
+from ..cuda import toolkit as cuda_toolkit
+
+CXX = envs.get("HARNESSGEN_CXX")
+AFL_CXX = envs.get("HARNESSGEN_AFL_CXX")
+# Same flags for pre and post: a difference must come from the transformation, never
+# from the compiler. No -ffast-math, no FMA contraction, no -march=native (reproducers
+# run on other machines).
+# -ftrivial-auto-var-init=pattern: an automatic variable read before it is written holds the
+# same pattern on every run (NaN for floating point), never what an earlier run left there.
+CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-fopenmp", "-ffp-contract=off", "-fno-fast-math", "-w",
+            "-ftrivial-auto-var-init=pattern"]
+# The generated code of each side (pre and post) allocates from templates/fresh_state.h: every
+# heap block starts as the same bytes, so a transient read before it is written is a
+# deterministic difference, not whatever the other side left in the block it freed.
+SIDE_FLAGS = ["-include", str(FRESH_STATE_HEADER)]
+# afl-cc adds -g and -funroll-loops unless told not to: our flags stay the only ones, so the
+# instrumented post is compiled as libpost.so is (and without debug info, a third faster)
+AFL_ENV = {"AFL_DONT_OPTIMIZE": "1"}
+
+
+@dataclasses.dataclass
+class HarnessBuild:
+    dir: Path
+    key: str
+    layout: InputLayout
+    manifest: Dict
+
+    @property
+    def libpre(self) -> Path:
+        return self.dir / "libpre.so"
+
+    @property
+    def libpost(self) -> Path:
+        return self.dir / "libpost.so"
+
+    @property
+    def harness_afl(self) -> Path:
+        return self.dir / "harness_afl"
+
+    @property
+    def harness_cmplog(self) -> Optional[Path]:
+        path = self.dir / "harness_cmplog"
+        return path if path.exists() else None
+
+    @property
+    def harness_replay(self) -> Path:
+        return self.dir / "harness_replay"
+
+    def host_source(self, side: str) -> str:
+        """One side's generated host code ('' where there is none)."""
+        path = self.dir / "src" / "cpu" / f"{self.manifest[side]['name']}.cpp"
+        return path.read_text() if path.is_file() else ""
+
+    @functools.cached_property
+    def new_parallel_regions(self) -> List[str]:
+        """Post's parallel regions (with what they call) that pre does not run identically."""
+        return new_parallel_code(self.host_source("pre"), self.manifest["pre"]["name"],
+                                 self.host_source("post"), self.manifest["post"]["name"])
+
+    @property
+    def parallelism_changed(self) -> bool:
+        """Post runs parallel code that pre does not run identically (a new region, a region
+        whose body or callees changed, a loop moved into a parallel map), whether or not any
+        OpenMP directive changed: post must be judged on several threads, not on one only."""
+        return bool(self.new_parallel_regions)
+
+    @property
+    def tolerance(self) -> Tolerance:
+        """The tolerance it was built with (its harness's default)."""
+        return Tolerance.from_json(self.manifest["oracle"])
+
+    def gpu_missing(self) -> Optional[str]:
+        """Why this build cannot run on this machine (its harness's own device check); None
+        when it can, and always for a CPU build."""
+        if not self.manifest.get("cuda"):
+            return None
+        reason = protocol.device_check(self.harness_replay)
+        if reason is None:
+            return None
+        return cuda_toolkit.gpu_unavailable() or reason    # "insufficient driver" often means no driver at all
+
+    @classmethod
+    def open(cls, directory: Path) -> "HarnessBuild":
+        directory = Path(directory)
+        manifest = json.loads((directory / "manifest.json").read_text())
+        return cls(directory, manifest["key"], InputLayout.load(directory / "layout.json"), manifest)
+
+
+def dace_include() -> Path:
+    import dace
+
+    return Path(dace.__file__).resolve().parent / "runtime" / "include"
+
+
+@functools.lru_cache(maxsize=None)
+def _tool_version(tool: str) -> str:
+    path = shutil.which(tool)
+    if not path:
+        raise ToolMissing(f"{tool} is not installed: run `make setup` (installs clang and afl++)")
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, env={**os.environ, "AFL_QUIET": "1"})
+    return (out.stdout or out.stderr).splitlines()[0] if (out.stdout or out.stderr) else tool
+
+
+def compiler_versions(afl: bool) -> Dict[str, str]:
+    versions = {"cxx": _tool_version(CXX)}
+    if afl:
+        versions["afl_cxx"] = _tool_version(AFL_CXX)
+    return versions
+
+
+def cache_key(pair: CutoutPair, layout: InputLayout, tolerance: Tolerance, afl: bool, cmplog: bool) -> str:
+    import dace
+
+    blob = json.dumps({
+        "harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
+        "post": pair.post.hash_sdfg(), "layout": layout.to_json(), "oracle": tolerance.to_json(),
+        "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "flags": CXXFLAGS,
+        "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV, "fresh_state": bool(SIDE_FLAGS),
+        "cuda": _cuda_key(pair),
+    }, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _cuda_key(pair: CutoutPair) -> Optional[List[str]]:
+    if not (cuda_toolkit.uses_gpu(pair.pre) or cuda_toolkit.uses_gpu(pair.post)):
+        return None
+    # the compat header by content, not by path: a build cache is shared between checkouts
+    return [cuda_toolkit.find().version, *cuda_toolkit.dace_nvcc_base_flags(), COMPAT_DIGEST]
+
+
+COMPAT_DIGEST = hashlib.sha256(cuda_toolkit.COMPAT_HEADER.read_bytes()).hexdigest()[:12]
+
+
+def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Optional[Tolerance] = None,
+          afl: bool = True, cmplog: bool = False) -> HarnessBuild:
+    """Build (or reuse) everything an instance needs; raises BuildError with the failing side."""
+    tolerance = tolerance or Tolerance()
+    key = cache_key(pair, layout, tolerance, afl, cmplog)
+    final = Path(work_dir) / "builds" / key
+    if not (final / "manifest.json").exists():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        failed = final.parent / f"pre-failed-{_pre_key(pair, layout, afl)}.json"
+        if failed.is_file():           # this pre did not build before: every pair with it fails alike
+            raise BuildError(**json.loads(failed.read_text()))
+        try:
+            publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, tolerance, afl, cmplog))
+        except BuildError as exc:
+            if exc.side == "hg_pre" and exc.first_error:      # a diagnostic, not a killed compiler
+                write_json(failed, {"message": str(exc), "side": exc.side, "log": exc.log})
+            raise
+    return HarnessBuild.open(final)
+
+
+def _pre_key(pair: CutoutPair, layout: InputLayout, afl: bool) -> str:
+    """What pre's library depends on: the same program built against the same layout with the
+    same compilers fails the same way, whatever post is (the whole program as its frontend
+    wrote it is pre of every pass instance judged whole)."""
+    import dace
+
+    blob = json.dumps({"harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
+                       "layout": layout.to_json(), "flags": CXXFLAGS, "compilers": compiler_versions(afl),
+                       "templates": hashlib.sha256(template_sources().encode()).hexdigest()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def publish_dir(final: Path, fill) -> None:
+    """Fill a temporary sibling of ``final`` and rename it into place: nobody ever sees half a
+    directory, a failed fill leaves nothing behind, and of two processes filling the same
+    directory the first to publish wins (the other's copy is dropped)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}.tmp-", dir=final.parent))
+    try:
+        fill(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tolerance: Tolerance,
+                afl: bool, cmplog: bool) -> Dict:
+    started = time.perf_counter()
+    pair.pre.save(str(out / "pre.sdfg"))
+    pair.post.save(str(out / "post.sdfg"))
+    layout.save(out / "layout.json")
+    (out / "instance.json").write_text(json.dumps(pair.instance.to_json(), indent=1))
+    (out / "transformation.json").write_text(json.dumps(pair.translated_match, indent=1, default=str))
+    # DaCe generates post (Python) while pre compiles
+    pre = generate_side(pair.pre, out)
+    _refuse_known_cause(out, pre, afl)
+    with cf.ThreadPoolExecutor(max_workers=1) as early:
+        pre_library = _library_job(out, pre, "libpre.so")
+        pre_cuda = _cuda_jobs(out, pre)
+        running = {} if pre_cuda else {"libpre.so": early.submit(_run_job, "libpre.so", pre_library)}
+        post = generate_side(pair.post, out)
+        codegen_s = time.perf_counter() - started
+        (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, tolerance))
+        run_jobs({"libpre.so": pre_library, **pre_cuda, **_jobs_after_pre(out, [post], afl, cmplog)}, running)
+    for obj in out.glob("*.o"):
+        obj.unlink()
+
+    import dace
+
+    manifest = {
+        "key": key, "subject": "sdfg", "instance": pair.instance.id, "harnessgen": __version__,
+        "dace": dace.__version__,
+        "compilers": compiler_versions(afl), "flags": CXXFLAGS, "oracle": tolerance.to_json(),
+        "afl": afl, "cmplog": cmplog, "codegen_seconds": round(codegen_s, 3),
+        "build_seconds": round(time.perf_counter() - started, 3),
+        "pre": {"name": pre.name, "init_args": pre.init_args, "program_args": pre.program_args, "gpu": pre.on_gpu},
+        "post": {"name": post.name, "init_args": post.init_args, "program_args": post.program_args,
+                 "gpu": post.on_gpu},
+        "cuda": _cuda_manifest(pre, post),
+        "input_config": pair.input_config, "output_config": pair.output_config,
+        "aliases": pair.aliases, "grown_for": pair.grown_for,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+RPATH = "-Wl,-rpath,$ORIGIN"
+
+
+def cause_registry(work_dir: Path, afl: bool) -> CauseRegistry:
+    """The constructs this DaCe and these compilers are known not to build (codegen_causes)."""
+    import dace
+
+    versions = json.dumps({"dace": dace.__version__, "compilers": compiler_versions(afl), "flags": CXXFLAGS},
+                          sort_keys=True)
+    return CauseRegistry(work_dir, versions)
+
+
+def _refuse_known_cause(out: Path, pre: SideSource, afl: bool) -> None:
+    """Pre holds a construct that failed to compile before: stop before the compiler runs."""
+    if pre.cpp is None or not pre.cpp.is_file():
+        return
+    cause = cause_registry(_work_dir(out), afl).match(pre.cpp.read_text(), pre.name)
+    if cause is not None:
+        raise BuildError(f"pre holds a construct DaCe's code generator cannot compile: {cause.describe()}",
+                         side=pre.name, log=f"not compiled: known cause {cause.id}\n{cause.log}", cause=cause.id)
+
+
+def _cuda_manifest(*sides: SideSource) -> Optional[Dict]:
+    """What a GPU build was made with; None for a CPU-only build."""
+    if not any(side.on_gpu for side in sides):
+        return None
+    toolkit = cuda_toolkit.find()
+    return {"nvcc": toolkit.version, "flags": cuda_toolkit.dace_nvcc_flags()[:-1] + ["cccl3_compat.h"],
+            "runtime": toolkit.cudart.name}
+
+
+def _flags(out: Path) -> List[str]:
+    return CXXFLAGS + ["-I", str(dace_include()), "-I", str(out / "include")]
+
+
+def _work_dir(out: Path) -> Path:
+    """Where the precompiled headers live: ``out`` is ``<work>/builds/<key>.tmp-...``. System
+    headers are most of a file's compile time: each compiler parses them once."""
+    return Path(out).parent.parent
+
+
+def _library_job(out: Path, side: SideSource, soname: str) -> "Job":
+    """A side's plain shared library, exporting only DaCe's entry points (a GPU side: its
+    frame code, its CUDA objects and the CUDA runtime, found beside the library)."""
+    host = (cuda_toolkit.dace_host_flags() if side.on_gpu
+            else header_pch(_work_dir(out), CXX, side.cpp))
+    return Job([CXX, *_flags(out), *host, *SIDE_FLAGS, str(side.cpp), *_cuda_link(out, side), "-shared",
+                f"-Wl,--version-script={out / f'exports_{side.name}.map'}", f"-Wl,-soname,{soname}", RPATH, "-o",
+                str(out / soname)], side.name, after=tuple(o.name for o in _cuda_objects(out, side)))
+
+
+def _cuda_objects(out: Path, side: SideSource) -> List[Path]:
+    return [out / f"{side.name}_cuda{i}.o" for i in range(len(side.cuda))]
+
+
+def _cuda_link(out: Path, side: SideSource) -> List[str]:
+    """What a binary holding this side links besides its frame code."""
+    if not side.on_gpu:
+        return []
+    return [*map(str, _cuda_objects(out, side)), str(out / cuda_toolkit.find().cudart.name)]
+
+
+def _cuda_jobs(out: Path, side: SideSource) -> Dict[str, "Job"]:
+    """nvcc calls for a GPU side's CUDA files; the runtime library is copied into the build so
+    the build (and a reproducer made from it) runs wherever a driver is."""
+    if not side.on_gpu:
+        return {}
+    toolkit = cuda_toolkit.find()
+    if not (out / toolkit.cudart.name).exists():
+        shutil.copy2(toolkit.cudart, out / toolkit.cudart.name)
+    return {obj.name: Job([str(toolkit.nvcc), *cuda_toolkit.dace_nvcc_flags(), "-I", str(dace_include()), "-I",
+                           str(out / "include"), "-c", str(cu), "-o", str(obj)], side.name)
+            for cu, obj in zip(side.cuda, _cuda_objects(out, side))}
+
+
+def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool) -> Dict[str, "Job"]:
+    """Everything after pre's library: each post's, the harness object (``harness.cpp`` written)
+    and the binaries (one post: ``libpost.so``, ``post_afl.o``; several: named after each)."""
+    flags, work_dir, harness_cpp = _flags(out), _work_dir(out), out / "harness.cpp"
+    gpu = any(post.on_gpu for post in posts)
+    # the harness's own code is never instrumented: its coverage is the decoder's and the
+    # comparison's, the same for every input; instrumenting it tripled its compile time
+    (out / "afl_denylist.txt").write_text("src: harness.cpp\n")
+    # one harness object for every binary: with AFL++, afl-cc compiles it (its macros make the
+    # persistent loop) and links it (its runtime), the replay binary included
+    harness_cxx, harness_env = (AFL_CXX, {**AFL_ENV, "AFL_LLVM_DENYLIST": str(out / "afl_denylist.txt")}) \
+        if afl else (CXX, {})
+    harness_pch = [] if gpu else header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None)
+    harness_flags = ["-DHG_CUDA", "-isystem", str(cuda_toolkit.find().include)] if gpu else []
+    libraries = {post.name: "libpost.so" if len(posts) == 1 else f"lib{post.name}.so" for post in posts}
+    jobs: Dict[str, Job] = {}
+    for post in posts:
+        jobs.update(_cuda_jobs(out, post))
+        jobs[libraries[post.name]] = _library_job(out, post, libraries[post.name])
+    jobs["harness.o"] = Job([harness_cxx, *flags, *harness_flags, *harness_pch, "-c", str(harness_cpp), "-o",
+                             str(out / "harness.o")], "harness", harness_env)
+    jobs["harness_replay"] = Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
+                                  *(str(out / lib) for lib in libraries.values()), *_cuda_link(out, posts[0])[-1:],
+                                  RPATH, "-o", str(out / "harness_replay")], "harness", AFL_ENV if afl else {},
+                                 after=("harness.o", "libpre.so", *libraries.values()))
+    if afl or cmplog:
+        # the fuzzing harness links post's object itself: its allocator comes from an object of its
+        # own, compiled without AFL++'s instrumentation (instrumented, every allocation of the
+        # harness's decoder was coverage that depends on the run before: 70 % stability, and the
+        # planted FastExpBand went unfound in 1.8 million executions)
+        jobs["fresh_state.o"] = Job([CXX, *CXXFLAGS, "-x", "c++", "-c", str(FRESH_STATE_HEADER), "-o",
+                                     str(out / "fresh_state.o")], "harness")
+    cmplog_env = {**AFL_ENV, "AFL_LLVM_CMPLOG": "1"}
+    for variant, env in (("afl", AFL_ENV), ("cmplog", cmplog_env)):
+        if not (afl if variant == "afl" else cmplog):
+            continue
+        objects = []
+        for post in posts:
+            obj = f"post_{variant}.o" if len(posts) == 1 else f"{post.name}_{variant}.o"
+            post_host = cuda_toolkit.dace_host_flags() if post.on_gpu else header_pch(work_dir, AFL_CXX, post.cpp, env)
+            jobs[obj] = Job([AFL_CXX, *flags, *post_host, "-c", str(post.cpp), "-o", str(out / obj)], "hg_post", env)
+            objects.append(obj)
+        cuda_objects = tuple(o.name for post in posts for o in _cuda_objects(out, post))
+        jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), *(str(out / o) for o in objects),
+                                          str(out / "fresh_state.o"), *_cuda_link(out, posts[0]),
+                                          str(out / "libpre.so"), RPATH, "-o", str(out / f"harness_{variant}")],
+                                         "harness", env,
+                                         after=("harness.o", *objects, "fresh_state.o", "libpre.so", *cuda_objects))
+    return jobs
+
+
+def build_variants(pairs: List[CutoutPair], layout: InputLayout, work_dir: Path,
+                   tolerance: Optional[Tolerance] = None) -> HarnessBuild:
+    """One harness holding the posts of several pairs that share pre and layout (the parameter
+    variants of one match): an input's first byte picks the post, the rest is its input. What
+    ``bench/params_modes.py`` measures against one build per variant; its binaries are
+    ``harness_afl`` and ``harness_replay`` (no libraries for cffi)."""
+    import dace
+
+    tolerance = tolerance or Tolerance()
+    key = hashlib.sha256(json.dumps(["variants", *(cache_key(p, layout, tolerance, True, False) for p in pairs)])
+                         .encode()).hexdigest()[:20]
+    final = Path(work_dir) / "builds" / key
+    if (final / "manifest.json").exists():
+        return HarnessBuild.open(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+
+    def fill(out: Path) -> None:
+        started = time.perf_counter()
+        layout.save(out / "layout.json")
+        pre = generate_side(pairs[0].pre, out)
+        posts = []
+        for k, pair in enumerate(pairs):
+            post = copy.deepcopy(pair.post)
+            post.name = f"{post.name}{k}"          # distinct entry points: every post links into one binary
+            posts.append(generate_side(post, out))
+        (out / "harness.cpp").write_text(render_harness(pairs[0].instance.match_id, layout, pre, posts[0],
+                                                        tolerance, more_posts=posts[1:]))
+        run_jobs({"libpre.so": _library_job(out, pre, "libpre.so"), **_jobs_after_pre(out, posts, True, False)})
+        for obj in out.glob("*.o"):
+            obj.unlink()
+        write_json(out / "manifest.json", {
+            "key": key, "subject": "sdfg", "instance": pairs[0].instance.match_id, "harnessgen": __version__,
+            "dace": dace.__version__, "compilers": compiler_versions(True), "flags": CXXFLAGS,
+            "oracle": tolerance.to_json(), "afl": True, "cmplog": False, "cuda": None,
+            "variants": [p.instance.id for p in pairs], "posts": [p.name for p in posts],
+            "build_seconds": round(time.perf_counter() - started, 3)})
+
+    publish_dir(final, fill)
+    return HarnessBuild.open(final)
+
+
+def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[str, str]] = None) -> List[str]:
+    """Flags that use a precompiled header of the ``#include <...>`` lines of ``source``
+    (DaCe's runtime for generated code, the C++ library for the harness), built once per
+    compiler, flags and header text under ``<work>/pch/``; no flags when it cannot be built.
+    A PCH only saves time (about 1.2 s of 1.5 s per generated file, 0.6 s of 1.1 s for the
+    harness); it never changes what is compiled."""
+    import dace
+
+    extra = dict(env or {})
+    includes = "".join(line for line in Path(source).read_text().splitlines(keepends=True)
+                       if line.startswith("#include <"))
+    if not includes:
+        return []
+    try:
+        version = _tool_version(compiler)
+    except ToolMissing:
+        return []
+    # a PCH names its header by absolute path: the real folder is part of the key, so a work
+    # directory reached through a link, or moved, gets PCHs of its own instead of broken ones
+    root = (Path(work_dir) / "pch").resolve()
+    key = hashlib.sha256(json.dumps([compiler, version, CXXFLAGS, dace.__version__, str(dace_include()), extra,
+                                     includes, str(root)]).encode()).hexdigest()[:16]
+    folder = root / key
+    pch = folder / "headers.h.pch"
+    if not pch.is_file():
+        header = folder / "headers.h"
+        if not header.is_file():   # rewriting it would give other builders' PCHs a newer input file
+            write_atomic(header, includes.encode())
+        tmp = folder / f".headers.h.pch.tmp-{os.getpid()}"
+        proc = subprocess.run([compiler, *CXXFLAGS, "-I", str(dace_include()), "-c", "-x", "c++-header", str(header),
+                               "-o", str(tmp)], capture_output=True, text=True,
+                              env={**os.environ, "AFL_QUIET": "1", **extra})
+        if proc.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            return []
+        os.replace(tmp, pch)     # concurrent builders each produce the same file; the last rename wins
+    return ["-include-pch", str(pch)]
+
+
+@dataclasses.dataclass
+class Job:
+    """One compiler call: its command, the side a failure is blamed on, extra environment,
+    and the jobs whose outputs it needs."""
+
+    cmd: List[str]
+    side: str
+    env: Dict[str, str] = dataclasses.field(default_factory=dict)
+    after: Tuple[str, ...] = ()
+
+
+# longest first: the harness and the generated sources, then the links
+def _priority(item) -> tuple:
+    name, job = item
+    return (len(job.after) > 0, not name.startswith("harness"), name)
+
+
+def _pch_refused(stderr: str) -> bool:
+    """clang did not load the precompiled header: corrupt ("AST file", "PCH"), or its header was
+    written again by a concurrent builder ("has been modified since the precompiled header")."""
+    return any(sign in stderr for sign in ("AST file", "PCH", "precompiled header"))
+
+
+def _run_job(name: str, job: "Job"):
+    env = {**os.environ, "AFL_QUIET": "1", **job.env}
+    proc = subprocess.run(job.cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0 and "-include-pch" in job.cmd and _pch_refused(proc.stderr):
+        # a precompiled header that no longer loads only costs time: never blame the code for it
+        at = job.cmd.index("-include-pch")
+        proc = subprocess.run(job.cmd[:at] + job.cmd[at + 2:], capture_output=True, text=True, env=env)
+    return name, proc
+
+
+def run_jobs(jobs: Dict[str, Job], running: Optional[Dict[str, cf.Future]] = None) -> None:
+    """Run compiler calls on all cores, each as soon as the jobs it needs are done (``running``:
+    jobs already started elsewhere, futures of ``(name, process)``); the first failure raises
+    BuildError naming its side (pre's first: when the cutout itself does not build, post's
+    failure says nothing of the transformation)."""
+    running = dict(running or {})
+    waiting = dict(sorted(((n, j) for n, j in jobs.items() if n not in running), key=_priority))
+    results: Dict[str, subprocess.CompletedProcess] = {}
+    pending = set(running.values())
+    with cf.ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
+        while waiting or pending:
+            for name in [n for n, job in waiting.items() if all(d in results for d in job.after)]:
+                del waiting[name]
+                if all(results[d].returncode == 0 for d in jobs[name].after):
+                    pending.add(pool.submit(_run_job, name, jobs[name]))
+            if not pending:
+                break
+            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                name, proc = future.result()
+                results[name] = proc
+    for name, proc in sorted(results.items(), key=lambda r: (jobs[r[0]].side != "hg_pre", r[0])):
+        if proc.returncode != 0:
+            log = (proc.stderr or proc.stdout)[-4000:]
+            raise BuildError(f"building {name} failed ({jobs[name].side}): "
+                             f"{log.strip().splitlines()[-1] if log.strip() else ''}",
+                             side=jobs[name].side, log=" ".join(jobs[name].cmd) + "\n" + log)
+
+
+def source_files(build_dir: Path) -> List[Path]:
+    return sorted(Path(build_dir).rglob("*.cpp"))
+
+
+def compile_errors(sdfg) -> Optional[str]:
+    """What the compiler says about the code DaCe generates for ``sdfg`` (``-fsyntax-only``,
+    with the flags harnesses build with); None when it compiles."""
+    with tempfile.TemporaryDirectory(prefix="hg-syntax-") as tmp:
+        out = Path(tmp)
+        try:
+            side = generate_side(sdfg, out)
+        except BuildError as exc:
+            return f"{exc}\n{exc.log}"
+        proc = subprocess.run([CXX, *_flags(out), *SIDE_FLAGS, "-fsyntax-only", str(side.cpp)],
+                              capture_output=True, text=True)
+    return None if proc.returncode == 0 else f"building {sdfg.name} failed\n{proc.stderr}"

@@ -1,0 +1,128 @@
+"""Programs DaCe cannot build before any transformation: found once per cause, not once per
+instance.
+
+Where pre (the program, or a cutout of it, before the change) does not compile, nothing
+about the change can be judged, and every instance whose pre holds the same construct fails
+the same way: on the unsimplified CLOUDSC, one branch condition on a one-element array
+(``if (zdqs > 0.0)`` with ``double zdqs[1]``) made each of dozens of pass instances spend a
+minute compiling to the same error. A *cause* is that error: the compiler's first message
+and the generated line it points at, both with the side's own name and the layout of the
+text taken out. The first instance that meets a cause records it (``CauseRegistry``) and
+writes it as a finding against DaCe's code generator; every later pre is checked against the
+known causes right after DaCe generated its code, before the compiler runs, and an instance
+whose pre holds a known construct is ``BLOCKED`` at once, naming the cause.
+
+Causes are kept per DaCe version and compiler under ``<work>/codegen-causes/``: a new DaCe
+or compiler meets each construct afresh.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from ..core.files import write_json
+
+CAUSES_DIR = "codegen-causes"
+_ERROR = re.compile(r"^(?P<file>[^:\s]+\.(?:cpp|cu|h)):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<message>.*)$")
+_SPACE = re.compile(r"\s+")
+
+
+def normalized(text: str, side_name: str = "") -> str:
+    """Text with the side's name and the layout of the code taken out."""
+    if side_name:
+        text = text.replace(side_name, "<side>")
+    return _SPACE.sub(" ", text).strip()
+
+
+@dataclasses.dataclass
+class Cause:
+    message: str                    # the compiler's first error, without file and position
+    line: str                       # the generated line it points at (normalized)
+    log: str = ""                   # the compiler's diagnostics (``diagnostics``)
+    first_instance: str = ""        # the instance that met it first
+
+    @property
+    def id(self) -> str:
+        return "codegen-" + hashlib.sha1(f"{self.message}\n{self.line}".encode()).hexdigest()[:10]
+
+    def folder(self, crashes_root: Path, target: str) -> Path:
+        """Where a run keeps this cause's finding."""
+        return Path(crashes_root) / target / "dace-codegen" / self.id
+
+    def describe(self) -> str:
+        return f"`{self.line}` ({self.message})"
+
+    def to_json(self) -> Dict:
+        return {**dataclasses.asdict(self), "id": self.id}
+
+    @classmethod
+    def from_json(cls, entry: Dict) -> "Cause":
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in entry.items() if k in fields})
+
+    def matches_source(self, source: str, side_name: str) -> bool:
+        """Whether a generated file holds this cause's line."""
+        return any(normalized(line, side_name) == self.line for line in source.splitlines() if line.strip())
+
+    def matches_log(self, log: str, side_name: str) -> bool:
+        """Whether a compiler's output shows this cause (its message at its line)."""
+        found = from_compiler_output(log, side_name)
+        return found is not None and (found.message, found.line) == (self.message, self.line)
+
+
+def from_compiler_output(log: str, side_name: str) -> Optional[Cause]:
+    """The cause a compiler's diagnostics show first: its first error and the source line it
+    quotes (clang and gcc print the line right after the message); None without one."""
+    lines = log.splitlines()
+    for index, text in enumerate(lines):
+        match = _ERROR.match(text.strip())
+        if match and index + 1 < len(lines) and lines[index + 1].strip():
+            message = normalized(re.sub(r" \[-W[^\]]*\]$", "", match.group("message")), side_name)
+            return Cause(message=message, line=normalized(lines[index + 1], side_name))
+    return None
+
+
+def diagnostics(log: str) -> str:
+    """A build log's compiler messages without the command line, each file named by its own
+    name (where the build ran is of no use to whoever reads the report)."""
+    lines = [line for line in log.splitlines() if line.strip() and not line.lstrip().startswith(("clang", "g++", "gcc",
+                                                                                               "nvcc", "afl-"))]
+    return "\n".join(re.sub(r"(?:/[^\s:/]+)+/([^\s:/]+\.(?:cpp|cu|h))", r"\1", line) for line in lines)
+
+
+class CauseRegistry:
+    """The causes met so far with this DaCe and compiler, one JSON file each (shared by every
+    process of every run that builds into the same work directory)."""
+
+    def __init__(self, work_dir: Path, versions: str):
+        digest = hashlib.sha1(versions.encode()).hexdigest()[:12]
+        self.root = Path(work_dir) / CAUSES_DIR / digest
+
+    def known(self) -> List[Cause]:
+        if not self.root.is_dir():
+            return []
+        causes = []
+        for path in sorted(self.root.glob("*.json")):
+            try:
+                causes.append(Cause.from_json(json.loads(path.read_text())))
+            except (OSError, json.JSONDecodeError, TypeError):
+                continue        # a file being written: its cause is met again, and recorded again
+        return causes
+
+    def match(self, source: str, side_name: str) -> Optional[Cause]:
+        return next((cause for cause in self.known() if cause.matches_source(source, side_name)), None)
+
+    def get(self, cause_id: str) -> Optional[Cause]:
+        return next((cause for cause in self.known() if cause.id == cause_id), None)
+
+    def record(self, cause: Cause) -> Cause:
+        """Keep ``cause`` (the first record of one stays)."""
+        existing = self.get(cause.id)
+        if existing is not None:
+            return existing
+        write_json(self.root / f"{cause.id}.json", cause.to_json())
+        return cause

@@ -1,0 +1,255 @@
+"""Boundary-aware seed inputs: the values where optimizations break first.
+
+Sizes 1 and 2, the largest allowed, primes, and tile / vector widths +-1
+(remainder loops): the first three seeds take every size smallest, the largest
+prime (a remainder for every tile width) and largest, the others a random
+one of these. Data that is zero, constant, a ramp, small integers, random, or
+extreme but finite (the float bound, values just above the flush threshold,
+alternating signs); every other seed with buffers that start one element off
+their 64-byte alignment. Every seed is encoded with the layout, so it
+decodes to exactly the intended values. Deterministic for a given RNG seed.
+
+``screen_seeds`` runs seeds through a build's replay binary before fuzzing (a seed that
+already crashes is a finding at once) and for the whole-program audit.
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..core import expr as ex, protocol
+from .layout import InputLayout
+
+WIDTHS = (2, 4, 8, 16, 32, 64, 128)
+PATTERNS = ("zeros", "random", "ones", "ramp", "small_ints", "extremes", "mixed", "sorted")
+
+
+def _is_prime(n: int) -> bool:
+    return n >= 2 and all(n % d for d in range(2, math.isqrt(n) + 1))
+
+
+def _primes_upto(n: int) -> List[int]:
+    return [p for p in range(2, n + 1) if _is_prime(p)]
+
+
+def symbol_candidates(lo: int, hi: int) -> List[int]:
+    """Boundary values of one symbol's range, smallest first, no duplicates."""
+    if lo > hi:
+        return []
+    cands = {lo, hi, lo + 1, hi - 1}
+    cands |= {w + d for w in WIDTHS for d in (-1, 0, 1)}
+    cands |= set(p for p in _primes_upto(min(hi, 257)) if p >= lo)
+    return sorted(c for c in cands if lo <= c <= hi)
+
+
+def _float_values(pattern: str, n: int, lo: float, hi: float, tiny: float, rng) -> np.ndarray:
+    span_lo, span_hi = max(lo, -1e300), min(hi, 1e300)
+    if pattern == "zeros":
+        v = np.zeros(n)
+    elif pattern == "ones":
+        v = np.ones(n)
+    elif pattern == "ramp":
+        v = np.arange(n, dtype=np.float64) + 1.0
+    elif pattern == "small_ints":
+        v = rng.integers(-3, 4, size=n).astype(np.float64)
+    elif pattern == "extremes":
+        choices = np.array([span_hi, span_lo, 2 * tiny, -2 * tiny, 1.0, -1.0, 0.5, 1e-3])
+        v = choices[rng.integers(0, len(choices), size=n)]
+    elif pattern == "mixed":
+        v = rng.normal(0.0, 1.0, size=n) * 10.0 ** rng.integers(-3, 4, size=n)
+    else:  # random, sorted
+        v = rng.uniform(max(span_lo, -1e3), min(span_hi, 1e3), size=n)
+        if pattern == "sorted":
+            v = np.sort(v)
+    # keep every value where it decodes to itself: inside the range, not below the flush threshold
+    v = np.clip(v, lo, hi)
+    v = np.where((np.abs(v) < tiny) & (v != 0), np.sign(v) * 2 * tiny, v)
+    return np.clip(v, lo, hi)
+
+
+def _int_values(pattern: str, n: int, lo: int, hi: int, rng) -> np.ndarray:
+    lo_c, hi_c = max(lo, -(1 << 20)), min(hi, 1 << 20)
+    if lo_c > hi_c:
+        lo_c = hi_c = lo
+    if pattern == "zeros":
+        v = np.zeros(n, dtype=np.int64)
+    elif pattern == "ones":
+        v = np.ones(n, dtype=np.int64)
+    elif pattern == "ramp":
+        v = np.arange(n, dtype=np.int64)
+    elif pattern == "extremes":
+        v = np.array([lo, hi], dtype=np.int64)[rng.integers(0, 2, size=n)]
+    else:
+        v = rng.integers(lo_c, hi_c + 1, size=n, dtype=np.int64)
+        if pattern == "sorted":
+            v = np.sort(v)
+    return np.clip(v, lo, hi)
+
+
+def sample(layout: InputLayout, count: int = 12, seed: int = 0) -> List[Tuple[str, bytes]]:
+    """``count`` named seed inputs for this layout."""
+    rng = np.random.default_rng(seed)
+    seeds: List[Tuple[str, bytes]] = []
+    for i in range(count):
+        symbols = _choose_symbols(layout, i, rng)
+        if symbols is None:
+            continue
+        pattern = PATTERNS[i % len(PATTERNS)]
+        arrays = _arrays(layout, symbols, pattern, rng)
+        # every other seed hands over buffers that start one element off their alignment
+        offsets = {c.name: c.itemsize if i % 2 else 0 for c in layout.containers}
+        seeds.append((f"hg-seed-{i:02d}-{pattern}", layout.encode(symbols, arrays, offsets)))
+    return seeds
+
+
+def _choose_symbols(layout: InputLayout, i: int, rng) -> Dict[str, int]:
+    env: Dict[str, int] = {}
+    for slot in layout.symbols:
+        lo, hi = _symbol_bounds(slot, env)
+        cands = symbol_candidates(lo, hi)
+        if not cands:
+            return None
+        if i == 0:
+            env[slot.name] = cands[0]             # everything smallest
+        elif i == 1:                              # everything the largest prime: a remainder for every
+            primes = [c for c in cands if _is_prime(c)]                      # tile and vector width
+            env[slot.name] = primes[-1] if primes else cands[-1]
+        elif i == 2:
+            env[slot.name] = cands[-1]            # everything largest
+        else:
+            env[slot.name] = int(cands[rng.integers(0, len(cands))])
+    return env
+
+
+def unsatisfiable(layout: InputLayout, count: int = 12, seed: int = 0) -> Optional[str]:
+    """Why no seed input exists for this layout (a symbol whose range is empty whatever the
+    symbols before it take, among the values the sampler tries), or None when one does."""
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        if _choose_symbols(layout, i, rng) is not None:
+            return None
+    env: Dict[str, int] = {}
+    for slot in layout.symbols:
+        lo, hi = _symbol_bounds(slot, env)
+        cands = symbol_candidates(lo, hi)
+        if not cands:
+            return f"{slot.name} has no value in [{lo}, {hi}]" + (f" with {env}" if env else "")
+        env[slot.name] = cands[0]
+    return "no symbol values satisfy the constraints"
+
+
+def _symbol_bounds(slot, env: Dict[str, int]) -> Tuple[int, int]:
+    """A symbol's range given the symbols before it, clipped to its integer type."""
+    info = np.iinfo(slot.dtype)
+    return max(ex.evaluate(slot.lo, env), int(info.min)), min(ex.evaluate(slot.hi, env), int(info.max))
+
+
+def _arrays(layout: InputLayout, symbols: Dict[str, int], pattern: str, rng) -> Dict[str, np.ndarray]:
+    counts = layout.counts(symbols)
+    arrays = {}
+    for slot in layout.containers:
+        n = counts[slot.name]
+        kind = slot.kind
+        if kind == "b":
+            values = rng.integers(0, 2, size=n).astype(bool) if pattern != "zeros" else np.zeros(n, bool)
+        elif kind in "iu":
+            lo, hi = layout._value_bounds(slot, symbols, as_float=False)
+            info = np.iinfo(slot.dtype)
+            values = _int_values(pattern, n, max(lo, int(info.min)), min(hi, int(info.max)), rng)
+        else:
+            lo, hi = layout._value_bounds(slot, symbols, as_float=True)
+            parts = 2 * n if kind == "c" else n
+            values = _float_values(pattern, parts, lo, hi, layout.float_tiny, rng)
+            part_type = np.float32 if slot.dtype in ("float32", "complex64") else np.float64
+            values = values.astype(part_type)
+            if kind == "c":
+                values = values.view(slot.dtype)
+        arrays[slot.name] = np.asarray(values).astype(slot.dtype)
+    return arrays
+
+
+def translated(source: InputLayout, inputs: List[Tuple[str, bytes]], target: InputLayout,
+               seed: int = 0) -> List[Tuple[str, bytes]]:
+    """``inputs`` of one layout (a cutout's) carried over to another (the whole program's):
+    symbols of the same name keep their values, clamped into the target's ranges; containers of
+    the same name and element count keep their contents; everything else is drawn as a random
+    seed would be. Inputs the source cannot decode, or that leave a target range empty, are
+    dropped."""
+    rng = np.random.default_rng(seed)
+    out: List[Tuple[str, bytes]] = []
+    for name, data in inputs:
+        decoded = source.decode(data)
+        if decoded is None:
+            continue
+        symbols = _carried_symbols(target, decoded.symbols, rng)
+        if symbols is None:
+            continue
+        arrays = _arrays(target, symbols, "random", rng)
+        for slot in target.containers:
+            carried = decoded.arrays.get(slot.name)
+            if carried is not None and carried.size == arrays[slot.name].size:
+                arrays[slot.name] = carried.astype(slot.dtype).ravel()
+        out.append((f"hg-from-{name}", target.encode(symbols, arrays)))
+    return out
+
+
+def _carried_symbols(layout: InputLayout, values: Dict[str, int], rng) -> Optional[Dict[str, int]]:
+    env: Dict[str, int] = {}
+    for slot in layout.symbols:
+        lo, hi = _symbol_bounds(slot, env)
+        if lo > hi:
+            return None
+        wanted = values.get(slot.name)
+        env[slot.name] = min(max(int(wanted), lo), hi) if wanted is not None else int(rng.integers(lo, hi + 1))
+    return env
+
+
+def random_inputs(count: int = 4, seed: int = 0, length: int = 512) -> List[Tuple[str, bytes]]:
+    """Seeds without any knowledge of the layout: random bytes (for measuring what the
+    boundary-aware seeds add, and for fuzzing without them)."""
+    rng = np.random.default_rng(seed)
+    return [(f"hg-random-{i:02d}", rng.integers(0, 256, size=length, dtype=np.uint8).tobytes())
+            for i in range(count)]
+
+
+SEED_MODES = ("boundary", "random", "none")
+PROOF_PREFIX = "hg-proof-"      # a proof's counterexamples (prove.counterexample_inputs)
+OWN_PREFIXES = ("hg-seed-", "hg-random-", PROOF_PREFIX)
+
+
+def write(seeds: List[Tuple[str, bytes]], directory: Path) -> List[Path]:
+    """Write seeds into ``directory`` (kept: user files there are left alone)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, data in seeds:
+        path = directory / f"{name}.bin"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        paths.append(path)
+    return paths
+
+
+def screen_seeds(build, paths: List[Path], timeout_s: float = 20.0, threads: int = 1, repeat: int = 1,
+                 deadline: Optional[float] = None, timings: Optional[List[float]] = None):
+    """Run every seed with the build's replay binary (until ``deadline``, a ``time.monotonic()``
+    value, where one is given): (passing seeds, [(crashing seed, its 1-based position)]).
+    ``timings`` gets each run's seconds (a process of its own: its start-up included)."""
+    passing, crashing = [], []
+    env = protocol.HarnessEnv(threads=threads, repeat=repeat)
+    for position, path in enumerate(paths, start=1):
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        started = time.monotonic()
+        crashed = protocol.run_native(build.harness_replay, path, env, timeout_s).crashed
+        if timings is not None:
+            timings.append(time.monotonic() - started)
+        if crashed:
+            crashing.append((path, position))
+        else:
+            passing.append(path)
+    return passing, crashing

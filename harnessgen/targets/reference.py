@@ -1,0 +1,87 @@
+"""What a program computes, said in Python: a reference its SDFG is checked against.
+
+A ``Reference`` wraps a function that takes the program's containers (NumPy arrays) and the
+size symbols it needs by parameter name and writes its outputs in place, as the program does:
+the NumPy references of our ``kernels``, or a user's ``@dace.program`` run as plain Python
+(``python_reference``: its size symbols bound to numbers; where the function uses what only
+DaCe understands, running it fails and the check says so instead of judging).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+from typing import Callable, Dict, Iterable
+
+import numpy as np
+
+from ..core.errors import Unsupported
+
+
+@dataclasses.dataclass
+class Reference:
+    label: str                      # how reports name it (kernels:gemm, file.py:function)
+    function: Callable
+
+    def run(self, arrays: Dict[str, np.ndarray], symbols: Dict[str, int], scalars: Iterable[str] = ()) -> Dict:
+        """Copies of ``arrays`` after the reference ran on them. ``scalars``: containers the
+        program takes by value (they travel as 1-element buffers). Raises ``Unsupported`` where
+        the function cannot run on them."""
+        scalars = set(scalars)
+        out = {name: value.copy() for name, value in arrays.items()}
+        args = {}
+        for name in inspect.signature(self.function).parameters:
+            if name in symbols:
+                args[name] = symbols[name]
+            elif name in out:
+                args[name] = out[name].reshape(-1)[0] if name in scalars else out[name]
+            else:
+                raise Unsupported(f"reference {self.label}: no container or symbol {name!r} in the program")
+        try:
+            with np.errstate(all="ignore"):
+                self.function(**args)
+        except Exception as exc:  # noqa: BLE001 -- the reference cannot say: not a verdict on the program
+            raise Unsupported(f"reference {self.label} did not run: {type(exc).__name__}: {exc}") from exc
+        return out
+
+
+def python_reference(program) -> Reference:
+    """A ``@dace.program`` as plain Python: its function, DaCe's dialect made plain
+    (``dialect.plain_function``: explicit maps as loops, memlets as reads and writes), with the
+    size symbols bound to the values of each call (they are ``dace.symbol`` objects in its
+    module)."""
+    function = program.f
+    label = f"{function.__module__}:{function.__name__}" if hasattr(function, "__module__") else function.__name__
+
+    def run(**kwargs):
+        plain = _plain(function)
+        sizes = {k: v for k, v in kwargs.items() if k in _symbol_names(function)}
+        names = {**plain.__globals__, **{k: int(v) for k, v in sizes.items()}}
+        bound = types.FunctionType(plain.__code__, names, plain.__name__, plain.__defaults__, plain.__closure__)
+        return bound(**{k: v for k, v in kwargs.items() if k not in sizes})
+
+    parameters = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY)
+                  for n in list(inspect.signature(function).parameters) + sorted(_symbol_names(function))]
+    run.__signature__ = inspect.Signature(parameters)
+    return Reference(label, run)
+
+
+def _plain(function):
+    """The function with DaCe's dialect made plain (a construct with none raises Unsupported)."""
+    from .dialect import plain_function
+
+    try:
+        return plain_function(function)
+    except Unsupported:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- the rewrite failed: the reference cannot say
+        raise Unsupported(f"DaCe's dialect in {function.__name__} has no plain meaning here: "
+                          f"{type(exc).__name__}: {exc}") from exc
+
+
+def _symbol_names(function) -> set:
+    """The names of the ``dace.symbol`` globals the function's code reads."""
+    import dace
+
+    return {name for name in function.__code__.co_names
+            if isinstance(function.__globals__.get(name), dace.symbolic.symbol)}
