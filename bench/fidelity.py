@@ -36,8 +36,8 @@ def _sdfg(program: str, name: str):
 
 
 def _cut(program: str, inst_json: dict) -> dict:
-    from harnessgen.cutout.extract import extract
     from harnessgen.core.errors import Unsupported
+    from harnessgen.cutout.extract import extract
     from harnessgen.plan.instances import Instance, load_transformation
 
     inst = Instance.from_json(inst_json)

@@ -34,17 +34,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessgen.inputs import seeds as seedlib
 from harnessgen import subjects
-from harnessgen.harness.build import build_variants
-from harnessgen.inputs.constraints import derive
+from harnessgen.campaign.fuzz_run import fuzz
+from harnessgen.core.errors import BuildError
+from harnessgen.core.records import FuzzOptions, InstanceResult
 from harnessgen.engines import FuzzJob, RawCrash, get_engine
 from harnessgen.engines.afl import read_options
-from harnessgen.core.errors import BuildError
-from harnessgen.campaign.fuzz_run import fuzz
+from harnessgen.harness.build import build_variants
+from harnessgen.inputs import seeds as seedlib
+from harnessgen.inputs.constraints import derive
 from harnessgen.inputs.layout import build_layout
 from harnessgen.plan.params import ParamOptions
-from harnessgen.core.records import FuzzOptions, InstanceResult
 from harnessgen.triage.classify import TriageOptions
 
 CASES = [

@@ -40,14 +40,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from harnessgen.campaign.runner import InstanceRunner
+from harnessgen.core.records import FuzzOptions
+from harnessgen.core.runtime import Tolerance, compare
+from harnessgen.cutout.extract import extract
 from harnessgen.harness.build import HarnessBuild, build
 from harnessgen.inputs.constraints import derive
-from harnessgen.cutout.extract import extract
-from harnessgen.core.records import FuzzOptions
-from harnessgen.campaign.runner import InstanceRunner
-from harnessgen.subjects import plan
 from harnessgen.inputs.layout import build_layout
-from harnessgen.core.runtime import Tolerance, compare
+from harnessgen.subjects import plan
 from harnessgen.zoo import PLANTED
 
 WORK = REPO / ".harnessgen"

@@ -21,12 +21,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harnessgen.inputs.constraints import derive
-from harnessgen.cutout.extract import extract
 from harnessgen.campaign.fuzz_run import fuzz
 from harnessgen.core.records import FuzzOptions
-from harnessgen.plan.instances import enumerate_instances, load_transformation
+from harnessgen.cutout.extract import extract
+from harnessgen.inputs.constraints import derive
 from harnessgen.inputs.layout import build_layout
+from harnessgen.plan.instances import enumerate_instances, load_transformation
 from harnessgen.targets import resolve
 from harnessgen.zoo import PLANTED
 
@@ -49,8 +49,9 @@ def passing_input(program: str, spec: str, inst):
     sdfg = target.programs[program].build()
     pair = extract(sdfg, inst, load_transformation(spec))
     layout = build_layout(pair, derive(pair))
-    from harnessgen.core import expr as ex
     import numpy as np
+
+    from harnessgen.core import expr as ex
 
     env = {}
     for slot in layout.symbols:

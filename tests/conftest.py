@@ -73,8 +73,8 @@ def program_sdfg(name: str):
 def instances_of(program: str, spec: str, settings=None):
     """(the class, its instances in a kernel): a pattern transformation's matches, or the SDFGs
     a pass changes."""
-    from harnessgen.plan.params import ParamOptions
     from harnessgen.cutout.changes import Patterns, load_change
+    from harnessgen.plan.params import ParamOptions
 
     change = load_change(spec)
     target = kernels()
@@ -121,9 +121,9 @@ def summary_of(tmp: Path) -> dict:
 def scatter_missing_constraint(cache: Path):
     """y[idx[i]] = ... built as if the analysis had missed that idx indexes y: pre can fail on its own."""
     from harnessgen.core import expr as ex
+    from harnessgen.cutout.extract import whole_program_pair
     from harnessgen.harness.build import build
     from harnessgen.inputs.constraints import Range, derive
-    from harnessgen.cutout.extract import whole_program_pair
     from harnessgen.inputs.layout import build_layout
     from harnessgen.targets.loaders import load_python_program
 

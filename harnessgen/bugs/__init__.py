@@ -3,5 +3,7 @@
 ``signature``: a root-cause signature per outcome kind; ``stack``: post's stack where it
 dies; ``cluster``: every finding of one or several runs clustered into distinct bugs
 (``bugs.json``); ``reduce``: each bug's program reduced while its signature persists;
-``report``: ``BUG.md`` per bug; ``analysis``: all of it for one or several runs.
+``bug_report``: ``BUG.md`` per bug; ``builder``: a Python builder of a bug's program; ``analysis``: all of it for one or several runs.
 """
+
+__all__ = ["analysis", "bug_report", "builder", "cluster", "reduce", "signature", "stack"]

@@ -6,9 +6,9 @@ import traceback
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from .bug_report import write_bug_reports
 from .cluster import Bug, collect, write_bugs
 from .reduce import ReduceOptions, reduce_bug
-from .bug_report import write_bug_reports
 
 
 def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,

@@ -12,10 +12,14 @@ import platform
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-
+from .. import __version__
 from ..core.data import template_environment
 from ..core.files import write_atomic
+from ..harness.build import compiler_versions
+from ..plan.instances import load_transformation
+from .builder import python_builder
 from .cluster import CODEGEN_FAILURE, STATIC_VERDICTS, Bug, load_json
+from .signature import first_compiler_error
 
 BUGS_DIR = "bugs"
 
@@ -23,8 +27,6 @@ BUGS_DIR = "bugs"
 def properties(spec: str, match: Dict) -> List[Tuple[str, str]]:
     """The transformation's declared properties, each with the value of this match (its default
     unless the match sets it)."""
-    from ..plan.instances import load_transformation
-
     try:
         cls = load_transformation(spec)
     except Exception:  # noqa: BLE001 -- a report without the property table, not no report
@@ -44,9 +46,6 @@ def properties(spec: str, match: Dict) -> List[Tuple[str, str]]:
 
 def _versions(meta: Dict) -> Dict:
     import dace
-
-    from .. import __version__
-    from ..harness.build import compiler_versions
 
     given = meta.get("versions") or {}
     compilers = given.get("compilers") or {}
@@ -68,8 +67,6 @@ def _expected_actual(bug: Bug, folder: Path, meta: Dict) -> List[str]:
                     "BUILD_FAILURE": "code that compiles"}[kind]
         lines = [f"Expected {expected}; got:", "", "```", first[:2000], "```"]
         if kind == "BUILD_FAILURE":
-            from .signature import first_compiler_error
-
             lines += ["", f"The compiler's first error: `{first_compiler_error(error) or '(none found)'}`"]
         return lines
     lines = ["Expected post to compute what pre computes on this input; got:", "", f"    {meta.get('summary', kind)}"]
@@ -103,8 +100,6 @@ PY_REFERENCES = {"dace": ("the Python function run under NumPy", "DaCe"),
 def _write_builder(sdfg_file: Path, target: Path, bug_id: str) -> str:
     """builder.py for the bug's program where one can be written; its source ("" where not)."""
     import dace
-
-    from .builder import python_builder
 
     if not sdfg_file.is_file():
         return ""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
-
 from ..core.data import template_environment
 
 

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from ..core.errors import ConfigError
 from ..core.files import write_json
 from ..core.outcome import STATIC_OUTCOMES
 from . import signature as sig
@@ -116,8 +117,6 @@ def finding_paths(run_dir: Path) -> List[Tuple[Path, str]]:
     run_dir = Path(run_dir)
     summary_file = run_dir / "summary.json"
     if not summary_file.is_file():
-        from ..core.errors import ConfigError
-
         raise ConfigError(f"{run_dir}: no summary.json; pass the directory of a fuzz or campaign run (--out)")
     summary = json.loads(summary_file.read_text())
     out = []

@@ -29,15 +29,24 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..core.data import AFL_CONFIGS
+from ..core.errors import HarnessgenError, Unsupported
+from ..core.files import write_atomic, write_json
 from ..core.runtime import Tolerance
+from ..cutout.changes import load_change
+from ..engines import RawCrash
 from ..harness import judge
-from ..harness.build import compile_errors
+from ..harness.build import CXX, CXXFLAGS, compile_errors
+from ..harness.codegen_causes import Cause, diagnostics
 from ..harness.judge import JudgeOptions
 from ..harness.replay import ReplayWorker
 from ..inputs.layout import InputLayout
-from ..core.files import write_json
+from ..plan.instances import Instance
+from ..triage.classify import Triage, TriageOptions, region
+from ..triage.localize import localize
+from ..triage.reproducer import write_codegen_finding, write_static_finding
 from . import signature as sig
 from .cluster import CODEGEN_FAILURE, STATIC_VERDICTS, Bug, load_json, sdfg_size, static_signature
+from .stack import run_gdb
 
 REDUCED_DIR = "reduced"
 REDUCTION_FILE = "reduction.json"
@@ -160,8 +169,8 @@ def _at(g: int, s: int, edit: Callable) -> Edit:
 def _remove_state(graph, state) -> None:
     """Remove ``state``; a state between one predecessor and one successor is bridged by an
     edge with both edges' conditions and assignments (where they do not conflict)."""
-    from dace.sdfg import InterstateEdge
     from dace.properties import CodeBlock
+    from dace.sdfg import InterstateEdge
 
     ins, outs = list(graph.in_edges(state)), list(graph.out_edges(state))
     if graph.start_state is state:
@@ -192,9 +201,8 @@ def _remove_nodes(ids: List[int]) -> Callable:
 def _loop_of(graph, guard):
     """(iteration variable, start, the edge into the body, the edge out) of the loop ``guard``
     tests, as DaCe's loop detection finds it; None when ``guard`` is no loop guard."""
-    from dace.transformation.interstate.loop_detection import find_for_loop
-
     import networkx as nx
+    from dace.transformation.interstate.loop_detection import find_for_loop
 
     outs = graph.out_edges(guard)
     if len(outs) != 2:
@@ -319,8 +327,6 @@ class Judge:
         self.change, self.instance = change, instance
 
     def __call__(self, sdfg):
-        from ..core.errors import HarnessgenError, Unsupported
-
         for pair in self.change.variants(sdfg, self.instance):
             try:
                 found = self.judge_pair(pair, sdfg)
@@ -395,10 +401,6 @@ class DynamicJudge(Judge):
         return None
 
     def _signature(self, pair, layout, harness, data: bytes, result) -> sig.Signature:
-        from ..triage.localize import localize
-        from ..triage.classify import region
-        from .stack import run_gdb
-
         if self.kind == "POST_CRASH":
             with tempfile.TemporaryDirectory(prefix="hg-reduce-") as tmp:
                 path = Path(tmp) / "input.bin"
@@ -514,10 +516,6 @@ def _reduce_codegen(bug: Bug, folder: Path, record_file: Path, started: float, o
     of its own (program.sdfg, repro.py, BUG.md) under ``bugs/<id>/reduced/``."""
     import dace
 
-    from ..harness.build import CXX, CXXFLAGS
-    from ..harness.codegen_causes import Cause
-    from ..triage.reproducer import write_codegen_finding
-
     rep = bug.representative
     meta = load_json(rep.path / "meta.json") or {}
     cause = Cause.from_json(meta)
@@ -527,8 +525,6 @@ def _reduce_codegen(bug: Bug, folder: Path, record_file: Path, started: float, o
     best, _, message, judged, kept, why = reduce_program(program, CodegenJudge(cause), options)
     record.candidates, record.kept, record.reason, record.after = judged, kept, why, program_size(best)
     if judged and message:
-        from ..harness.codegen_causes import diagnostics
-
         target = folder / REDUCED_DIR / "codegen_failure"
         said = (f"reduced from {record.before[0]} states and {record.before[1]} nodes to {record.after[0]} and "
                 f"{record.after[1]} ({kept} edits kept of {judged} programs judged: {why})")
@@ -542,8 +538,6 @@ def _reduce_codegen(bug: Bug, folder: Path, record_file: Path, started: float, o
 
 def _change_of(spec: str, record: Reduction):
     """The bug's change (a pattern transformation or a pass), or None with the reason recorded."""
-    from ..cutout.changes import load_change
-
     try:
         return load_change(spec)
     except Exception as exc:  # noqa: BLE001 -- the transformation is gone: say so in the report
@@ -552,10 +546,6 @@ def _change_of(spec: str, record: Reduction):
 
 
 def _reduce_static(bug: Bug, pre, folder: Path, options: ReduceOptions, record: Reduction) -> None:
-    from ..harness.build import CXX, CXXFLAGS
-    from ..plan.instances import Instance
-    from ..triage.reproducer import write_static_finding
-
     instance = Instance.from_json(json.loads((bug.representative.path / "instance.json").read_text()))
     change = _change_of(instance.transformation_spec, record)
     if change is None:
@@ -573,10 +563,6 @@ def _reduce_static(bug: Bug, pre, folder: Path, options: ReduceOptions, record: 
 def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record: Reduction) -> None:
     """Reduce with builds and replays; the smallest program's failing input is triaged like a
     fuzzer's crash (replayed, shrunk, localized, written with its repro.py)."""
-    from ..engines import RawCrash
-    from ..core.files import write_atomic
-    from ..triage.classify import Triage, TriageOptions
-
     meta = json.loads((bug.representative.path / "meta.json").read_text())
     instance = _instance_of(meta)
     change = _change_of(instance.transformation_spec, record)
@@ -605,8 +591,6 @@ def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record:
 def _instance_of(meta: Dict):
     """The finding's instance: its build's record where the build is still there, else what
     meta.json says of it."""
-    from ..plan.instances import Instance
-
     build = meta.get("build_dir")
     if build and (Path(build) / "instance.json").is_file():
         return Instance.from_json(json.loads((Path(build) / "instance.json").read_text()))

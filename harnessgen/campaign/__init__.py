@@ -32,7 +32,7 @@ from ..core import runlog
 from ..core.errors import ConfigError, HarnessgenError
 from ..core.files import clear_stale_omp_registrations
 from ..harness.judge import JudgeOptions
-from . import planning
+from . import planning, run_report as report
 from .executors import ExecutorSpec, open_executor
 from .planning import MAIN, VARIANTS, WHOLE, DeferredPlanner, Plan, PlanProgress
 from .schedule import Scheduler
@@ -182,8 +182,6 @@ def _open_state(config: CampaignConfig, directory: Path) -> CampaignState:
 
 def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: CampaignState, directory: Path,
                  started: float, progress, on_planned, plan_progress: Optional[PlanProgress] = None) -> CampaignOutcome:
-    from . import run_report as report
-
     selection = None
     planner = None
     config = _with_target_constraints(config)
@@ -215,9 +213,10 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
     outcome = CampaignOutcome(directory, sum(counts.values()), counts["done"], ran, recovered,
                               round(time.monotonic() - started, 2), executor.kind)
     options = config.options
-    outcome.report = report.write(directory, state, reduce=ReduceOptions(
+    failed = report.analyse_findings(directory, state, ReduceOptions(
         seconds=options.reduce_seconds, max_candidates=options.reduce_candidates,
         judge=JudgeOptions(work_dir=options.work_dir)))
+    outcome.report = report.write(directory, state, bugs_error=failed)
     return outcome
 
 

@@ -14,10 +14,10 @@ from typing import Callable, Dict, List, Optional
 
 from .. import campaign
 from ..core import runlog
+from ..core.records import FuzzOptions, InstanceResult
 from . import run_report as report
 from .executors import ExecutorSpec
 from .planning import PlanProgress
-from ..core.records import FuzzOptions, InstanceResult
 
 
 def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[List[str]], options: FuzzOptions,

@@ -29,9 +29,11 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from .. import subjects
 from ..core.errors import ConfigError, Unsupported
 from ..core.files import write_json
-from ..plan.params import ParamOptions
 from ..core.procs import die_with_parent
 from ..core.versions import source_digest
+from ..plan.instances import Instance
+from ..plan.params import ParamOptions
+from .worker import worker_subject
 
 PLANS_DIR = "plans"
 # the queues a run's instances are judged from (campaign.schedule): instances judged on whole
@@ -153,8 +155,6 @@ def enumerate_spec(subject: subjects.Subject, spec: str, position: int, request:
 
 
 def _instance_rows(subject: subjects.Subject, found: List[Tuple[str, Dict]], first_position: int) -> List[Dict]:
-    from ..plan.instances import Instance
-
     planned = [(spec, Instance.from_json(inst)) for spec, inst in found]
     return [{"id": inst.id, "position": first_position + i, "spec": spec, "transformation": inst.transformation,
              "program": inst.program, "instance": inst.to_json()}
@@ -192,7 +192,6 @@ def plan(config, progress: Optional[PlanProgress] = None, defer: bool = True) ->
         found += [(spec, inst) for inst in instances]
     if later:
         progress.deferred(later)
-    from ..plan.instances import Instance
 
     chosen = subjects.select(subject, [(s, Instance.from_json(i)) for s, i in found], config.instance_ids,
                              config.program, specs)
@@ -220,8 +219,6 @@ def _background() -> None:
 def _enumerate_in_child(spec: str, position: int, request: PlanRequest, work_dir: str,
                         strict: bool) -> Tuple[Dict, List[Dict], float]:
     """In the background planner: the subject is the driver's (forked), loaded once."""
-    from .worker import worker_subject
-
     started = time.monotonic()
     row, found, _ = enumerate_spec(worker_subject(request.program), spec, position, request,
                                    PlanCache(Path(work_dir)), strict)

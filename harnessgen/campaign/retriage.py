@@ -9,14 +9,16 @@ import json
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
-from ..engines import RawCrash
-from ..engines import afl as afl_layout
 from ..core.errors import ConfigError
 from ..core.files import write_json
-from ..plan.instances import Instance
 from ..core.records import engine_dir
+from ..engines import RawCrash, afl as afl_layout
+from ..plan.instances import Instance
 from ..subjects import triage_build
 from ..triage.classify import TriageOptions, TriageResult
+from . import DB_NAME
+from .run_report import write_summary
+from .state import CampaignState
 
 
 def _afl_crashes(afl_root: Path) -> List[RawCrash]:
@@ -54,9 +56,6 @@ def triage_directory(path: Path, crashes_root: Path, options: TriageOptions) -> 
 def _planned(run: Path) -> Dict[str, Instance]:
     """The run's instances as planned (its state), by id: a build shared by several instances
     (parameter variants whose posts are the same) names only the first in its instance.json."""
-    from . import DB_NAME
-    from .state import CampaignState
-
     if not (run / DB_NAME).is_file():
         return {}
     state = CampaignState(run / DB_NAME)
@@ -100,10 +99,6 @@ def _triage_run(run: Path, summary_path: Path, crashes_root: Path, options: Tria
 def _record(run: Path, summary_path: Path, summary: Dict, changed: Set[str]) -> None:
     """The new verdicts go where the run keeps its results: its state, from which summary.json
     and the report are written (a later `harnessgen report` keeps them), else summary.json."""
-    from . import DB_NAME
-    from .run_report import write_summary
-    from .state import CampaignState
-
     if not (run / DB_NAME).is_file():
         write_json(summary_path, summary)
         return

@@ -16,16 +16,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-
+from ..bugs.analysis import analyse
+from ..bugs.cluster import CODEGEN_FAILURE, bug_rows
+from ..bugs.reduce import ReduceOptions
 from ..core import runlog
 from ..core.data import template_environment
 from ..core.evidence import SEEDS_ONLY, Evidence
-from ..bugs.cluster import CODEGEN_FAILURE, bug_rows
-from ..bugs.reduce import ReduceOptions
 from ..core.files import write_atomic, write_json
 from ..core.outcome import STATIC_OUTCOMES
-from ..core.records import BLOCKED, InstanceResult
-from ..core.records import run_summary as records_summary
+from ..core.records import BLOCKED, InstanceResult, run_summary as records_summary
+from ..plan.params import describe
+from ..prove import Proof
 from .schedule import estimate_seconds
 from .state import CampaignState
 
@@ -143,7 +144,6 @@ def _proof_text(record: Optional[Dict]) -> str:
     """An instance's proof in one line (prove.Proof.summary), or ''."""
     if not record:
         return ""
-    from ..prove import Proof
 
     return Proof.from_json(record).summary()
 
@@ -166,7 +166,6 @@ def _params_text(record: Dict) -> str:
     """A variant's parameters, and the simplest that fail alike where they were looked for."""
     if not record.get("values"):
         return ""
-    from ..plan.params import describe
 
     text = describe(record["values"])
     if record.get("simplest") is not None and record["simplest"] != record["values"]:
@@ -296,32 +295,38 @@ def write_summary(directory: Path, state: CampaignState, data: Optional[ReportDa
     write_json(Path(directory) / "summary.json", SUMMARIES[kind](directory, state, data))
 
 
-def write(directory: Path, state: Optional[CampaignState] = None, bugs: bool = True,
-          reduce: Optional["ReduceOptions"] = None) -> Path:
-    """Write report.html, report.md, report/*.png and summary.json (and with ``bugs``, first
-    cluster the run's findings, each bug's program reduced with ``reduce``: bugs.json,
-    bugs/<id>/BUG.md); returns report.html's path."""
+def write(directory: Path, state: Optional[CampaignState] = None, bugs_error: str = "") -> Path:
+    """Write report.html, report.md, report/*.png and summary.json from the run's state and its
+    bugs.json (``analyse_findings`` makes that); returns report.html's path. ``bugs_error``: why
+    the findings could not be clustered, where they could not."""
     directory = Path(directory)
     own = state is None
     if own:
         state = CampaignState(directory / "campaign.db", readonly=True)
     try:
         data = collect(directory, state, state.selection())
-        if bugs and data.findings:
-            from ..bugs.analysis import analyse
-
-            write_summary(directory, state, data)      # the findings the analysis reads
-            try:
-                analyse([directory], directory, reduce or ReduceOptions())
-            except Exception as exc:  # noqa: BLE001 -- the report is written without the clusters, saying why
-                data.bugs_error = f"{type(exc).__name__}: {exc}"
-            data.bugs = bug_rows(directory)
+        data.bugs_error = bugs_error
         _write_files(directory, data)
         write_summary(directory, state, data)
     finally:
         if own:
             state.close()
     return directory / "report.html"
+
+
+def analyse_findings(directory: Path, state: CampaignState, reduce: Optional[ReduceOptions] = None) -> str:
+    """The run's findings clustered into distinct bugs, each bug's program reduced (bugs.json,
+    bugs/<id>/BUG.md): the analysis stage, which the driver runs before the report. Returns why
+    it failed ('' when it did not, or when there was nothing to analyse)."""
+    data = collect(directory, state, state.selection())
+    if not data.findings:
+        return ""
+    write_summary(directory, state, data)      # the findings the analysis reads
+    try:
+        analyse([directory], directory, reduce or ReduceOptions())
+    except Exception as exc:  # noqa: BLE001 -- the report is written without the clusters, saying why
+        return f"{type(exc).__name__}: {exc}"
+    return ""
 
 
 def _write_files(directory: Path, data: ReportData) -> None:

@@ -15,17 +15,17 @@ import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from ..core import evidence as evidencelib
 from .. import prove as provelib
-from ..inputs import seeds as seedlib
-from ..harness.build import HarnessBuild
-from ..engines import FuzzJob, RawCrash, get_engine
-from ..engines.afl import read_options
+from ..core import evidence as evidencelib
 from ..core.errors import ConfigError, Unsupported
 from ..core.files import write_atomic, write_json
-from ..plan.instances import Instance
 from ..core.outcome import Outcome
 from ..core.records import AUTO_RACE_MIN_S, AUTO_RACE_THREADS, FuzzOptions, InstanceResult, engine_dir
+from ..engines import FuzzJob, RawCrash, get_engine
+from ..engines.afl import read_options
+from ..harness.build import HarnessBuild
+from ..inputs import seeds as seedlib
+from ..plan.instances import Instance
 from ..subjects import Subject
 from ..triage.classify import TriageOptions
 

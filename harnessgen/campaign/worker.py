@@ -8,9 +8,11 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, Optional
 
-from ..core import runlog
 from .. import subjects
+from ..core import runlog
 from ..core.files import write_json
+from ..plan.instances import Instance
+from .runner import InstanceRunner
 
 RESULTS_DIR = "results"
 
@@ -48,9 +50,6 @@ def run_task(task: Task, live: Optional[Callable] = None) -> Dict:
     """Run one instance; its result goes to ``results/<id>.json`` (atomically) before it is
     returned, so a driver killed meanwhile still finds it. ``live(inst, stats)``: the engine's
     statistics as they come (a worker in the driver's own process only)."""
-    from ..plan.instances import Instance
-    from .runner import InstanceRunner
-
     inst = Instance.from_json(task.instance)
     options = task.options
     with runlog.captured_warnings(options.out_dir, echo=options.verbose):

@@ -31,7 +31,6 @@ from ..harness.judge import JudgeOptions
 from ..inputs.layout import InputLayout
 from ..plan import passes
 
-
 # the whole program runs at small sizes, as in the audit
 BISECT_MAX_SIZE = 6
 

@@ -32,8 +32,8 @@ from ..harness.judge import JudgeOptions
 from ..harness.replay import execute
 from ..inputs import seeds
 from ..inputs.layout import InputLayout
-from ..triage.reproducer import publish, repro_environment
 from ..targets.reference import Reference
+from ..triage.reproducer import publish, repro_environment
 
 AGREES, DIFFERS, CRASHES, BUILD_FAILURE, SKIPPED = "AGREES", "DIFFERS", "CRASHES", "BUILD_FAILURE", "SKIPPED"
 FINDINGS = (DIFFERS, CRASHES, BUILD_FAILURE)

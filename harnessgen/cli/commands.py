@@ -8,7 +8,35 @@ from pathlib import Path
 from typing import List, Optional
 
 from .. import __version__
+from ..bugs.analysis import analyse
+from ..bugs.bug_report import shown_path
+from ..bugs.cluster import bug_rows
+from ..bugs.reduce import ReduceOptions
+from ..campaign import Budget, CampaignConfig, run_campaign, run_report as report
+from ..campaign.executors import ExecutorSpec, SlurmOptions
+from ..campaign.fuzz_run import fuzz
+from ..campaign.retriage import triage_directory
+from ..checks.pipeline_bisect import BisectRecord
+from ..checks.reference_check import describe_checks
+from ..core import runlog
 from ..core.errors import ConfigError, HarnessgenError, InternalError, Unsupported
+from ..core.evidence import SEEDS_ONLY, Evidence
+from ..core.files import write_json
+from ..core.records import VERDICTS, FuzzOptions, per_transformation
+from ..core.runtime import Tolerance
+from ..gpukernels import barriers, spec as kernels
+from ..harness.build import HarnessBuild
+from ..harness.judge import JudgeOptions
+from ..harness.replay import replay
+from ..plan.params import ParamOptions, describe, parse_mode
+from ..progen.target import program_file, stream_coverage, stream_span
+from ..prove import Proof
+from ..pyfuzz.interpreters import resolve_python
+from ..pyfuzz.run import PyFuzzConfig, run_pyfuzz
+from ..subjects import plan, split_ids
+from ..targets import BUILTIN_TARGETS, resolve
+from ..triage.classify import TriageOptions
+from .progress import VERDICT_COLOURS, LiveProgress, PlanDisplay, describe_enumeration
 
 
 def _console():
@@ -58,8 +86,6 @@ def _add_fuzz(sub) -> None:
 def _add_tolerance_flags(p, default_from: str = "") -> None:
     """--rtol / --atol / --exact; unset, each keeps the oracle's own default (runtime.Tolerance)
     or, where ``default_from`` says so, the value recorded there."""
-    from ..core.runtime import Tolerance
-
     where = default_from or "{:g}"
     p.add_argument("--rtol", type=float, help=f"relative tolerance (default {where.format(Tolerance.rtol)})")
     p.add_argument("--atol", type=float, help=f"absolute tolerance (default {where.format(Tolerance.atol)})")
@@ -70,8 +96,6 @@ def _tolerance(args, recorded=None):
     """The one Tolerance the flags of _add_tolerance_flags give: each flag not given keeps the
     ``recorded`` tolerance's value (a build's), else the oracle's default."""
     import dataclasses
-
-    from ..core.runtime import Tolerance
 
     base = recorded or Tolerance()
     given = {name: getattr(args, name) for name in ("rtol", "atol", "exact") if getattr(args, name, None) is not None}
@@ -161,9 +185,6 @@ def _add_reduce_flag(p) -> None:
 
 def _fuzz_options(args, **fields):
     """FuzzOptions from the flags _add_instance_options declares (plus ``fields``)."""
-    from ..plan.params import parse_mode
-    from ..core.records import FuzzOptions
-
     return FuzzOptions(
         constraints=args.constraints, tolerance=_tolerance(args), max_size=args.max_size,
         float_bound=args.float_bound, nonfinite=args.nonfinite, work_dir=args.work_dir, corpus_root=args.corpus_dir,
@@ -178,8 +199,6 @@ def _fuzz_options(args, **fields):
 
 def _redo_list(text: str) -> tuple:
     """Verdicts (upper case) and transformation class names, comma-separated."""
-    from ..core.records import VERDICTS
-
     names = tuple(v.strip() for v in text.split(",") if v.strip())
     unknown = [v for v in names if v.isupper() and v not in VERDICTS]
     if unknown:
@@ -190,11 +209,6 @@ def _redo_list(text: str) -> tuple:
 
 def cmd_fuzz(args) -> int:
     from rich.markup import escape
-
-    from .progress import VERDICT_COLOURS, PlanDisplay, describe_enumeration
-    from ..core.evidence import SEEDS_ONLY, Evidence
-    from ..campaign.fuzz_run import fuzz
-    from ..subjects import split_ids
 
     options = _fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
                             out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress,
@@ -208,8 +222,6 @@ def cmd_fuzz(args) -> int:
     planned, done = [0], [0]      # instances in the run, and finished ones (set by the callbacks)
 
     def on_plan(total: int, already: int, checks: list) -> None:
-        from ..checks.reference_check import describe_checks
-
         planned[0] = total
         done[0] = already
         for line in describe_checks(checks):
@@ -237,8 +249,6 @@ def cmd_fuzz(args) -> int:
             warn = evidence.kind == SEEDS_ONLY and evidence.meant_to_fuzz
             console.print(f"    {'[yellow]' if warn else ''}{escape(evidence.describe())}{'[/]' if warn else ''}")
         if r.proof:
-            from ..prove import Proof
-
             console.print(f"    proof: {Proof.from_json(r.proof).summary()} ({r.proof['seconds']:.2f} s)")
         for finding in r.findings:
             seen = {True: ", observable in the whole program", False: ", latent: the whole program does not show it"}
@@ -248,14 +258,10 @@ def cmd_fuzz(args) -> int:
             judged = f"on {r.audit['inputs']} input(s) " if "inputs" in r.audit else f"({r.audit.get('classification')}) "
             console.print(f"    audit: whole program {r.audit['verdict']} {judged}in {r.audit['seconds']:.1f} s")
         if r.params.get("simplest") is not None:
-            from ..plan.params import describe
-
             console.print(f"    parameters {describe(r.params['values'])}; the simplest that fail alike: "
                           f"{describe(r.params['simplest'])} ({r.params['tried']} tried in {r.params['seconds']:.1f} s"
                           + ("" if r.params["complete"] else ", out of time") + ")")
         if r.bisect:
-            from ..checks.pipeline_bisect import BisectRecord
-
             console.print(f"    {BisectRecord(**r.bisect).describe()} in {r.bisect['seconds']:.1f} s")
 
     def on_more(row, seconds: float, count: int) -> None:
@@ -274,7 +280,6 @@ def cmd_fuzz(args) -> int:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     console.print(f"{len(results)} instance(s): " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
                   + f"; summary in {args.out / 'summary.json'}")
-    from ..core import runlog
 
     logged = runlog.count(args.out)
     if logged and not args.verbose:
@@ -349,8 +354,6 @@ def _dace_version() -> str:
 def _print_summary(console, results) -> None:
     """Per transformation: instances, verdicts, findings, median time to a verdict, reproducers."""
     from rich.table import Table
-
-    from ..core.records import per_transformation
 
     rows = per_transformation(results)
     if not rows:
@@ -458,8 +461,6 @@ def _add_executor_flags(p, default, jobs_help: str) -> None:
 
 def elsewhere(args):
     """The executor --dask-local, --scheduler or --slurm ask for; None without them."""
-    from ..campaign.executors import ExecutorSpec, SlurmOptions
-
     if args.slurm:
         return ExecutorSpec("slurm", slurm=SlurmOptions(
             queue=args.slurm_queue, account=args.slurm_account, walltime=args.slurm_walltime,
@@ -475,15 +476,10 @@ def executor_spec(args):
     """The campaign's executor: as _add_executor_flags ask, else --jobs local workers (default the cores)."""
     import os
 
-    from ..campaign.executors import ExecutorSpec
-
     return elsewhere(args) or ExecutorSpec("local", workers=args.jobs or os.cpu_count() or 1)
 
 
 def cmd_campaign(args) -> int:
-    from ..campaign import Budget, CampaignConfig, run_campaign
-    from .progress import LiveProgress, PlanDisplay
-
     budget = Budget.parse(args.budget)
     config = CampaignConfig(program=args.program, transformations=args.transformation, directory=args.out,
                             budget=budget, options=_fuzz_options(args), fresh=args.fresh, redo=args.redo)
@@ -492,8 +488,6 @@ def cmd_campaign(args) -> int:
     progress = None if args.no_progress else LiveProgress(console)
 
     def on_planned(state, selection) -> None:
-        from ..checks.reference_check import describe_checks
-
         for line in describe_checks(state.reference_checks()):
             console.print(line)
         counts = state.counts()
@@ -521,8 +515,6 @@ def _add_report(sub) -> None:
 
 
 def cmd_report(args) -> int:
-    from ..campaign import run_report as report
-
     path = report.write(args.directory)
     print(f"{path}\n{path.with_suffix('.md')}")
     return 0
@@ -544,10 +536,6 @@ def _add_bugs(sub) -> None:
 
 
 def cmd_bugs(args) -> int:
-    from ..bugs.analysis import analyse
-    from ..bugs.reduce import ReduceOptions
-    from ..harness.judge import JudgeOptions
-
     out = args.out or args.runs[0]
     bugs = analyse(args.runs, out, ReduceOptions(seconds=args.reduce_time, max_candidates=args.reduce_candidates,
                                                  judge=JudgeOptions(work_dir=args.work_dir)))
@@ -564,9 +552,6 @@ def print_bugs(console, run_dir: Path) -> None:
     import os
 
     from rich.markup import escape
-
-    from ..bugs.cluster import bug_rows
-    from ..bugs.bug_report import shown_path
 
     rows = bug_rows(run_dir)
     if not rows:
@@ -597,9 +582,6 @@ def _add_instances(sub) -> None:
 
 
 def cmd_instances(args) -> int:
-    from ..plan.params import ParamOptions, parse_mode
-    from ..subjects import plan
-
     run_plan = plan(args.program, args.transformation, None, args.set, simplify=args.simplify,
                     params=ParamOptions(parse_mode(args.params), args.max_size))
     rows = [run_plan.subject.describe(spec, inst, prove_max_size=args.max_size if args.prove else None)
@@ -636,9 +618,6 @@ def _add_replay(sub) -> None:
 
 
 def cmd_replay(args) -> int:
-    from ..harness.build import HarnessBuild
-    from ..harness.replay import replay
-
     if args.input.is_dir():
         return _run_reproducer(args)
     if not args.input.is_file():
@@ -685,9 +664,6 @@ def _add_triage(sub) -> None:
 
 
 def cmd_triage(args) -> int:
-    from ..campaign.retriage import triage_directory
-    from ..triage.classify import TriageOptions
-
     if not args.directory.is_dir():
         raise ConfigError(f"triage: no such directory {str(args.directory)!r}")
     options = TriageOptions(tolerance=_tolerance(args), work_dir=args.work_dir,
@@ -717,9 +693,6 @@ def _add_barriers(sub) -> None:
 
 
 def cmd_barriers(args) -> int:
-    from ..gpukernels import barriers, spec as kernels
-    from ..core.files import write_json
-
     target, specs = kernels.resolve(args.program)
     console = _console()
     verdicts = []
@@ -742,8 +715,6 @@ def _add_targets(sub) -> None:
 
 
 def cmd_targets(args) -> int:
-    from ..targets import BUILTIN_TARGETS, resolve
-
     for name in sorted(BUILTIN_TARGETS):
         target, _ = resolve(name)
         print(f"{name}: default transformations {', '.join(target.default_transformations)}")
@@ -762,9 +733,6 @@ def _add_generate(sub) -> None:
 
 
 def cmd_generate(args) -> int:
-    from ..targets import resolve
-    from ..progen.target import program_file, stream_coverage, stream_span
-
     target, _ = resolve("generated")
     programs = target.select(args.program)
     span = stream_span(args.program)
@@ -827,14 +795,11 @@ def _add_pyfuzz(sub) -> None:
 
 
 def cmd_pyfuzz(args) -> int:
-    from ..pyfuzz.run import PyFuzzConfig, run_pyfuzz
-
     target_args = ["--mode", args.mode] + (["--unguided"] if args.unguided else [])
     for flag, value in (("--dims", args.dims), ("--max-stmts", args.max_stmts), ("--mutations", args.mutations),
                         ("--instrument", args.instrument)):
         if value is not None:
             target_args += [flag, value]
-    from ..pyfuzz.interpreters import resolve_python
 
     if args.dace_pass and args.compiler != "dace" or args.torch_pass and args.compiler != "torch":
         raise ConfigError(f"--dace-pass is for --compiler dace, --torch-pass for --compiler torch; "

@@ -10,10 +10,10 @@ from typing import Dict, Iterator, List
 
 from rich.markup import escape
 
-from ..engines.afl import lead_stats
-from ..core.evidence import SEEDS_ONLY, Evidence
 from ..campaign.planning import PlanProgress
+from ..core.evidence import SEEDS_ONLY, Evidence
 from ..core.records import engine_dir
+from ..engines.afl import lead_stats
 
 VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "BLOCKED": "yellow", "REPLAY_ERROR": "magenta", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
                    "ERROR": "magenta", "CUTOUT_MISSED": "bold white on red"}
@@ -43,8 +43,8 @@ class LiveProgress:
             self.console.print(f"{total} instance(s), {done} done earlier, {total - done} to run")
             return
         from rich.live import Live
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-            TimeRemainingColumn
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
 
         self.bar = Progress(TextColumn("instances"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             TextColumn("eta"), TimeRemainingColumn(), console=self.console)

@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .. import __version__
 from .outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from .runtime import Tolerance
 
@@ -198,8 +199,6 @@ def run_summary(settings: Dict, results: List[InstanceResult], planned: int, war
     """summary.json of ``harnessgen fuzz`` (the contract scripts rely on): the run's settings,
     how many instances were planned and finished, per transformation and per instance."""
     import dace
-
-    from .. import __version__
 
     return {
         "harnessgen": __version__, "dace": dace.__version__, **settings,

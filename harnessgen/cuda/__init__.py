@@ -2,3 +2,5 @@
 (``toolkit``) and compute-sanitizer (``sanitizer``). Nothing here imports a pipeline stage; the
 ``gpukernels`` feature (hand-written kernels against their references) lives in
 ``harnessgen.gpukernels``."""
+
+__all__ = ["sanitizer", "toolkit"]

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional
 
 from ..core import envs
 from ..core.outcome import Outcome
+from . import toolkit
 
 TOOLS = ("racecheck", "synccheck")
 TIMEOUT_S = 600.0
@@ -99,7 +100,6 @@ def find() -> Optional[Path]:
     on_path = shutil.which("compute-sanitizer")
     if on_path:
         return Path(on_path)
-    from . import toolkit
 
     try:
         root = toolkit.find().root

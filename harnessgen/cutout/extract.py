@@ -12,11 +12,13 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..core import envs
-from .aliasing import alias_groups, alibi_groups, joint_layout
-from ..cuda.toolkit import uses_gpu
 from ..core.errors import Unsupported
-from ..plan.instances import Instance, rebuild_transformation
+from ..core.expr import to_sympy
 from ..core.outcome import Outcome
+from ..cuda.toolkit import uses_gpu
+from ..plan import passes
+from ..plan.instances import Instance, rebuild_transformation
+from .aliasing import alias_groups, alibi_groups, joint_layout
 
 PRE_NAME = "hg_pre"
 POST_NAME = "hg_post"
@@ -54,7 +56,7 @@ class CutoutPair:
         return sorted(name for name, desc in self.pre.arrays.items() if not desc.transient)
 
 
-def _plain_copy(sdfg, name: str):
+def plain_copy(sdfg, name: str):
     """A deep copy as a plain ``dace.SDFG`` (SDFGCutout carries base-SDFG references)."""
     import dace
 
@@ -282,7 +284,7 @@ def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_no
     containers in place of their members."""
     import dace
 
-    inner = _plain_copy(cutout, cutout.name)
+    inner = plain_copy(cutout, cutout.name)
     target = inner.cfg_list[max(int(translated.get("cfg_id", 0)), 0)]
     reads, writes = _connectors(cutout, program_node)
     inputs, outputs = _configs(cutout)
@@ -368,8 +370,6 @@ def input_volume(sdfg, names: List[str]) -> str:
     """Symbolic number of elements in the named containers (the input configuration size)."""
     import sympy
 
-    from ..core.expr import to_sympy
-
     total = sympy.Integer(0)
     for name in names:
         total += to_sympy(sdfg.arrays[name].total_size)
@@ -378,8 +378,6 @@ def input_volume(sdfg, names: List[str]) -> str:
 
 def volume_at_probe(expr: str) -> int:
     """Evaluate a symbolic volume with every symbol at DaCe's probe value."""
-    from ..core.expr import to_sympy
-
     try:
         value = to_sympy(expr)
         return int(value.subs({s: VOLUME_PROBE_SIZE for s in value.free_symbols}))
@@ -396,7 +394,7 @@ def _written(sdfg, names: List[str]) -> List[str]:
     return [n for n in names if n in written]
 
 
-def _scalars_to_arrays(sdfg, names: List[str]) -> None:
+def scalars_to_arrays(sdfg, names: List[str]) -> None:
     """Output scalars are passed by value in DaCe's ABI; make them 1-element arrays to read them
     back. Interstate edges that read such a scalar by name (``__tmp = (x > 235.16)``) then read
     element 0, or the generated code would compare a pointer."""
@@ -556,7 +554,7 @@ def _larger_cuts(program_sdfg, instance: Instance):
     it alias), then the whole program, where it matched in the first place."""
     matched = _matched_sdfg(program_sdfg, instance.match)
     if matched is not program_sdfg:
-        whole_nested = _plain_copy(matched, matched.name)
+        whole_nested = plain_copy(matched, matched.name)
         match = {**copy.deepcopy(instance.match), "cfg_id": 0}
         grown_for = "the match: the whole nested SDFG"
         if not _aliased_views(matched, _used(whole_nested)):
@@ -586,7 +584,7 @@ def _matching_cut(program_sdfg, instance: Instance, cls: type, past: int = 0):
     ``past`` smallest such), with its pre and post copies and the match relative to them."""
     matching = 0
     for cut in _candidate_cuts(program_sdfg, instance, cls):
-        pre, post = _plain_copy(cut.sdfg, PRE_NAME), _plain_copy(cut.sdfg, POST_NAME)
+        pre, post = plain_copy(cut.sdfg, PRE_NAME), plain_copy(cut.sdfg, POST_NAME)
         _check_cutout(pre, instance, cut)
         match = cut.match_in(pre)
         applied = rebuild_transformation(cls, copy.deepcopy(match), post)
@@ -678,11 +676,11 @@ def _with_post(pair: CutoutPair, post) -> CutoutPair:
     value_inputs = _value_symbols_as_inputs(pre, post)
     pair.input_config = input_config = sorted(set(pair.input_config) | set(value_inputs))
     writable = sorted(set(pair.output_config) | set(input_config))
-    _scalars_to_arrays(pre, writable)
+    scalars_to_arrays(pre, writable)
     # a GPU post reads an input scalar inside its kernels, passed by value; made a host array it
     # would be an illegal host access from the GPU (DaCe 1.0.2 then crashes in IllegalCopy):
     # only the scalars it writes become arrays, the harness passes the others by value
-    _scalars_to_arrays(post, _written(post, writable) if uses_gpu(post) else writable)
+    scalars_to_arrays(post, _written(post, writable) if uses_gpu(post) else writable)
     pair.post = post
     return pair
 
@@ -696,7 +694,7 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
     inst = Instance(id=label, target="", program=program_sdfg.name, transformation="identity",
                     transformation_spec="", match={})
     everything = sorted(n for n, d in program_sdfg.arrays.items() if not d.transient)
-    pair = CutoutPair(instance=inst, pre=_plain_copy(program_sdfg, PRE_NAME), post=_plain_copy(program_sdfg, POST_NAME),
+    pair = CutoutPair(instance=inst, pre=plain_copy(program_sdfg, PRE_NAME), post=plain_copy(program_sdfg, POST_NAME),
                       input_config=everything, output_config=everything, program_sdfg=program_sdfg,
                       translated_match={})
     if transform is not None:
@@ -714,8 +712,8 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
         if problem:
             pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the program's interface: {problem}"
             return pair
-    _scalars_to_arrays(pair.pre, everything)
-    _scalars_to_arrays(pair.post, everything)
+    scalars_to_arrays(pair.pre, everything)
+    scalars_to_arrays(pair.post, everything)
     return pair
 
 
@@ -741,9 +739,7 @@ def extract_change(program_sdfg, instance: Instance, apply: Callable[[Any], None
 
 
 def _nested_change(program_sdfg, instance: Instance, apply: Callable[[Any], None], path: str) -> Optional[CutoutPair]:
-    from ..plan import passes
-
-    whole_post = _plain_copy(program_sdfg, program_sdfg.name)
+    whole_post = plain_copy(program_sdfg, program_sdfg.name)
     try:
         apply(whole_post)
     except Exception:       # the whole program's pair says how the pass fails
@@ -756,7 +752,7 @@ def _nested_change(program_sdfg, instance: Instance, apply: Callable[[Any], None
         cutout = _cut_around(state, node)
     except Exception:       # noqa: BLE001 -- DaCe could not cut it out: the whole program instead
         return None
-    pre = _plain_copy(cutout, PRE_NAME)
+    pre = plain_copy(cutout, PRE_NAME)
     try:
         pre.validate()
     except Exception:       # noqa: BLE001 -- a cutout DaCe made invalid is not judged
@@ -766,7 +762,7 @@ def _nested_change(program_sdfg, instance: Instance, apply: Callable[[Any], None
               if p and p.rsplit("/", 1)[-1] == path.rsplit("/", 1)[-1] and passes.fingerprint(sub) == before]
     if len(inside) != 1:
         return None
-    post = _plain_copy(cutout, POST_NAME)
+    post = plain_copy(cutout, POST_NAME)
     try:
         apply(post)
     except Exception:

@@ -76,3 +76,6 @@ def get_engine(name: str) -> Engine:
     module_name, cls_name = ENGINES[name]
     module = importlib.import_module(module_name, __name__)
     return getattr(module, cls_name)()
+
+
+__all__ = ["ENGINES", "Engine", "EngineResult", "FuzzJob", "RawCrash", "get_engine"]

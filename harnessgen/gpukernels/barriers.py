@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from ..core import protocol
-from ..inputs import seeds as seedlib
-from ..core.protocol import HarnessEnv
 from ..core.errors import BuildError, ConfigError
+from ..core.protocol import HarnessEnv
 from ..cuda import sanitizer
+from ..inputs import seeds as seedlib
 from .kernel_build import build_kernel
 from .spec import KernelSpec, layout
 

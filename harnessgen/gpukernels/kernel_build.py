@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from .. import __version__
-from ..harness.build import (AFL_CXX, AFL_ENV, CXX, CXXFLAGS, RPATH, HarnessBuild, Job, compiler_versions,
-                             publish_dir, run_jobs)
-from ..harness.emit import SideSource, render_harness, template_sources
 from ..core.files import write_json
 from ..core.runtime import Tolerance
 from ..cuda import toolkit
+from ..harness.build import (AFL_CXX, AFL_ENV, CXX, CXXFLAGS, RPATH, HarnessBuild, Job, compiler_versions, publish_dir,
+                             run_jobs)
+from ..harness.emit import SideSource, render_harness, template_sources
 from .spec import KernelSpec, layout as kernel_layout, render_side, side_signature
-
 
 # post's launches per input while fuzzing (HARNESSGEN_REPEAT overrides): a race that changes
 # the outputs of one launch in ten is still seen on most inputs that can show it

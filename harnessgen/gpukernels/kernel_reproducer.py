@@ -21,9 +21,9 @@ import numpy as np
 from .. import __version__
 from ..core import expr as ex
 from ..core.data import template_environment
+from ..core.runtime import Tolerance
 from ..inputs.layout import DecodedInput
 from ..triage.reproducer import npz_bytes, pack_text, publish, runtime_source, staging_dir
-from ..core.runtime import Tolerance
 
 
 def _manifest(build_dir: Path) -> Dict:

@@ -19,9 +19,10 @@ from typing import Dict, List, Optional
 
 from .. import __version__
 from ..core.outcome import Outcome
+from ..cuda import sanitizer
 from ..harness.replay import ReplayResult, ReplayWorker, execute
 from ..triage.classify import Finding, Key, Triage
-from ..cuda import sanitizer
+from ..triage.shrink import ShrinkStats
 from .kernel_reproducer import launch_geometry, write_kernel_finding
 
 SYNC_RUNS = 20
@@ -58,7 +59,6 @@ class KernelTriage(Triage):
         if "sanitizer" not in result.detail:
             return super()._minimize_group(worker, key, members, merged)
         # only the sanitizer sees it: kept as found (each shrink step would cost a sanitizer run)
-        from ..triage.shrink import ShrinkStats
 
         entry = merged.setdefault(key, {"raw": [], "first": float("inf")})
         entry["raw"] += [str(m[0].path) for m in members]

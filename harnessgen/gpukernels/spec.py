@@ -39,14 +39,14 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from .. import __version__
-from ..core import expr as ex
-from ..core import protocol
-from ..core.records import DEFAULT_FLOAT_BOUND
+from ..core import expr as ex, protocol
+from ..core.data import template_environment
 from ..core.errors import ConfigError
-from ..plan.instances import Instance
-from ..inputs.layout import ContainerSlot, InputLayout, SymbolSlot
 from ..core.outcome import Outcome
+from ..core.records import DEFAULT_FLOAT_BOUND
 from ..core.runtime import CTYPES
+from ..inputs.layout import ContainerSlot, InputLayout, SymbolSlot
+from ..plan.instances import Instance
 
 # the one "transformation" of every kernel instance: the kernel replacing its reference
 KERNEL = "kernel"
@@ -262,8 +262,6 @@ def layout(spec: KernelSpec, float_bound: float = DEFAULT_FLOAT_BOUND) -> InputL
 # ------------------------------------------------------------------ sides
 def render_side(spec: KernelSpec, role: str) -> str:
     """The C++/CUDA source of one side: ``pre`` (the reference) or ``post`` (the kernel)."""
-    from ..core.data import template_environment
-
     name = "hg_pre" if role == "pre" else "hg_post"
     cpu = role == "pre" and "cpu" in spec.reference
     function = spec.kernel if role == "post" else spec.reference.get("cpu") or spec.reference["kernel"]

@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ..cuda import sanitizer
 from ..core.errors import BuildError, ConfigError
 from ..core.outcome import Outcome
+from ..cuda import sanitizer
 from ..subjects import Subject
 from ..targets import Target, with_afl_configs
 from .kernel_build import build_kernel
-from .spec import KERNEL, is_kernel_spec, resolve
 from .kernel_triage import KernelTriage
+from .spec import KERNEL, is_kernel_spec, resolve
 
 
 class KernelSubject(Subject):

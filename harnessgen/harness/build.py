@@ -32,15 +32,15 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import __version__
 from ..core import envs, protocol
-from .codegen_causes import CauseRegistry
-from ..cutout.extract import CutoutPair
-from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness, template_sources
 from ..core.errors import BuildError, ToolMissing
 from ..core.files import write_atomic, write_json
-from ..inputs.layout import InputLayout
-from .parallel_code import new_parallel_code
 from ..core.runtime import Tolerance
 from ..cuda import toolkit as cuda_toolkit
+from ..cutout.extract import CutoutPair
+from ..inputs.layout import InputLayout
+from .codegen_causes import CauseRegistry
+from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness, template_sources
+from .parallel_code import new_parallel_code
 
 CXX = envs.get("HARNESSGEN_CXX")
 AFL_CXX = envs.get("HARNESSGEN_AFL_CXX")

@@ -16,14 +16,11 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from .. import __version__
-from ..core import expr as ex
-from ..core import protocol
+from ..core import expr as ex, protocol
 from ..core.data import TEMPLATES, template_environment
 from ..core.errors import BuildError, InternalError
-from ..inputs.layout import MAX_INPUT_BYTES, InputLayout
 from ..core.runtime import CTYPES, GUARD_BYTES, Tolerance, parse_prototypes
-
-
+from ..inputs.layout import MAX_INPUT_BYTES, InputLayout
 
 
 @dataclasses.dataclass

@@ -27,9 +27,11 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..core.errors import Unsupported
-from ..inputs.layout import DecodedInput, InputLayout
 from ..core.outcome import Outcome
 from ..core.runtime import GuardedBuffer, SideLibrary, Tolerance, compare, first_corrupted, set_threads
+from ..inputs.layout import DecodedInput, InputLayout
+from .build import HarnessBuild
+
 DEFAULT_TIMEOUT_S = 20.0
 
 
@@ -296,8 +298,6 @@ def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLi
 def execute(build_dir: Path, decoded: DecodedInput, side: str = "pre", threads: int = 1) -> Dict[str, np.ndarray]:
     """Run one side in this process on decoded inputs and return every container after it
     (for checking programs against references; crashes take the caller down)."""
-    from .build import HarnessBuild
-
     build = HarnessBuild.open(build_dir)
     runner = side_library(build, side)
     buffers, ok = _run_side(runner, decoded, threads)
@@ -318,8 +318,6 @@ class _Replayer:
     """Child side: the build's layout and both libraries, loaded once."""
 
     def __init__(self, build_dir: Path):
-        from .build import HarnessBuild
-
         self.build = HarnessBuild.open(build_dir)
         self.layout = self.build.layout
         self.pre = side_library(self.build, "pre")

@@ -306,7 +306,7 @@ def program_analysis(sdfg) -> ProgramAnalysis:
 
 def find_loops(sd) -> List[Tuple[str, Tuple[object, object, object]]]:
     """For-loops of a state machine: (variable, (start, end inclusive, stride))."""
-    import networkx as nx   # here, not at import: replay workers never need it
+    import networkx as nx  # here, not at import: replay workers never need it
     from dace.transformation.interstate.loop_detection import find_for_loop
 
     loops = []
@@ -487,7 +487,7 @@ def _drop_unresolvable(symbols: Dict[str, Range], order: List[str], derived: Dic
     they are decoded after it. Should a cycle remain, a user bound closing it gives way to
     the derived one (a user file written for the whole program, e.g. ``KFDIA >= KIDIA``,
     meeting a cutout whose derived bounds tie KIDIA to KFDIA)."""
-    import networkx as nx   # here, not at import: replay workers never need it
+    import networkx as nx  # here, not at import: replay workers never need it
 
     symbols = dict(symbols)
     cut: Dict[str, Set[str]] = {}        # symbol -> cycle members its bounds may no longer name

@@ -45,8 +45,8 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..core import expr as ex
-from .constraints import Constraints
 from ..core.errors import ConfigError, Unsupported
+from .constraints import Constraints
 
 LAYOUT_VERSION = 3   # 3: out-of-range floats fold by their mantissa, no longer by fmod
 ALIGNMENT = 64      # allocations are aligned to this; offsets stay below it

@@ -99,7 +99,7 @@ def sample(layout: InputLayout, count: int = 12, seed: int = 0) -> List[Tuple[st
         if symbols is None:
             continue
         pattern = PATTERNS[i % len(PATTERNS)]
-        arrays = _arrays(layout, symbols, pattern, rng)
+        arrays = pattern_arrays(layout, symbols, pattern, rng)
         # every other seed hands over buffers that start one element off their alignment
         offsets = {c.name: c.itemsize if i % 2 else 0 for c in layout.containers}
         seeds.append((f"hg-seed-{i:02d}-{pattern}", layout.encode(symbols, arrays, offsets)))
@@ -148,7 +148,7 @@ def _symbol_bounds(slot, env: Dict[str, int]) -> Tuple[int, int]:
     return max(ex.evaluate(slot.lo, env), int(info.min)), min(ex.evaluate(slot.hi, env), int(info.max))
 
 
-def _arrays(layout: InputLayout, symbols: Dict[str, int], pattern: str, rng) -> Dict[str, np.ndarray]:
+def pattern_arrays(layout: InputLayout, symbols: Dict[str, int], pattern: str, rng) -> Dict[str, np.ndarray]:
     counts = layout.counts(symbols)
     arrays = {}
     for slot in layout.containers:
@@ -188,7 +188,7 @@ def translated(source: InputLayout, inputs: List[Tuple[str, bytes]], target: Inp
         symbols = _carried_symbols(target, decoded.symbols, rng)
         if symbols is None:
             continue
-        arrays = _arrays(target, symbols, "random", rng)
+        arrays = pattern_arrays(target, symbols, "random", rng)
         for slot in target.containers:
             carried = decoded.arrays.get(slot.name)
             if carried is not None and carried.size == arrays[slot.name].size:

@@ -16,6 +16,8 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from ..core.errors import ConfigError, Unsupported
 from ..targets import Program, Target
+from ..targets.loaders import load_class
+from .passes import close_pass_names
 
 
 @dataclasses.dataclass
@@ -126,15 +128,11 @@ def load_transformation(spec: str) -> type:
     from dace.transformation.transformation import PatternTransformation, SubgraphTransformation
 
     if ":" in spec:
-        from ..targets.loaders import load_class
-
         cls = load_class(spec)
     else:
         builtins = builtin_transformations()
         cls = builtins.get(spec)
         if cls is None:
-            from .passes import close_pass_names
-
             close = difflib.get_close_matches(spec, sorted(builtins), n=3, cutoff=0.6) + close_pass_names(spec)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise ConfigError(f"--transformation {spec!r} is neither a DaCe built-in transformation nor a DaCe "

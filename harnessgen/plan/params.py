@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..core.errors import ConfigError
+from .instances import MATCH_PLACE_KEYS
 
 DOMAINS_FILE = Path(__file__).with_name("param_domains.json")
 MODES = ("default", "boundary", "pairs")
@@ -127,8 +128,6 @@ def _hints(cls: type) -> Dict[str, Dict]:
 def space(cls: type, xform, sdfg, pinned: Sequence[str] = (), max_size: int = 16) -> Space:
     """The parameter space of one match of ``cls`` (``xform``, bound to ``sdfg``); ``pinned``:
     properties ``--set`` gave (never varied); ``max_size``: the largest size a symbol takes."""
-    from .instances import MATCH_PLACE_KEYS
-
     extents, dims = scope_extents(xform, max_size)
     hints = _hints(cls)
     domains, fixed = [], {}

@@ -16,6 +16,7 @@ import hashlib
 import json
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
+from ..targets.loaders import load_class
 
 SIMPLIFY = "simplify"
 # JSON keys a copy of an SDFG (and a cutout of it) renumbers or drops: not its content
@@ -79,8 +80,6 @@ def find_pass(spec: str) -> Optional[PassSpec]:
     """The pass a ``--transformation`` value names, or None where it names none (a pattern
     transformation, or nothing: the caller says which)."""
     if ":" in spec:
-        from ..targets.loaders import load_class
-
         cls = load_class(spec)
         return PassSpec(spec, cls, cls.__name__) if is_pass_class(cls) else None
     cls = builtin_passes().get(spec) or builtin_passes().get(spec.lower())

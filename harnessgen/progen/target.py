@@ -19,9 +19,19 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .. import __version__ as tool_version, progen
+from ..core import envs
 from ..core.errors import ConfigError
 from ..core.files import write_atomic, write_json
-from ..targets.base import SIMPLIFY_DEFAULTS, Program, Target
+from ..plan import instances
+from ..plan.instances import cpu_builtin_transformations, match_scopes
+from ..targets.base import GPU_TRANSFORMATIONS, SIMPLIFY_DEFAULTS, Program, Target
+from ..targets.loaders import cached_program, content_identity, load_module, program_key
+from ..targets.reference import Reference
+from . import generate as generate_module, generated_program, guide
+from .generate import generate
+from .generated_program import parse_name
+from .guide import stream
 
 DEFAULT_STREAM = "0-23"
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
@@ -30,8 +40,6 @@ DEFAULTS = ["all"] + SIMPLIFY_DEFAULTS
 
 
 def generated_dir() -> Path:
-    from ..core import envs
-
     return Path(envs.get("HARNESSGEN_PROGRAM_CACHE")) / "generated"
 
 
@@ -42,20 +50,14 @@ def program_file(name: str) -> Path:
 
 def _generator_key() -> str:
     """Changes with the generator's and the matcher's code, so that cached streams follow them."""
-    from ..plan import instances
-    from .. import progen
-    from . import generate, guide, generated_program as program
-
     digest = hashlib.sha256()
-    for module in (progen, generate, guide, program, instances):
+    for module in (progen, generate_module, guide, generated_program, instances):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:12]
 
 
 def make_program(name: str) -> Program:
     """The generated program a name stands for, its source written beside the program cache."""
-    from .generate import generate
-    from .generated_program import parse_name
 
     seed, emphasis = parse_name(name)
     record = generate(seed, emphasis)
@@ -65,23 +67,16 @@ def make_program(name: str) -> Program:
         write_atomic(path, source.encode())
 
     def module():
-        from ..targets.loaders import load_module
-
         return load_module(path)
 
     def build(simplify: bool = True):
-        from ..targets.loaders import cached_program
-
         return cached_program(f"generated-{name}", source.encode(),
                               lambda: getattr(module(), record.function).to_sdfg(simplify=simplify), simplify)
-
-    from ..targets.reference import Reference
 
     def reference(**kwargs):
         return module().reference(**kwargs)
 
     reference.__signature__ = _reference_signature(record)
-    from ..targets.loaders import content_identity, program_key
 
     return Program(name, build, f"{record.describe()} ({path})", build_unsimplified=lambda: build(False),
                    reference=Reference(f"generated:{name}", reference),
@@ -130,8 +125,6 @@ class GeneratedTarget(Target):
 
 def _stream_file(first_seed: int, count: int) -> Path:
     """Where a stream's names and coverage are cached: per generator, matcher and tool version."""
-    from .. import __version__ as tool_version
-
     return generated_dir() / f"stream-{first_seed}-{count}-{_generator_key()}-{tool_version}.json"
 
 
@@ -141,8 +134,6 @@ def stream_names(first_seed: int, count: int) -> List[str]:
     cached = _stream_file(first_seed, count)
     if cached.is_file():
         return json.loads(cached.read_text())["names"]
-    from ..plan.instances import cpu_builtin_transformations, match_scopes
-    from .guide import stream
 
     transformations = cpu_builtin_transformations()
 
@@ -161,7 +152,5 @@ def stream_coverage(first_seed: int, count: int) -> Dict:
 
 
 def make_target() -> Target:
-    from ..targets.base import GPU_TRANSFORMATIONS
-
     return GeneratedTarget(name="generated", programs=GeneratedPrograms(), default_transformations=list(DEFAULTS),
                            gpu_transformations=list(GPU_TRANSFORMATIONS))

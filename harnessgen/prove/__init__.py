@@ -27,13 +27,15 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..cuda.toolkit import uses_gpu
 from ..core.files import write_json
-from ..inputs.layout import InputLayout
 from ..core.versions import source_digest
+from ..cuda.toolkit import uses_gpu
+from ..inputs.layout import InputLayout
+from ..inputs.seeds import PROOF_PREFIX, pattern_arrays
 from .affine import NotAffine
-
-from ..inputs.seeds import PROOF_PREFIX, _arrays
+from .dataflow import Dataflow
+from .model import build_program
+from .obligations import check_bounds, check_coverage, check_values, ranges_text
 from .proof import (DISPROVEN, IEEE, ISL_MAX_OPERATIONS, MAX_COUNTEREXAMPLES, PROVEN, REAL, REASON_KINDS, UNKNOWN,
                     Counterexample, Proof)
 
@@ -69,10 +71,6 @@ def prove(pre, post, layout: InputLayout) -> Proof:
 
 
 def _prove(pre, post, layout: InputLayout, ctx) -> Proof:
-    from .dataflow import Dataflow
-    from .model import build_program
-    from .obligations import check_bounds, check_coverage, check_values, ranges_text
-
     if post is None:
         raise NotAffine("the transformation gave no post")
     pre_prog, post_prog = build_program(pre, layout, ctx), build_program(post, layout, ctx)
@@ -145,6 +143,6 @@ def counterexample_inputs(proof: Proof, layout: InputLayout, seed: int = 0) -> L
     for k, cex in enumerate(proof.counterexamples):
         sizes = {s.name: int(cex.sizes.get(s.name, 1)) for s in layout.symbols}
         for pattern in ("random", "mixed"):
-            arrays = _arrays(layout, sizes, pattern, rng)
+            arrays = pattern_arrays(layout, sizes, pattern, rng)
             out.append((f"{PROOF_PREFIX}{k:02d}-{cex.obligation}-{pattern}", layout.encode(sizes, arrays)))
     return out

@@ -8,9 +8,9 @@ from typing import Dict, List, Optional, Tuple
 import islpy as isl
 
 from ..inputs.layout import InputLayout
-from .proof import IEEE, MAX_COUNTEREXAMPLES, REAL, Z3_TIMEOUT_MS, Counterexample
 from .dataflow import Dataflow
 from .model import SIZE_PREFIX, Program, first_child
+from .proof import IEEE, MAX_COUNTEREXAMPLES, REAL, Z3_TIMEOUT_MS, Counterexample
 
 FLOAT_TYPES = ("float32", "float64", "float", "double")
 COMMUTATIVE = ("+", "*")

@@ -1,6 +1,6 @@
 """pyfuzz: Python-level compilers (DaCe's Python frontend, torch.compile, TVM's Relax) under Atheris.
 
-The pipeline, one module per stage, the ``Program`` record between them:
+The pipeline, one module per stage, the ``Program`` record (``program_record``) between them:
 
 ``choices``       the fuzzer's bytes as a sequence of choices
 ``generator``     strict / disruptive program generation over an operator pool
@@ -13,8 +13,10 @@ The pipeline, one module per stage, the ``Program`` record between them:
 ``oracle``        reference vs every compile mode; argument states, a float64
                   reference, a second call; crashes and clear errors
 ``session``       one fuzzing process (Atheris' entry point: ``target``)
-``replay``        judge server in the compiler's interpreter (``interpreters``
+``judge_server``  judge server in the compiler's interpreter (``interpreters``
                   finds or builds it)
-``triage``        replay, de-duplicate, delta-debug (``shrink``), reproducer
-``planted``       graph passes for --torch-pass: a planted bug and its twin
+``findings``      replay, de-duplicate, delta-debug (``minimize``), reproducer
+``planted_passes`` graph passes for --torch-pass: a planted bug and its twin
 """
+
+__all__ = ["choices", "compilers", "findings", "generator", "interpreters", "judge_server", "minimize", "mutations", "ops", "oracle", "planted_passes", "program_record", "relax", "relax_pipelines", "rendering", "run", "session", "shapes", "target"]

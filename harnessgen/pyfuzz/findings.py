@@ -30,12 +30,12 @@ import numpy as np
 
 from .. import __version__
 from ..core.outcome import Outcome
-from ..triage.reproducer import module_source, publish, repro_environment, runtime_source
 from ..core.runtime import Tolerance
-from .oracle import FLOAT32_TOLERANCE, ROUNDING_FACTOR, Verdict
-from .program_record import Program
+from ..triage.reproducer import module_source, publish, repro_environment, runtime_source
 from .judge_server import CompilerSpec, describe, judge_isolated
 from .minimize import Shrinker
+from .oracle import FLOAT32_TOLERANCE, ROUNDING_FACTOR, Verdict
+from .program_record import Program
 
 
 @dataclasses.dataclass

@@ -22,8 +22,8 @@ from typing import Counter, Dict, List, Optional, Tuple
 
 from .choices import ByteChoices
 from .ops import BOOLS, BROADCASTING, CONSTANTS, INTS, POOLS, Op, limit, result_shape
-from .shapes import SHAPES, Aliases, Draft
 from .program_record import INPUT_BOUND, INT_INPUT_BOUND, Program, Stmt, Value
+from .shapes import SHAPES, Aliases, Draft
 
 MODES = ("strict", "disruptive")
 VIOLATIONS = ("broadcast", "matmul", "axis")

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ..engines import FuzzJob, get_engine
-from ..engines.atheris import PyFuzzTarget
 from ..core.files import write_json
 from ..core.runtime import Tolerance
-from .judge_server import CompilerSpec
+from ..engines import FuzzJob, get_engine
+from ..engines.atheris import PyFuzzTarget
 from .findings import PyTriageOptions, triage_run
+from .judge_server import CompilerSpec
 
 
 @dataclasses.dataclass

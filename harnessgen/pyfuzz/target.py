@@ -24,7 +24,7 @@ from typing import List, Sequence
 from ..core.files import write_atomic
 from ..core.runtime import Tolerance
 from .compilers import get_compiler
-from .generator import GenOptions, MODES
+from .generator import MODES, GenOptions
 from .mutations import FAMILIES
 from .session import Session, SessionOptions
 

@@ -212,3 +212,7 @@ def interleave(planned: List[tuple]) -> List[tuple]:
             if queue:
                 out.append(queue.pop(0))
     return out
+
+
+__all__ = ["SUBJECTS", "Plan", "Subject", "interleave", "kind_of_build", "load", "plan", "select", "split_ids",
+           "subject_class", "triage_build"]

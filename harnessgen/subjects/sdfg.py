@@ -28,8 +28,7 @@ from ..cutout.extract import PRE_NAME, CutoutPair, volume_at_probe
 from ..engines import RawCrash
 from ..harness.build import CXX, CXXFLAGS, cause_registry, compile_errors
 from ..harness.codegen_causes import diagnostics, from_compiler_output
-from ..harness.judge import JudgeOptions, constrain
-from ..harness.judge import prepare as prepare_pair
+from ..harness.judge import JudgeOptions, constrain, prepare as prepare_pair
 from ..inputs.layout import InputLayout
 from ..inputs.seeds import screen_seeds
 from ..plan import params

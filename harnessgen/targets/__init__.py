@@ -17,6 +17,7 @@ from typing import Dict, Optional
 
 from ..core.errors import ConfigError
 from .base import GPU_TRANSFORMATIONS, Program, Target, with_afl_configs
+from .loaders import load_python_program, load_sdfg_file
 
 __all__ = ["BUILTIN_TARGETS", "GPU_TRANSFORMATIONS", "Program", "Target", "resolve", "with_afl_configs"]
 
@@ -32,8 +33,6 @@ BUILTIN_TARGETS: Dict[str, str] = {
 
 def resolve(spec: str) -> tuple[Target, Optional[str]]:
     """Turn a ``--program`` value into a target and an optional program name."""
-    from .loaders import load_python_program, load_sdfg_file
-
     if spec.endswith(".sdfg") or spec.endswith(".sdfgz"):
         return load_sdfg_file(Path(spec)), None
     if ".py:" in spec:

@@ -13,7 +13,9 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from . import cloudsc_port
 from .base import GPU_TRANSFORMATIONS, SIMPLIFY_DEFAULTS, Program, Target
+from .loaders import cached_program, content_identity, program_key
 
 # built-in DaCe transformations engineers apply to such code, then our engineer-style ones
 DEFAULT_TRANSFORMATIONS = [
@@ -33,16 +35,12 @@ SENTINEL = -999.0     # what outputs hold before the call: untouched parts must 
 
 
 def _port():
-    from . import cloudsc_port
-
     return cloudsc_port
 
 
 def build_sdfg(simplify: bool = True):
     """The port's SDFG, simplified (or as the frontend wrote it); parsed once per version of
     the port and DaCe."""
-    from .loaders import cached_program
-
     port = _port()
 
     def parse():
@@ -146,8 +144,6 @@ def run_compiled(compiled, arrays: Dict[str, object], sizes: Dict[str, int]) -> 
 
 
 def make_target() -> Target:
-    from .loaders import content_identity, program_key
-
     programs = {"cloudsc": Program("cloudsc", build_sdfg, "cloud microphysics scheme (our CLOUDSC port)",
                                    build_unsimplified=lambda: build_sdfg(simplify=False),
                                    identity=content_identity(program_key(Path(_port().__file__).read_bytes()).encode()))}

@@ -30,11 +30,9 @@ import copy
 from typing import Optional
 
 import dace
-from dace import data as dt
-from dace import nodes, properties, symbolic
+from dace import data as dt, nodes, properties, symbolic
 from dace.memlet import Memlet
-from dace.sdfg import SDFG, SDFGState
-from dace.sdfg import utils as sdutil
+from dace.sdfg import SDFG, SDFGState, utils as sdutil
 from dace.sdfg.state import ControlFlowRegion
 from dace.transformation import transformation as xf
 from dace.transformation.interstate.loop_detection import DetectLoop

@@ -16,6 +16,8 @@ import dace
 import numpy as np
 
 from .base import GPU_TRANSFORMATIONS, SIMPLIFY_DEFAULTS, Program, Target
+from .loaders import cached_program, content_identity, program_key
+from .reference import Reference
 
 NI, NJ, NK, NL, NM = (dace.symbol(s) for s in ("NI", "NJ", "NK", "NL", "NM"))
 N, M = dace.symbol("N"), dace.symbol("M")
@@ -227,8 +229,6 @@ REFERENCES = {
 
 def _builder(name: str, simplify: bool = True):
     def build():
-        from .loaders import cached_program
-
         return cached_program(f"kernels-{name}", Path(__file__).read_bytes(),
                               lambda: PROGRAMS[name].to_sdfg(simplify=simplify), simplify)
 
@@ -257,10 +257,6 @@ DESCRIPTIONS = {
 
 
 def make_target() -> Target:
-    from .reference import Reference
-
-    from .loaders import content_identity, program_key
-
     identity = content_identity(program_key(Path(__file__).read_bytes()).encode())
     programs = {name: Program(name, _builder(name), DESCRIPTIONS[name], build_unsimplified=_builder(name, False),
                               reference=Reference(f"kernels:{name}", REFERENCES[name]),

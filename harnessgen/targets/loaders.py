@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from ..core import envs
 from ..core.errors import ConfigError
 from .base import Program, Target, with_afl_configs
+from .reference import python_reference
 
 
 def prepare_sdfg(sdfg, simplify: bool = True):
@@ -55,8 +57,6 @@ def cached_program(label: str, source: bytes, parse, simplify: bool = True, fron
     one parse makes both forms (the frontend's written first, then the same object simplified:
     what two separate parses would give, at half the parsing time)."""
     import dace
-
-    from ..core import envs
 
     key = program_key(source)
     folder = Path(envs.get("HARNESSGEN_PROGRAM_CACHE"))
@@ -186,8 +186,6 @@ def load_python_program(path: Path, function: str) -> Target:
         if not isinstance(sdfg, dace.SDFG):
             raise ConfigError(f"--program: {path.name}:{function} did not produce an SDFG")
         return prepare_sdfg(sdfg, simplify)
-
-    from .reference import python_reference
 
     program = Program(function, build, f"{path.name}:{function}", build_unsimplified=lambda: build(simplify=False),
                       reference=python_reference(prog), identity=content_identity(path.read_bytes(), function.encode()))

@@ -16,6 +16,7 @@ from typing import Callable, Dict, Iterable
 import numpy as np
 
 from ..core.errors import Unsupported
+from .dialect import plain_function
 
 
 @dataclasses.dataclass
@@ -68,8 +69,6 @@ def python_reference(program) -> Reference:
 
 def _plain(function):
     """The function with DaCe's dialect made plain (a construct with none raises Unsupported)."""
-    from .dialect import plain_function
-
     try:
         return plain_function(function)
     except Unsupported:

@@ -29,22 +29,23 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .. import __version__
-from ..harness.build import CXX, CXXFLAGS, HarnessBuild
-from ..cutout.extract import CutoutPair
-from ..engines import RawCrash
+from ..core import protocol
 from ..core.errors import HarnessgenError
 from ..core.files import clear_stale_omp_registrations
-from ..plan.instances import MATCH_PLACE_KEYS, Instance, match_settings
-from ..inputs.layout import InputLayout
-from .localize import Divergence, localize
 from ..core.outcome import Outcome
-from ..plan.params import describe as describe_params
-from ..core import protocol
 from ..core.protocol import Exit, HarnessEnv, Marker
-from ..harness.replay import ReplayResult, ReplayWorker
-from .reproducer import sdfg_diff, write_finding
 from ..core.runtime import Tolerance
+from ..cutout.extract import CutoutPair
+from ..engines import RawCrash
+from ..harness.build import CXX, CXXFLAGS, HarnessBuild
+from ..harness.replay import ReplayResult, ReplayWorker
+from ..inputs.layout import InputLayout
+from ..plan.instances import MATCH_PLACE_KEYS, Instance, match_settings
+from ..plan.params import describe as describe_params
+from .localize import Divergence, localize
+from .reproducer import sdfg_diff, write_finding
 from .shrink import Shrinker, ShrinkStats
+from .tsan import run_tsan
 
 Key = Tuple[str, Optional[str], Tuple[str, ...]]
 HANG_TIMEOUT_S = 5.0
@@ -333,8 +334,6 @@ class Triage:
 
     def _tsan(self, data: bytes, threads: int) -> Dict:
         """ThreadSanitizer's view of the race: the racing statements in post's source."""
-        from .tsan import run_tsan
-
         try:
             return {"tsan": run_tsan(self.build, data, threads).to_json()}
         except (HarnessgenError, subprocess.TimeoutExpired) as exc:   # evidence, not the verdict

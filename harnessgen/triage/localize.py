@@ -23,9 +23,12 @@ from typing import Dict, List, Optional, Tuple
 import networkx as nx
 import numpy as np
 
-from ..cutout.extract import CutoutPair
-from ..inputs.layout import ContainerSlot, DecodedInput, InputLayout
+from ..core import expr as ex
 from ..core.runtime import Tolerance, compare
+from ..cutout.extract import CutoutPair, plain_copy, scalars_to_arrays
+from ..harness.build import build
+from ..harness.replay import execute
+from ..inputs.layout import ContainerSlot, DecodedInput, InputLayout
 
 
 @dataclasses.dataclass
@@ -69,8 +72,6 @@ def _globalize(sdfg) -> List[str]:
     """Make every transient array and scalar of the top level a global container; return their names."""
     import dace
 
-    from ..cutout.extract import _scalars_to_arrays
-
     names = []
     for name, desc in list(sdfg.arrays.items()):
         if not desc.transient or isinstance(desc, dace.data.View) or not isinstance(
@@ -79,15 +80,13 @@ def _globalize(sdfg) -> List[str]:
         desc.transient = False
         desc.lifetime = dace.AllocationLifetime.Scope
         names.append(name)
-    _scalars_to_arrays(sdfg, names)
+    scalars_to_arrays(sdfg, names)
     return names
 
 
 def capture_pair(pair: CutoutPair) -> Tuple[CutoutPair, List[str]]:
     """A copy of the pair whose pre and post expose their transients (shared names only)."""
-    from ..cutout.extract import _plain_copy
-
-    pre, post = _plain_copy(pair.pre, pair.pre.name), _plain_copy(pair.post, pair.post.name)
+    pre, post = plain_copy(pair.pre, pair.pre.name), plain_copy(pair.post, pair.post.name)
     exposed_pre, exposed_post = set(_globalize(pre)), set(_globalize(post))
     shared = sorted(exposed_pre & exposed_post)
     # a transient only one side has stays hidden on the other side's interface: re-add it as
@@ -103,8 +102,6 @@ def capture_pair(pair: CutoutPair) -> Tuple[CutoutPair, List[str]]:
 
 def capture_layout(layout: InputLayout, capture: CutoutPair) -> InputLayout:
     """The original layout plus zero-filled slots for the exposed containers."""
-    from ..core import expr as ex
-
     known = {c.name for c in layout.containers}
     extra = []
     for name in sorted(n for n, d in capture.pre.arrays.items() if not d.transient and n not in known):
@@ -121,7 +118,6 @@ def localize(pair: CutoutPair, layout: InputLayout, data: bytes, work_dir: Path,
     """The first divergence for ``data``; None when post crashed or nothing shared differs.
     For a race, post runs on ``threads`` threads up to ``attempts`` times until it differs."""
     tolerance = tolerance or Tolerance()
-    from ..harness.build import build
 
     capture, shared = capture_pair(pair)
     cap_layout = capture_layout(layout, capture)
@@ -184,8 +180,6 @@ def _run_child(build_dir: Path, side: str, inputs: Path, tmp: Path, timeout_s: f
 
 def _main(argv: List[str]) -> int:
     """Child: run one side of a capture build on decoded inputs, save every container."""
-    from ..harness.replay import execute
-
     build_dir, side, inputs, out, threads = argv
     with np.load(inputs) as npz:
         symbols = {k[4:]: int(npz[k]) for k in npz.files if k.startswith("sym:")}

@@ -28,8 +28,11 @@ from typing import Dict, List, Optional
 
 import jinja2
 
+from .. import __version__
 from ..core import runtime
 from ..core.data import template_environment
+from ..cuda import toolkit
+from ..cuda.toolkit import uses_gpu
 from ..harness.emit import FRESH_STATE_HEADER
 from ..inputs.layout import DecodedInput
 from ..plan.params import describe as describe_params
@@ -134,8 +137,6 @@ def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInpu
 
 def _cuda_context(gpu: bool) -> Dict:
     """What a reproducer needs to build a GPU side itself (nothing for a CPU-only cutout)."""
-    from ..cuda import toolkit
-
     if not gpu or not toolkit.available():
         return {"cuda": None, "cuda_compat": ""}
     return {"cuda": repr({"nvcc_flags": toolkit.dace_nvcc_base_flags(), "built_with": toolkit.find().version}),
@@ -143,8 +144,6 @@ def _cuda_context(gpu: bool) -> Dict:
 
 
 def _uses_gpu(sdfg) -> bool:
-    from ..cuda.toolkit import uses_gpu
-
     try:
         return uses_gpu(sdfg)
     except Exception:   # noqa: BLE001 -- an invalid post may not even be walkable: then no CUDA to build
@@ -156,8 +155,6 @@ def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: st
     transformation was applied to, what it made (when it made something), and a repro.py that
     applies it again and exits 1 while it still fails. Written atomically, like every finding."""
     import dace
-
-    from .. import __version__
 
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -196,8 +193,6 @@ def write_codegen_finding(folder: Path, sdfg, cause, log: str, instance: str, ta
     """A program DaCe cannot build (``codegen_causes.Cause``): program.sdfg, error.txt,
     meta.json, a repro.py that needs only DaCe and a compiler, and BUG.md. Atomic."""
     import dace
-
-    from .. import __version__
 
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from ..core import envs, protocol
-from ..harness.build import CXX, CXXFLAGS, HarnessBuild, Job, dace_include, publish_dir, run_jobs
 from ..core.errors import BuildError, ToolMissing
+from ..harness.build import CXX, CXXFLAGS, HarnessBuild, Job, dace_include, publish_dir, run_jobs
 
 TSAN_FLAGS = [f for f in CXXFLAGS if f != "-O2"] + ["-O1", "-g", "-fsanitize=thread"]
 _ACCESS = re.compile(r"^  (?P<access>(?:Previous )?(?:[Aa]tomic )?(?:[Rr]ead|[Ww]rite)) of size (?P<size>\d+)")

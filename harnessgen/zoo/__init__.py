@@ -60,3 +60,6 @@ PLANTED_PARAMS = {
 PLANTED_GPU = {
     "GPUOffloadCopiesWholeArray": PlantedBug("column_window", "MISMATCH", size_dependent=True),
 }
+
+
+__all__ = ["PLANTED", "PLANTED_GENERATED", "PLANTED_GPU", "PLANTED_PARAMS", "PlantedBug"]

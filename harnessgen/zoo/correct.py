@@ -13,12 +13,11 @@ import ast
 
 import dace
 from dace import nodes, properties, symbolic
-from dace.sdfg import SDFG, SDFGState
-from dace.sdfg import utils as sdutil
+from dace.sdfg import SDFG, SDFGState, utils as sdutil
 from dace.transformation import transformation as xf
 from dace.transformation.dataflow import StripMining
 
-from .planted import TILE, _FirstDimensionTiling, _OffsetTiles, _StrideNormalization
+from .planted import TILE, FirstDimensionTiling, OffsetTiles, StrideNormalization
 
 
 class _DivToReciprocal(ast.NodeTransformer):
@@ -65,7 +64,7 @@ class ReciprocalDivision(xf.SingleStateTransformation):
 
 
 @properties.make_properties
-class TilingWithRemainder(_FirstDimensionTiling):
+class TilingWithRemainder(FirstDimensionTiling):
     """Strip-mines the first map dimension by 4, the last partial tile included: the correct
     version of the zoo's ``TilingWithoutRemainder`` (the two share their match)."""
 
@@ -74,7 +73,7 @@ class TilingWithRemainder(_FirstDimensionTiling):
 
 
 @properties.make_properties
-class TileCountCeils(_FirstDimensionTiling):
+class TileCountCeils(FirstDimensionTiling):
     """Strip-mines the first map dimension by ``tile_size``, the last partial tile included
     (the tile count rounds up): correct with every tile size."""
 
@@ -86,7 +85,7 @@ class TileCountCeils(_FirstDimensionTiling):
 
 
 @properties.make_properties
-class StrideCountCeils(_StrideNormalization):
+class StrideCountCeils(StrideNormalization):
     """Gives strided maps unit steps with ``ceil((end - begin + 1) / step)`` trips (none when
     the range is empty): correct."""
 
@@ -99,7 +98,7 @@ class StrideCountCeils(_StrideNormalization):
 
 
 @properties.make_properties
-class OffsetTilesCeils(_OffsetTiles):
+class OffsetTilesCeils(OffsetTiles):
     """Counts the tiles from the first one's start: ``ceil((extent + tile_offset) / tile_size)``."""
 
     def tiles(self, extent):

@@ -44,14 +44,11 @@ import copy
 
 import dace
 import sympy
-from dace import data as dt
-from dace import nodes, properties, symbolic
+from dace import data as dt, nodes, properties, symbolic
 from dace.memlet import Memlet
-from dace.sdfg import SDFG, SDFGState
-from dace.sdfg import utils as sdutil
+from dace.sdfg import SDFG, SDFGState, utils as sdutil
 from dace.sdfg.state import ControlFlowRegion
-from dace.transformation import pass_pipeline as ppl
-from dace.transformation import transformation as xf
+from dace.transformation import pass_pipeline as ppl, transformation as xf
 from dace.transformation.dataflow import StripMining
 from dace.transformation.interstate import LoopToMap
 from dace.transformation.interstate.loop_detection import DetectLoop
@@ -64,7 +61,7 @@ from ..targets.cloudsc_xforms import GPUOffloadMap, UnrollByTwo
 TILE = 4
 
 
-class _FirstDimensionTiling(xf.SingleStateTransformation):
+class FirstDimensionTiling(xf.SingleStateTransformation):
     """Matches any map; subclasses strip-mine its first dimension."""
 
     map_entry = xf.PatternNode(nodes.MapEntry)
@@ -79,7 +76,7 @@ class _FirstDimensionTiling(xf.SingleStateTransformation):
 
 # ---------------------------------------------------------------- (a)
 @properties.make_properties
-class OffByOneTiling(_FirstDimensionTiling):
+class OffByOneTiling(FirstDimensionTiling):
     """Strip-mines the first map dimension by 4; the inner loop's bound is inclusive of
     ``tile + 4`` (the ``<=`` bug): one extra iteration per tile and one past the end."""
 
@@ -94,7 +91,7 @@ class OffByOneTiling(_FirstDimensionTiling):
 
 # ---------------------------------------------------------------- (b)
 @properties.make_properties
-class TilingWithoutRemainder(_FirstDimensionTiling):
+class TilingWithoutRemainder(FirstDimensionTiling):
     """Strip-mines the first map dimension by 4 and iterates over whole tiles only:
     correct when 4 divides the range, silently skips the remainder otherwise."""
 
@@ -480,7 +477,7 @@ class SimplifyMissingViews(SimplifyPass):
 
 # ---------------------------------------------------------------- (l)
 @properties.make_properties
-class TileCountFloors(_FirstDimensionTiling):
+class TileCountFloors(FirstDimensionTiling):
     """Strip-mines the first map dimension by ``tile_size`` and runs ``max(1, extent //
     tile_size)`` tiles: one tile when the tile is at least the extent (the default, 64, is
     larger than every extent the fuzzer decodes), whole tiles when it divides the extent, and
@@ -499,7 +496,7 @@ class TileCountFloors(_FirstDimensionTiling):
 
 
 # ---------------------------------------------------------------- (m)
-class _StrideNormalization(xf.SingleStateTransformation):
+class StrideNormalization(xf.SingleStateTransformation):
     """Gives a map with steps other than one unit steps: each strided dimension ``p`` in
     ``begin:end:step`` (inclusive end) becomes ``p_unit`` in ``0:trips - 1``, and every use
     of ``p`` inside the map reads ``begin + p_unit * step``. Subclasses count the trips, with
@@ -543,7 +540,7 @@ class _StrideNormalization(xf.SingleStateTransformation):
 
 
 @properties.make_properties
-class StrideCountFloors(_StrideNormalization):
+class StrideCountFloors(StrideNormalization):
     """The trip count of a strided range as ``(end - begin + 1) // step``: one trip short when
     the span is not a multiple of the step (``0:5:2`` runs 0 and 2, not 4)."""
 
@@ -554,7 +551,7 @@ class StrideCountFloors(_StrideNormalization):
 
 # ---------------------------------------------------------------- (n)
 @properties.make_properties
-class _OffsetTiles(_FirstDimensionTiling):
+class OffsetTiles(FirstDimensionTiling):
     """Strip-mines the first map dimension into tiles of ``tile_size`` aligned ``tile_offset``
     elements before the range's start (each tile clipped to the range); subclasses count the
     tiles."""
@@ -578,7 +575,7 @@ class _OffsetTiles(_FirstDimensionTiling):
 
 
 @properties.make_properties
-class OffsetTilesFloors(_OffsetTiles):
+class OffsetTilesFloors(OffsetTiles):
     """Counts ``ceil(extent / tile_size)`` tiles, forgetting that the first starts ``tile_offset``
     early: right when the offset is 0, and with the default tile (larger than any extent the
     fuzzer decodes plus any offset it tries); with both changed the range's last elements are

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from harnessgen.inputs import seeds
 from harnessgen.harness.build import build
 from harnessgen.harness.replay import execute
+from harnessgen.inputs import seeds
 from tests.conftest import layout_of, make_pair
 
 REPO = Path(__file__).resolve().parents[2]

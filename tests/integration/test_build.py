@@ -5,8 +5,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harnessgen.harness.build import build
 from harnessgen.core.runtime import Tolerance
+from harnessgen.harness.build import build
 from tests.conftest import layout_of, make_pair
 
 
@@ -77,9 +77,9 @@ def test_a_pre_that_does_not_compile_is_not_compiled_again(tmp_path, monkeypatch
     import pytest
     from dace import nodes
 
-    from harnessgen.harness import build as build_stage
-    from harnessgen.cutout.extract import whole_program_pair
     from harnessgen.core.errors import BuildError
+    from harnessgen.cutout.extract import whole_program_pair
+    from harnessgen.harness import build as build_stage
     from tests.conftest import program_sdfg
 
     sdfg = dace.SDFG.from_json(program_sdfg("sigmoid").to_json())   # a copy: other tests share the program

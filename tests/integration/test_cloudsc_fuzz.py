@@ -16,8 +16,8 @@ def cloudsc():
 
 
 def test_shipped_constraints_order_the_window_and_keep_values_physical():
-    from harnessgen.inputs.constraints import derive
     from harnessgen.cutout.extract import whole_program_pair
+    from harnessgen.inputs.constraints import derive
     from harnessgen.inputs.layout import build_layout
 
     target, sdfg = cloudsc()

@@ -247,8 +247,8 @@ def test_the_kernel_reproducer_judges_by_the_harness_rule(tmp_path, kernel_build
     import itertools
     import runpy
 
-    from harnessgen.gpukernels.kernel_reproducer import launch_geometry, write_kernel_finding
     from harnessgen.core.runtime import Tolerance, differing
+    from harnessgen.gpukernels.kernel_reproducer import launch_geometry, write_kernel_finding
     from tests.integration.test_oracle_agreement import POOL
 
     build = kernel_builds["transpose_tiled"]

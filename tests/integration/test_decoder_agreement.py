@@ -5,9 +5,9 @@ import subprocess
 import numpy as np
 import pytest
 
+from harnessgen.cutout.extract import whole_program_pair
 from harnessgen.harness.build import build
 from harnessgen.inputs.constraints import derive
-from harnessgen.cutout.extract import whole_program_pair
 from harnessgen.inputs.layout import build_layout
 from tests.conftest import PROGRAMS, layout_of, make_pair
 

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from harnessgen.core.errors import ConfigError
 from harnessgen.checks.reference_check import AGREES, CHECK_MAX_SIZE, DIFFERS, CheckOptions, check_program
+from harnessgen.core.errors import ConfigError
 from harnessgen.harness.judge import JudgeOptions
-from harnessgen.targets import resolve
 from harnessgen.progen.target import generated_dir, stream_coverage
+from harnessgen.targets import resolve
 from tests.conftest import BUILD_CACHE
 
 # not chosen: the first seeds past those the unit tests print

@@ -6,10 +6,10 @@ import dace
 import numpy as np
 import pytest
 
-from harnessgen.inputs import seeds
-from harnessgen.harness.build import build
 from harnessgen.cutout.extract import whole_program_pair
+from harnessgen.harness.build import build
 from harnessgen.harness.replay import execute
+from harnessgen.inputs import seeds
 from harnessgen.targets.kernels import PROGRAM_NAMES, REFERENCES
 from tests.conftest import layout_of, program_sdfg
 

@@ -6,13 +6,13 @@ import subprocess
 import numpy as np
 import pytest
 
-from harnessgen.harness.build import build
-from harnessgen.inputs.constraints import derive
-from harnessgen.cutout.extract import POST_NAME, PRE_NAME, CutoutPair
-from harnessgen.plan.instances import Instance
-from harnessgen.inputs.layout import build_layout
 from harnessgen.core.protocol import Exit, HarnessEnv
 from harnessgen.core.runtime import Tolerance, differing
+from harnessgen.cutout.extract import POST_NAME, PRE_NAME, CutoutPair
+from harnessgen.harness.build import build
+from harnessgen.inputs.constraints import derive
+from harnessgen.inputs.layout import build_layout
+from harnessgen.plan.instances import Instance
 from harnessgen.targets.loaders import load_python_program
 from tests.conftest import PROGRAMS
 

@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harnessgen.plan import passes
-from harnessgen.targets.reference import Reference
 from harnessgen.checks.reference_check import CHECK_MAX_SIZE, DIFFERS, CheckOptions, check_program
-from harnessgen.harness.judge import JudgeOptions
 from harnessgen.cutout.changes import load_change
+from harnessgen.harness.judge import JudgeOptions
+from harnessgen.plan import passes
 from harnessgen.targets.kernels import REFERENCES
+from harnessgen.targets.reference import Reference
 from tests.conftest import kernels, run_cli, summary_of
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"

@@ -4,13 +4,13 @@ import subprocess
 
 import numpy as np
 
-from harnessgen.inputs import seeds
-from harnessgen.harness.build import build
-from harnessgen.inputs.constraints import derive
-from harnessgen.cutout.extract import whole_program_pair
-from harnessgen.core.runtime import Tolerance
 from harnessgen.core.outcome import Outcome
+from harnessgen.core.runtime import Tolerance
+from harnessgen.cutout.extract import whole_program_pair
+from harnessgen.harness.build import build
 from harnessgen.harness.replay import replay
+from harnessgen.inputs import seeds
+from harnessgen.inputs.constraints import derive
 from harnessgen.targets.loaders import load_python_program
 from tests.conftest import PROGRAMS, layout_of, make_pair, scatter_missing_constraint
 

@@ -5,11 +5,11 @@ import os
 import numpy as np
 import pytest
 
+from harnessgen.core.outcome import Outcome
 from harnessgen.harness.build import build
+from harnessgen.harness.replay import ReplayWorker
 from harnessgen.inputs.constraints import derive
 from harnessgen.inputs.layout import build_layout
-from harnessgen.core.outcome import Outcome
-from harnessgen.harness.replay import ReplayWorker
 from harnessgen.triage.tsan import run_tsan
 from tests.conftest import REPO, layout_of, make_pair
 

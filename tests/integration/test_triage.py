@@ -5,10 +5,10 @@ import sys
 
 import numpy as np
 
-from harnessgen.inputs import seeds
-from harnessgen.harness.build import build
-from harnessgen.engines import RawCrash
 from harnessgen.core.outcome import Outcome
+from harnessgen.engines import RawCrash
+from harnessgen.harness.build import build
+from harnessgen.inputs import seeds
 from harnessgen.subjects import triage_build
 from harnessgen.triage.classify import TriageOptions
 from tests.conftest import PROGRAMS, layout_of, make_pair, scatter_missing_constraint
@@ -73,9 +73,9 @@ def test_triage_of_an_afl_sync_directory_collects_every_instances_crashes(build_
     """`--jobs 3` with race mode on one instance: main, s1, s2 and race each keep crashes in their
     own folder (and hangs in theirs); triage of the sync directory, or of one instance folder
     in it, takes every one of them."""
+    from harnessgen.campaign.retriage import triage_directory
     from harnessgen.engines import FuzzJob
     from harnessgen.engines.afl import instance_names
-    from harnessgen.campaign.retriage import triage_directory
 
     pair = make_pair("sigmoid", f"{BROKEN}:NullWrite")
     layout = layout_of(pair)

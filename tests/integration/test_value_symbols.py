@@ -3,10 +3,10 @@ the value the fuzzer chooses is the value the cutout computes with."""
 import numpy as np
 import pytest
 
-from harnessgen.harness.build import build
 from harnessgen.cutout.extract import SYMBOL_INPUT_PREFIX, extract
-from harnessgen.plan.instances import enumerate_instances, load_transformation
+from harnessgen.harness.build import build
 from harnessgen.harness.replay import execute
+from harnessgen.plan.instances import enumerate_instances, load_transformation
 from harnessgen.targets.loaders import load_python_program
 from tests.conftest import PROGRAMS, layout_of
 

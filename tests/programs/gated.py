@@ -1,6 +1,7 @@
 """A float computed before a branch is tested in its condition: DaCe makes it an interstate
 symbol of type double, a free symbol of every cutout after its assignment."""
 import dace
+
 N = dace.symbol("N")
 
 @dace.program

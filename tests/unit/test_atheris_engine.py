@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from harnessgen.core.errors import HarnessgenError
 from harnessgen.engines import FuzzJob
 from harnessgen.engines.atheris import AtherisEngine, PyFuzzTarget, _run_until
-from harnessgen.core.errors import HarnessgenError
 from harnessgen.pyfuzz.target import relaunch_script
 
 

@@ -1,7 +1,7 @@
 """The audit's classification: CUTOUT_MISSED, observable, latent."""
-from harnessgen.harness.judge import JudgeOptions
-from harnessgen.checks.audit import (AUDIT_MAX_SIZE, AGREES, CUTOUT_MISSED, DIFFERS, SKIPPED, WHOLE_PROGRAM_FINDING,
+from harnessgen.checks.audit import (AGREES, AUDIT_MAX_SIZE, CUTOUT_MISSED, DIFFERS, SKIPPED, WHOLE_PROGRAM_FINDING,
                                      AuditOptions, AuditRecord, audit, classify, is_cheap)
+from harnessgen.harness.judge import JudgeOptions
 
 
 def test_a_passing_cutout_of_a_program_that_differs_is_cutout_missed():

@@ -5,8 +5,8 @@ import numpy as np
 from harnessgen.bugs.cluster import Bug, FindingRecord
 from harnessgen.bugs.reduce import ReduceOptions, StaticJudge, program_size, reduce_program
 from harnessgen.bugs.signature import exception_signature
-from harnessgen.plan.instances import load_transformation
 from harnessgen.cutout.changes import load_change
+from harnessgen.plan.instances import load_transformation
 from tests.conftest import PROGRAMS
 
 SPEC = f"{PROGRAMS / 'broken_xforms.py'}:RaisesOnApply"

@@ -4,8 +4,8 @@ import json
 import pytest
 
 from harnessgen.core import expr as ex
-from harnessgen.inputs.constraints import derive
 from harnessgen.core.errors import ConfigError
+from harnessgen.inputs.constraints import derive
 from tests.conftest import make_pair
 
 
@@ -102,8 +102,8 @@ def test_a_cycle_of_derived_bounds_is_cut_at_its_last_symbol_and_the_relation_ke
     """KIDIA <= KFDIA + 1 and KFDIA >= KIDIA - 1 are one relation, derived for each symbol
     (a cutout with a KFDIA - KIDIA + 1 extent and no KLON). KIDIA, last in the order, is
     derived again without KFDIA; KFDIA keeps the relation; the user's KIDIA >= 1 survives."""
-    from harnessgen.inputs.constraints import Range, _drop_unresolvable, _merge, _within_cutout
     from harnessgen.core.errors import Unsupported
+    from harnessgen.inputs.constraints import Range, _drop_unresolvable, _merge, _within_cutout
 
     def rng(lo, hi, kind="safety"):
         return Range(ex.parse(lo), ex.parse(hi), "test", kind)

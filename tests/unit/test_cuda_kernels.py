@@ -6,9 +6,9 @@ import json
 import pytest
 
 from harnessgen.core import expr as ex
+from harnessgen.core.errors import ConfigError
 from harnessgen.cuda import toolkit
 from harnessgen.gpukernels import spec as kernels
-from harnessgen.core.errors import ConfigError
 from harnessgen.subjects.sdfg import transformation_specs
 from harnessgen.targets import GPU_TRANSFORMATIONS, resolve
 

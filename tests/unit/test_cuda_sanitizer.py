@@ -1,7 +1,7 @@
 """compute-sanitizer's reports are read into verdicts (the synchronization oracle's second
 witness); the texts follow the tool's documented report format."""
-from harnessgen.cuda import sanitizer
 from harnessgen.core.outcome import Outcome
+from harnessgen.cuda import sanitizer
 
 RACECHECK = """\
 ========= COMPUTE-SANITIZER

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from harnessgen.targets.dialect import plain_function
 from harnessgen.core.errors import Unsupported
+from harnessgen.targets.dialect import plain_function
 from harnessgen.targets.reference import python_reference
 from tests.conftest import PROGRAMS
 

@@ -1,9 +1,9 @@
 """afl_configs/<target>.options and .dict: parsed, validated, picked up per target."""
 import pytest
 
+from harnessgen.core.errors import ConfigError
 from harnessgen.engines import get_engine
 from harnessgen.engines.afl import read_options, read_stats
-from harnessgen.core.errors import ConfigError
 from harnessgen.targets import resolve
 
 

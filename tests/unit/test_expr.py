@@ -1,7 +1,6 @@
 """Bound expressions: one parse, the same value in Python and in the rendered C++."""
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from harnessgen.core import expr as ex
 from harnessgen.core.errors import ConfigError

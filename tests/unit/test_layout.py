@@ -1,8 +1,7 @@
 """The NumPy decoder: every byte string decodes, in-range values pass through unchanged."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from harnessgen.core import expr as ex
 from harnessgen.inputs.layout import ContainerSlot, InputLayout, SymbolSlot

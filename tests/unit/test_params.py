@@ -6,9 +6,9 @@ import json
 import pytest
 from dace import properties
 
-from harnessgen.plan import params
 from harnessgen import subjects
 from harnessgen.core.errors import ConfigError
+from harnessgen.plan import params
 from harnessgen.plan.instances import load_transformation, match_settings, pattern_matches, rebuild_transformation
 from harnessgen.plan.params import ParamOptions
 from harnessgen.zoo.planted import TileCountFloors

@@ -1,14 +1,13 @@
 """Passes and pipelines as changes: how a spec is resolved, what a pass changed, the
 bisection's searches, and the unsimplified form of a program."""
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from harnessgen.plan import passes
 from harnessgen.checks.pipeline_bisect import _first_failing_prefix
 from harnessgen.core.errors import ConfigError
-from harnessgen.plan.instances import Instance
 from harnessgen.cutout.changes import Passes, Patterns, load_change
+from harnessgen.plan import passes
+from harnessgen.plan.instances import Instance
 from tests.conftest import kernels
 
 PLANTED_PASS = "harnessgen.zoo.planted:FuseStatesMissingViews"

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from harnessgen.core.errors import ConfigError
 from harnessgen.progen.generate import BLOCK_KINDS, generate
-from harnessgen.progen.guide import stream
 from harnessgen.progen.generated_program import parse_name
+from harnessgen.progen.guide import stream
 
 
 class Checked(np.ndarray):

@@ -137,8 +137,8 @@ def test_what_the_model_leaves_out_is_unknown_with_its_reason(program, spec, rea
 def test_reductions_are_proven_over_the_reals_only(program, spec):
     """Tiling a reduction changes the order its terms are added in: equal over the reals, the
     same terms once each, but no bit-for-bit claim (the pair is still fuzzed)."""
-    from tests.conftest import instances_of, program_sdfg
     from harnessgen.cutout.extract import extract
+    from tests.conftest import instances_of, program_sdfg
 
     cls, insts = instances_of(program, spec)
     reduced = 0

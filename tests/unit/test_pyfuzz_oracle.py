@@ -9,8 +9,8 @@ from harnessgen.core.outcome import Outcome
 from harnessgen.pyfuzz.choices import ByteChoices
 from harnessgen.pyfuzz.compilers import DaceCompiler, torch_available
 from harnessgen.pyfuzz.generator import GenOptions, generate
-from harnessgen.pyfuzz.oracle import judge
 from harnessgen.pyfuzz.judge_server import CompilerSpec, describe, judge_isolated
+from harnessgen.pyfuzz.oracle import judge
 
 
 class ScriptedDace(DaceCompiler):
@@ -209,8 +209,8 @@ def test_the_final_state_of_an_argument_is_compared_too(tmp_path, valid_program)
 def test_float32_rounding_the_float64_reference_explains_is_no_mismatch(tmp_path):
     """Beyond float32's tolerance, yet closer to the float64 value than the reference itself:
     rounding. More than three times the reference's own error is a mismatch."""
-    from harnessgen.pyfuzz.oracle import _first_difference
     from harnessgen.core.runtime import Tolerance
+    from harnessgen.pyfuzz.oracle import _first_difference
 
     want = np.array([1.0, 2.0], np.float32)
     truth = [np.array([1.001, 2.0])]

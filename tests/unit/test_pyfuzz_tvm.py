@@ -59,12 +59,12 @@ def test_a_tvm_finding_replays_from_the_relax_module_tvm_compiled(tmp_path, monk
     import subprocess
     import sys
 
+    from harnessgen.core.runtime import Tolerance
     from harnessgen.pyfuzz import relax
     from harnessgen.pyfuzz.compilers import TvmCompiler
-    from harnessgen.pyfuzz.program_record import Program, Stmt, Value
-    from harnessgen.pyfuzz.judge_server import CompilerSpec
     from harnessgen.pyfuzz.findings import RawFinding, write_finding
-    from harnessgen.core.runtime import Tolerance
+    from harnessgen.pyfuzz.judge_server import CompilerSpec
+    from harnessgen.pyfuzz.program_record import Program, Stmt, Value
 
     a, b = Value("a0", (3, 4), "float32"), Value("a1", (3, 4), "float32")
     program = Program("tvm", [a, b], [Stmt(Value("v0", (3, 4), "float32"), "maximum", ["a0", "a1"])], ["v0"], 5)

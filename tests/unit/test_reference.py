@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from harnessgen.core.errors import Unsupported
-from harnessgen.targets.reference import Reference
 from harnessgen.targets import resolve
+from harnessgen.targets.reference import Reference
 
 
 def test_a_reference_gets_its_containers_symbols_and_scalars_by_name():

@@ -1,11 +1,11 @@
 """How a run over several transformations is planned and summarised."""
-import pytest
-
-from harnessgen.core.errors import ConfigError
 import dataclasses
 import json
 
+import pytest
+
 from harnessgen.campaign.state import CampaignState
+from harnessgen.core.errors import ConfigError
 from harnessgen.core.records import InstanceResult, per_transformation
 from harnessgen.subjects import interleave
 from harnessgen.subjects.sdfg import transformation_specs

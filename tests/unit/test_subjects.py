@@ -7,8 +7,8 @@ import pytest
 
 from harnessgen import subjects
 from harnessgen.core.errors import ConfigError
-from harnessgen.gpukernels.subject import KernelSubject
 from harnessgen.gpukernels.kernel_triage import KernelTriage
+from harnessgen.gpukernels.subject import KernelSubject
 from harnessgen.subjects.sdfg import SdfgSubject
 from harnessgen.triage.classify import Triage
 

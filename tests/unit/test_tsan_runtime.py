@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harnessgen.harness.build import CXX
 from harnessgen.core.errors import ToolMissing
+from harnessgen.harness.build import CXX
 from harnessgen.triage.tsan import check_sanitizer_runtime
 
 
@@ -27,8 +27,7 @@ def test_an_absent_compiler_is_a_named_missing_tool():
 
 
 def test_triage_keeps_the_finding_when_the_runtime_is_missing(monkeypatch):
-    from harnessgen.triage.classify import tsan
-    from harnessgen.triage.classify import Triage
+    from harnessgen.triage.classify import Triage, tsan
 
     def missing(*_):
         raise ToolMissing("the ThreadSanitizer runtime of clang++ is not installed: install libclang-rt-14-dev")
