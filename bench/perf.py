@@ -1,7 +1,7 @@
 """harnessgen's performance figures, side by side with their physical limit and a FuzzyFlow-style loop.
 
     python bench/perf.py [--quick] [--parts overhead,baseline,builds,verdicts,campaign]
-                         [--out bench/results/perf.json] [--readme README.md]
+                         [--out bench/results/perf.json] [--doc docs/performance.md]
 
 1. overhead   execs/s under afl-fuzz (fuzzer_stats) versus the bare cost of pre and
               post on the same decoded inputs (afl-fuzz's queue) in a tight native loop
@@ -16,7 +16,7 @@
 5. campaign   instances per minute of `harnessgen campaign` over kernels x 14 built-ins, 1 and 2 workers.
 
 Every figure is reported as min / median / max over its repetitions. One table is
-printed; the figures are written as JSON and as the README's "Performance" section.
+printed; the figures are written as JSON and between the markers of docs/performance.md.
 No figure is asserted anywhere: the goals are printed beside them.
 """
 from __future__ import annotations
@@ -447,11 +447,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="one repetition, short budgets (a smoke run)")
     parser.add_argument("--render", type=Path, metavar="JSON",
-                        help="measure nothing: print the table of an earlier run's JSON (and rewrite the README)")
+                        help="measure nothing: print the table of an earlier run's JSON (and rewrite the doc)")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "perf.json")
-    parser.add_argument("--readme", default=str(REPO / "README.md"),
-                        help="README whose Performance section is rewritten ('' for none; never after --quick)")
+    parser.add_argument("--doc", dest="readme", default=str(REPO / "docs" / "performance.md"),
+                        help="the document whose generated figures (between its perf markers) are rewritten ('' for "
+                             "none; never after --quick)")
     args = parser.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = set(parts) - set(PARTS)

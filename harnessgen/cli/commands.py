@@ -9,40 +9,28 @@ from typing import List, Optional
 
 from .. import __version__
 from ..bugs.analysis import analyse
-from ..bugs.bug_report import shown_path
-from ..bugs.cluster import bug_rows
 from ..bugs.reduce import ReduceOptions
 from ..campaign import Budget, CampaignConfig, run_campaign, run_report as report
-from ..campaign.executors import ExecutorSpec, SlurmOptions
 from ..campaign.fuzz_run import fuzz
 from ..campaign.retriage import triage_directory
-from ..checks.pipeline_bisect import BisectRecord
 from ..checks.reference_check import describe_checks
-from ..core import runlog
 from ..core.errors import ConfigError, HarnessgenError, InternalError, Unsupported
-from ..core.evidence import SEEDS_ONLY, Evidence
 from ..core.files import write_json
-from ..core.records import VERDICTS, FuzzOptions, per_transformation
-from ..core.runtime import Tolerance
 from ..gpukernels import barriers, spec as kernels
 from ..harness.build import HarnessBuild
 from ..harness.judge import JudgeOptions
 from ..harness.replay import replay
-from ..plan.params import ParamOptions, describe, parse_mode
+from ..plan.params import ParamOptions, parse_mode
 from ..progen.target import program_file, stream_coverage, stream_span
-from ..prove import Proof
 from ..pyfuzz.interpreters import resolve_python
 from ..pyfuzz.run import PyFuzzConfig, run_pyfuzz
 from ..subjects import plan, split_ids
 from ..targets import BUILTIN_TARGETS, resolve
 from ..triage.classify import TriageOptions
-from .progress import VERDICT_COLOURS, LiveProgress, PlanDisplay, describe_enumeration
-
-
-def _console():
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
+from . import render
+from .options import (add_executor_flags, add_instance_options, add_params_flag, add_reduce_flag, add_simplify_flag,
+                      add_tolerance_flags, elsewhere, executor_spec, fuzz_options, redo_list, tolerance_from)
+from .progress import AflProgress, LiveProgress, PlanDisplay
 
 
 # ------------------------------------------------------------------ fuzz
@@ -59,7 +47,7 @@ def _add_fuzz(sub) -> None:
                    help="set a transformation property, VALUE as JSON (e.g. tile_sizes=[4,4])")
     p.add_argument("--time", type=float, default=60.0, metavar="SECONDS",
                    help="budget per instance: seed screening plus afl-fuzz (default 60)")
-    _add_executor_flags(p, default=1, jobs_help=(
+    add_executor_flags(p, default=1, jobs_help=(
         "instances fuzzed at the same time, in local worker processes (default 1: in this process, with live "
         "statistics); with a single instance, afl-fuzz instances on it sharing one sync directory: -M main, "
         "-S s1 (with CMPLOG), -S s2, ..."))
@@ -68,7 +56,7 @@ def _add_fuzz(sub) -> None:
                         "with the instances not yet done (default: no limit)")
     p.add_argument("--fresh", action="store_true",
                    help="fuzz every instance again instead of continuing the run in --out")
-    p.add_argument("--redo", type=_redo_list, default=(), metavar="VERDICT|Class[,...]",
+    p.add_argument("--redo", type=redo_list, default=(), metavar="VERDICT|Class[,...]",
                    help="continue the run in --out, but fuzz again the instances that ended with one of "
                         "these verdicts or belong to these transformations (e.g. UNSUPPORTED after "
                         "upgrading harnessgen, or MyTransformation after changing it)")
@@ -78,147 +66,21 @@ def _add_fuzz(sub) -> None:
     p.add_argument("--build-only", action="store_true",
                    help="build every instance's libraries and harness, fuzz none (verdict BUILT; a GPU "
                         "instance on a machine without a GPU ends so anyway)")
-    _add_instance_options(p)
+    add_instance_options(p)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_fuzz)
 
 
-def _add_tolerance_flags(p, default_from: str = "") -> None:
-    """--rtol / --atol / --exact; unset, each keeps the oracle's own default (runtime.Tolerance)
-    or, where ``default_from`` says so, the value recorded there."""
-    where = default_from or "{:g}"
-    p.add_argument("--rtol", type=float, help=f"relative tolerance (default {where.format(Tolerance.rtol)})")
-    p.add_argument("--atol", type=float, help=f"absolute tolerance (default {where.format(Tolerance.atol)})")
-    p.add_argument("--exact", action="store_true", default=None, help="compare floats bit for bit")
-
-
-def _tolerance(args, recorded=None):
-    """The one Tolerance the flags of _add_tolerance_flags give: each flag not given keeps the
-    ``recorded`` tolerance's value (a build's), else the oracle's default."""
-    import dataclasses
-
-    base = recorded or Tolerance()
-    given = {name: getattr(args, name) for name in ("rtol", "atol", "exact") if getattr(args, name, None) is not None}
-    return dataclasses.replace(base, **given)
-
-
-def _add_simplify_flag(p) -> None:
-    p.add_argument("--simplify", dest="simplify", action=argparse.BooleanOptionalAction, default=None,
-                   help="which form of the program pattern transformations meet: --simplify the simplified one, "
-                        "--no-simplify the program as given (as its frontend wrote it). Default: a @dace.program "
-                        "and the built-in targets simplified (what their users run), an SDFG file or a builder's "
-                        "SDFG as given (passes such as simplify always start from the form as given)")
-
-
-def _add_params_flag(p) -> None:
-    p.add_argument("--params", default="pairs", metavar="pairs|pairs:K|default|boundary|N",
-                   help="the transformation's own parameters (tile sizes, overlaps, vector widths, unroll counts, "
-                        "choices): pairs (the default: the default values and 2 variants per match that change two "
-                        "interacting parameters together, judged in their own share of the run's time), pairs:K (K "
-                        "such variants), default (the default values or --set's only), boundary (every boundary "
-                        "value of each parameter, the others at their defaults) or N (at most N combinations per "
-                        "match, seeded, simplest first); each variant is an instance of its own")
-
-
-def _add_instance_options(p) -> None:
-    """What every instance is fuzzed with: oracle, decoder ranges, seeds, where files go."""
-    p.add_argument("--constraints", type=Path, metavar="FILE",
-                   help='symbol/data ranges, {"name": ["lo", "hi"]} (default afl_configs/<target>.constraints.json)')
-    _add_simplify_flag(p)
-    _add_params_flag(p)
-    p.add_argument("--params-shrink-time", type=float, default=120.0, metavar="SECONDS",
-                   help="a finding of a parameter variant: look this long for simpler parameters that fail alike, "
-                        "defaults and small values first (default 120; 0: none)")
-    p.add_argument("--no-reference-check", dest="reference_check", action="store_false",
-                   help="do not check the programs against their references before the instances (a check "
-                        "runs where a program has one: the kernels, a @dace.program run as plain Python)")
-    _add_tolerance_flags(p)
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="show DaCe's warnings as they come (always written to warnings.log in the output directory)")
-    p.add_argument("--max-size", type=int, default=16, help="largest value of a size symbol (default 16)")
-    p.add_argument("--float-bound", type=float, default=1e6, help="floats are decoded into [-B, B] (default 1e6)")
-    p.add_argument("--nonfinite", action="store_true", help="let NaN and Inf through the decoder")
-    p.add_argument("--race", nargs="?", type=int, const=4, default=0, metavar="THREADS",
-                   help="also fuzz in race mode: a second afl-fuzz instance runs post on THREADS OpenMP "
-                        "threads (default 4) and compares with pre on one thread")
-    p.add_argument("--race-repeat", type=int, default=2, metavar="R", help="race mode: post runs per input (default 2)")
-    p.add_argument("--race-check", action=argparse.BooleanOptionalAction, default=True,
-                   help="where post runs parallel code pre does not run identically (a new parallel region, a "
-                        "region whose body or callees changed), run the seeds and the final queue with post on 4 "
-                        "threads, unasked (default on)")
-    p.add_argument("--whole-share", type=float, default=0.25, metavar="F",
-                   help="share of the workers' time for instances judged on whole programs (passes, and "
-                        "transformations whose instances prove slow); default 0.25")
-    p.add_argument("--variant-share", type=float, default=0.15, metavar="F",
-                   help="share of the workers' time for parameter variants beyond each match's defaults "
-                        "(--params); default 0.15")
-    p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
-    p.add_argument("--prove", choices=("first", "only", "off"), default="first",
-                   help="translation validation of affine cutouts (islpy + z3): first (default) proves each pair "
-                        "and fuzzes those neither PROVEN bit for bit nor DISPROVEN, a counterexample becoming a "
-                        "finding and a seed; only: prove and replay counterexamples, never fuzz; off: fuzz only")
-    p.add_argument("--seed", type=int, default=0, help="seed of the seed sampler")
-    p.add_argument("--seed-mode", choices=("boundary", "random", "none"), default="boundary",
-                   help="boundary-aware seeds (default), a few random byte strings, or only your own "
-                        "files in the corpus directory")
-    p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"), help="build cache (default .harnessgen)")
-    p.add_argument("--corpus-dir", type=Path, default=Path("corpus"))
-    p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))
-    p.add_argument("--max-replays", type=int, default=500, help="raw crashes triaged per instance (default 500)")
-    p.add_argument("--audit", action=argparse.BooleanOptionalAction, default=None,
-                   help="whole-program audit of every instance: the same match applied to the whole program, "
-                        "whole-pre against whole-post on small inputs; CUTOUT_MISSED where the program differs "
-                        "and the cutout passed, findings marked observable or latent (default: on where the "
-                        "whole program is small)")
-    p.add_argument("--audit-time", type=float, default=60.0, metavar="SECONDS",
-                   help="the audit's inputs stop after this many seconds per instance (default 60; its build is extra)")
-    _add_reduce_flag(p)
-
-
-def _add_reduce_flag(p) -> None:
-    p.add_argument("--reduce-time", type=float, default=60.0, metavar="SECONDS",
-                   help="when the findings are clustered into bugs, reduce each bug's program for at most this "
-                        "long (default 60; 0: no reduction)")
-    p.add_argument("--reduce-candidates", type=int, default=2000, metavar="N",
-                   help="... and judge at most N smaller programs per bug (default 2000)")
-
-
-def _fuzz_options(args, **fields):
-    """FuzzOptions from the flags _add_instance_options declares (plus ``fields``)."""
-    return FuzzOptions(
-        constraints=args.constraints, tolerance=_tolerance(args), max_size=args.max_size,
-        float_bound=args.float_bound, nonfinite=args.nonfinite, work_dir=args.work_dir, corpus_root=args.corpus_dir,
-        crashes_root=args.crashes_dir, cmplog=args.cmplog, max_replays=args.max_replays, seed=args.seed,
-        seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
-        race_check=args.race_check, audit=args.audit, verbose=args.verbose, simplify=args.simplify,
-        reference_check=args.reference_check, audit_time_s=args.audit_time, reduce_seconds=args.reduce_time,
-        reduce_candidates=args.reduce_candidates, params=parse_mode(args.params),
-        params_shrink_s=args.params_shrink_time, prove=args.prove, whole_share=args.whole_share,
-        variant_share=args.variant_share, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
-
-
-def _redo_list(text: str) -> tuple:
-    """Verdicts (upper case) and transformation class names, comma-separated."""
-    names = tuple(v.strip() for v in text.split(",") if v.strip())
-    unknown = [v for v in names if v.isupper() and v not in VERDICTS]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown verdict(s) {', '.join(unknown)}; "
-                                         f"one of {', '.join(VERDICTS)} (or a transformation's class name)")
-    return names
-
-
 def cmd_fuzz(args) -> int:
-    from rich.markup import escape
-
-    options = _fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
-                            out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress,
-                            build_only=args.build_only)
-    console = _console()
+    options = fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
+                           out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress,
+                           build_only=args.build_only)
+    console = render.console()
     # live afl-fuzz statistics come from this process only: with --jobs over several instances, a
     # line per instance (on one instance, --jobs means afl-fuzz instances, still run from here)
     one_instance = len(split_ids(args.instance)) == 1
-    progress, finish = _progress_display(console, args.time,
-                                         enabled=not args.no_progress and (args.jobs <= 1 or one_instance))
+    bars = AflProgress(console, args.time) if not args.no_progress and (args.jobs <= 1 or one_instance) and \
+        console.is_terminal else None
     planned, done = [0], [0]      # instances in the run, and finished ones (set by the callbacks)
 
     def on_plan(total: int, already: int, checks: list) -> None:
@@ -232,190 +94,32 @@ def cmd_fuzz(args) -> int:
         if already:
             console.print(f"{already} of them done by an earlier run into {args.out} (--fresh starts over)")
 
-    def on_result(r) -> None:
-        finish(r)
+    def on_result(result) -> None:
+        if bars is not None:
+            bars.finish(result)
         done[0] += 1
-        colour = VERDICT_COLOURS.get(r.verdict, "red")
-        rate = f"{r.execs_per_sec:,.0f} execs/s" if r.execs_per_sec else ""
-        if r.race_execs_per_sec:
-            rate += f" (+ {r.race_execs_per_sec:,.0f}/s in race mode)"
-        first = f", first finding after {r.seconds_to_first_finding:.1f} s" if r.seconds_to_first_finding is not None else ""
-        console.print(f"[{colour}]{r.verdict:<15}[/] [{done[0]}/{planned[0]}] {r.program}/{r.id}  "
-                      f"{r.execs:,} execs {rate}{first}")
-        if r.verdict != "PASS" and r.message:
-            console.print(f"    {r.message.splitlines()[0]}")
-        evidence = Evidence.from_json(r.evidence)
-        if r.verdict == "PASS" and evidence is not None:
-            warn = evidence.kind == SEEDS_ONLY and evidence.meant_to_fuzz
-            console.print(f"    {'[yellow]' if warn else ''}{escape(evidence.describe())}{'[/]' if warn else ''}")
-        if r.proof:
-            console.print(f"    proof: {Proof.from_json(r.proof).summary()} ({r.proof['seconds']:.2f} s)")
-        for finding in r.findings:
-            seen = {True: ", observable in the whole program", False: ", latent: the whole program does not show it"}
-            console.print(f"    -> {finding['outcome']}: {finding['path']}  ({finding['raw_crashes']} raw crash(es)"
-                          f"{seen.get(finding.get('observable'), '')})")
-        if r.audit and r.audit.get("verdict") not in (None, "SKIPPED"):
-            judged = f"on {r.audit['inputs']} input(s) " if "inputs" in r.audit else f"({r.audit.get('classification')}) "
-            console.print(f"    audit: whole program {r.audit['verdict']} {judged}in {r.audit['seconds']:.1f} s")
-        if r.params.get("simplest") is not None:
-            console.print(f"    parameters {describe(r.params['values'])}; the simplest that fail alike: "
-                          f"{describe(r.params['simplest'])} ({r.params['tried']} tried in {r.params['seconds']:.1f} s"
-                          + ("" if r.params["complete"] else ", out of time") + ")")
-        if r.bisect:
-            console.print(f"    {BisectRecord(**r.bisect).describe()} in {r.bisect['seconds']:.1f} s")
+        for line in render.result_lines(result, f"[{done[0]}/{planned[0]}]"):
+            console.print(line)
 
     def on_more(row, seconds: float, count: int) -> None:
         planned[0] += count
-        console.print(describe_enumeration(row, seconds, count=count) + " [dim](enumerated beside the run)[/]")
+        console.print(render.enumeration_line(row, seconds, count=count) + " [dim](enumerated beside the run)[/]")
 
-    console.print(f"planning {escape(args.program)} x {escape(args.transformation or 'its default transformations')}"
-                  f" (DaCe {_dace_version()})")
-    results = fuzz(args.program, args.transformation, args.instance, options, progress=progress, on_result=on_result,
-                   settings=args.set, jobs=max(1, args.jobs or 1), on_plan=on_plan, executor=elsewhere(args),
+    console.print(f"planning {render.escape(args.program)} x "
+                  f"{render.escape(args.transformation or 'its default transformations')} (DaCe {render.dace_version()})")
+    results = fuzz(args.program, args.transformation, args.instance, options,
+                   progress=bars.update if bars is not None else None, on_result=on_result, settings=args.set,
+                   jobs=max(1, args.jobs or 1), on_plan=on_plan, executor=elsewhere(args),
                    plan_progress=PlanDisplay(console), on_more=on_more)
-    print_bugs(console, args.out)
-    _print_summary(console, results)
-    counts = {}
-    for r in results:
-        counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    console.print(f"{len(results)} instance(s): " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-                  + f"; summary in {args.out / 'summary.json'}")
-
-    logged = runlog.count(args.out)
-    if logged and not args.verbose:
-        console.print(f"{logged} library warning(s) (DaCe's) in {args.out / runlog.LOG_NAME}; "
-                      "-v shows them as they come")
-    regrown = [r for r in results if r.verdict != "CUTOUT_MISSED" and (r.audit or {}).get("grown")]
-    if regrown:
-        console.print(f"[bold white on red]{len(regrown)} instance(s) found only in a larger cutout:[/] their "
-                      "first cutouts passed while the whole program differs (CUTOUT_MISSED of the first cutout, a "
-                      "harnessgen defect: please report it); the finding is from the larger cutout: "
-                      + ", ".join(r.id for r in regrown))
-    missed = [r for r in results if r.verdict == "CUTOUT_MISSED"]
-    if missed:
-        console.print(f"[bold white on red]{len(missed)} instance(s) CUTOUT_MISSED:[/] their cutouts passed while the "
-                      "whole program differs; harnessgen judged a different program there. Please report it with "
-                      "the whole-program reproducers: " + ", ".join(r.audit.get("finding") or r.id for r in missed))
-    unfuzzed = [r for r in results if r.verdict == "PASS" and (r.evidence or {}).get("meant_to_fuzz")
-                and r.evidence.get("kind") == SEEDS_ONLY]
-    if unfuzzed:
-        console.print(f"[yellow]{len(unfuzzed)} PASS verdict(s) rest on the seed inputs only:[/] afl-fuzz was meant "
-                      f"to run and did not ({unfuzzed[0].evidence['why_not_fuzzed']}); they are not counted as fuzzed")
-    _print_codegen_causes(console, args.out)
-    _print_remaining(console, args.out)
+    for line in render.bug_lines(args.out):
+        console.print(line)
+    table = render.summary_table(results)
+    if table is not None:
+        console.print(table)
+    for line in render.reproducer_lines(results) + [render.verdict_count_line(results, args.out / "summary.json")] + \
+            render.attention_lines(results, args.out, args.verbose):
+        console.print(line)
     return 0
-
-
-def _print_codegen_causes(console, out: Path) -> None:
-    """Programs DaCe could not build before any change: one finding per cause."""
-    from rich.markup import escape
-
-    for cause in json.loads((out / "summary.json").read_text()).get("codegen_causes", []):
-        console.print(f"[yellow]{cause['instances']} instance(s) BLOCKED[/] ({escape(', '.join(cause['transformations']))}):"
-                      f" DaCe's code generator cannot build their program before the change; one finding against "
-                      f"DaCe: {escape(cause['finding'])}/BUG.md")
-
-
-def _print_remaining(console, out: Path) -> None:
-    """How much of the plan is judged, what is left, and how long the rest would take."""
-    from rich.markup import escape
-
-    summary = json.loads((out / "summary.json").read_text())
-    left = summary.get("remaining") or {}
-    judged = summary["finished"]
-    line = f"judged {judged} of {summary['planned']} planned instance(s)"
-    if left.get("instances"):
-        eta = left.get("estimated_seconds")
-        when = f"; the rest would take about {_duration(eta)} on {left['workers']} worker(s)" if eta else ""
-        line = f"[yellow]{line}: {left['instances']} not started within the budget{when}[/]; " \
-               "the same command again continues"
-    if left.get("not_enumerated"):
-        line += f"; [yellow]not enumerated yet: {escape(', '.join(left['not_enumerated']))}[/]"
-    console.print(line)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def _dace_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("dace")
-    except PackageNotFoundError:
-        return "not installed"
-
-
-def _print_summary(console, results) -> None:
-    """Per transformation: instances, verdicts, findings, median time to a verdict, reproducers."""
-    from rich.table import Table
-
-    rows = per_transformation(results)
-    if not rows:
-        return
-    table = Table(title="verdicts per transformation")
-    variants = any(row["param_variants"] for row in rows)
-    proofs = any(row["proofs"] for row in rows)
-    columns = ("transformation", "instances") + (("matches", "parameter variants") if variants else ()) \
-        + ("verdicts", "PASS rests on") + (("proofs",) if proofs else ()) + ("findings", "median s to verdict")
-    for col in columns:
-        table.add_column(col, justify="left" if col in ("transformation", "verdicts", "PASS rests on", "proofs")
-                         else "right")
-    for row in rows:
-        verdicts = ", ".join(f"{n} {v}" for v, n in row["verdicts"].items())
-        table.add_row(row["transformation"], str(row["instances"]),
-                      *((str(row["matches"]), str(row["param_variants"])) if variants else ()), verdicts,
-                      describe_pass_evidence(row),
-                      *((", ".join(f"{n} {v}" for v, n in row["proofs"].items()),) if proofs else ()),
-                      str(row["findings"]), f"{row['median_verdict_seconds']:.1f}")
-    console.print(table)
-    reproducers = [(row["transformation"], path) for row in rows for path in row["reproducers"]]
-    if reproducers:
-        console.print("reproducers (run `make replay CRASH=<dir>` or `python <dir>/repro.py`):")
-        for name, path in reproducers:
-            console.print(f"  {name}: {path}")
-
-
-def describe_pass_evidence(row) -> str:
-    """A per-transformation row's PASS verdicts by what they rest on (seeds only in yellow
-    where afl-fuzz was meant to run)."""
-    names = {"PROVEN": "proven", "FUZZED": "fuzzed", "SEEDS_ONLY": "seeds only"}
-    parts = [f"{n} {names.get(kind, kind)}" for kind, n in row["pass_evidence"].items()]
-    if row["not_fuzzed_as_meant"]:
-        parts.append(f"[yellow]{row['not_fuzzed_as_meant']} not fuzzed as meant[/]")
-    return ", ".join(parts)
-
-
-def _progress_display(console, time_s: float, enabled: bool):
-    """A rich progress bar per instance, fed by afl-fuzz's fuzzer_stats."""
-    if not enabled or not console.is_terminal:
-        return None, lambda result: None
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.fields[stats]}"), console=console, transient=True)
-    tasks = {}
-
-    def update(inst, stats) -> None:
-        if inst.id not in tasks:
-            bar.start()
-            tasks[inst.id] = bar.add_task(f"{inst.program}/{inst.id}", total=time_s, stats="")
-        run_time = float(stats.get("run_time", 0) or 0)
-        text = f"{stats.get('execs_per_sec', '0')} execs/s, {stats.get('saved_crashes', '0')} crashes"
-        bar.update(tasks[inst.id], completed=min(run_time, time_s), stats=text)
-
-    def finish(result) -> None:
-        if result.id in tasks:
-            bar.remove_task(tasks.pop(result.id))
-        if not tasks:
-            bar.stop()
-
-    return update, finish
 
 
 # ------------------------------------------------------------------ campaign
@@ -432,58 +136,19 @@ def _add_campaign(sub) -> None:
                    help="campaign directory: campaign.db, results/, afl/, report.html, report.md (the same DIR "
                         "again continues the campaign)")
     p.add_argument("--fresh", action="store_true", help="start the campaign in --out over")
-    p.add_argument("--redo", type=_redo_list, default=(), metavar="VERDICT|Class[,...]",
+    p.add_argument("--redo", type=redo_list, default=(), metavar="VERDICT|Class[,...]",
                    help="run again the finished instances with these verdicts or of these transformations")
-    _add_executor_flags(p, default=None, jobs_help="local worker processes (default: the number of cores)")
-    _add_instance_options(p)
+    add_executor_flags(p, default=None, jobs_help="local worker processes (default: the number of cores)")
+    add_instance_options(p)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_campaign)
-
-
-def _add_executor_flags(p, default, jobs_help: str) -> None:
-    """Where instances run: --jobs (local), --dask-local, --scheduler or --slurm (and its options)."""
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--jobs", type=int, default=default, metavar="N", help=jobs_help)
-    where.add_argument("--dask-local", type=int, metavar="N", help="run on a Dask LocalCluster of N workers")
-    where.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786 or a "
-                                                                "scheduler file); workers must see --out's path")
-    where.add_argument("--slurm", action="store_true", help="submit Dask workers as Slurm jobs (dask-jobqueue)")
-    slurm = p.add_argument_group("Slurm (with --slurm)")
-    slurm.add_argument("--slurm-queue", help="partition (sbatch -p)")
-    slurm.add_argument("--slurm-account", help="account (sbatch -A)")
-    slurm.add_argument("--slurm-walltime", default="02:00:00", help="per job (default 02:00:00)")
-    slurm.add_argument("--slurm-cores", type=int, default=8, help="cores per job, one instance each (default 8)")
-    slurm.add_argument("--slurm-memory", default="16GB", help="memory per job (default 16GB)")
-    slurm.add_argument("--slurm-jobs", type=int, default=1, help="jobs to submit (default 1)")
-    slurm.add_argument("--slurm-directive", action="append", default=[], metavar="TEXT",
-                       help="one more #SBATCH directive, e.g. --slurm-directive=--constraint=mc (repeatable)")
-
-
-def elsewhere(args):
-    """The executor --dask-local, --scheduler or --slurm ask for; None without them."""
-    if args.slurm:
-        return ExecutorSpec("slurm", slurm=SlurmOptions(
-            queue=args.slurm_queue, account=args.slurm_account, walltime=args.slurm_walltime,
-            cores=args.slurm_cores, memory=args.slurm_memory, jobs=args.slurm_jobs, extra=tuple(args.slurm_directive)))
-    if args.scheduler:
-        return ExecutorSpec("dask", scheduler=args.scheduler)
-    if args.dask_local:
-        return ExecutorSpec("dask-local", workers=args.dask_local)
-    return None
-
-
-def executor_spec(args):
-    """The campaign's executor: as _add_executor_flags ask, else --jobs local workers (default the cores)."""
-    import os
-
-    return elsewhere(args) or ExecutorSpec("local", workers=args.jobs or os.cpu_count() or 1)
 
 
 def cmd_campaign(args) -> int:
     budget = Budget.parse(args.budget)
     config = CampaignConfig(program=args.program, transformations=args.transformation, directory=args.out,
-                            budget=budget, options=_fuzz_options(args), fresh=args.fresh, redo=args.redo)
-    console = _console()
+                            budget=budget, options=fuzz_options(args), fresh=args.fresh, redo=args.redo)
+    console = render.console()
     executor = executor_spec(args)
     progress = None if args.no_progress else LiveProgress(console)
 
@@ -498,7 +163,8 @@ def cmd_campaign(args) -> int:
 
     outcome = run_campaign(config, executor, progress=progress, on_planned=on_planned,
                            plan_progress=PlanDisplay(console))
-    print_bugs(console, outcome.directory)
+    for line in render.bug_lines(outcome.directory):
+        console.print(line)
     console.print(f"{outcome.ran} instance(s) run in {outcome.wall_seconds:.0f} s on {executor.kind}; "
                   f"{outcome.done}/{outcome.planned} done")
     if outcome.recovered.get("requeued") or outcome.recovered.get("recorded"):
@@ -529,7 +195,7 @@ def _add_bugs(sub) -> None:
     p.add_argument("--out", type=Path, default=None,
                    help="where bugs.json and bugs/<id>/BUG.md go (default: the first run directory); the "
                         "findings of a bugs.json already there are clustered again with the new ones")
-    _add_reduce_flag(p)
+    add_reduce_flag(p)
     p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"),
                    help="build cache for the programs reduction judges (default .harnessgen)")
     p.set_defaults(func=cmd_bugs)
@@ -539,30 +205,13 @@ def cmd_bugs(args) -> int:
     out = args.out or args.runs[0]
     bugs = analyse(args.runs, out, ReduceOptions(seconds=args.reduce_time, max_candidates=args.reduce_candidates,
                                                  judge=JudgeOptions(work_dir=args.work_dir)))
-    console = _console()
-    print_bugs(console, out)
+    console = render.console()
+    for line in render.bug_lines(out):
+        console.print(line)
     findings = sum(len(b.findings) for b in bugs)
     console.print(f"{findings} finding(s) in {len(bugs)} distinct bug(s); {out / 'bugs.json'}, "
                   f"{out / 'bugs'}/<id>/BUG.md")
     return 0
-
-
-def print_bugs(console, run_dir: Path) -> None:
-    """The "Distinct bugs" of a run (from its bugs.json), most instances first, when it has any."""
-    import os
-
-    from rich.markup import escape
-
-    rows = bug_rows(run_dir)
-    if not rows:
-        return
-    console.print(f"[bold]distinct bugs:[/] {sum(r['findings'] for r in rows)} finding(s) in {len(rows)}")
-    for row in rows:
-        size = row["size"]
-        where = shown_path(Path(os.path.normpath(Path(run_dir) / row["representative"])))
-        console.print(f"  [bold]{row['instances']:>4} x {escape(row['transformation'])} {row['kind']}[/]  {row['id']}\n"
-                      f"         {escape(row['description'])}\n         smallest: {escape(where)} ({size})",
-                      highlight=False)
 
 
 # ------------------------------------------------------------------ instances
@@ -572,8 +221,8 @@ def _add_instances(sub) -> None:
     p.add_argument("--transformation", help="as for fuzz (default: the target's default set)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="set a transformation property, VALUE as JSON")
-    _add_simplify_flag(p)
-    _add_params_flag(p)
+    add_simplify_flag(p)
+    add_params_flag(p)
     p.add_argument("--max-size", type=int, default=16, help="largest value of a size symbol (default 16)")
     p.add_argument("--prove", action="store_true",
                    help="prove each cutout pair too (nothing is built: a counterexample is shown, not replayed)")
@@ -589,20 +238,8 @@ def cmd_instances(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"{args.transformation or 'default transformations'} in {args.program}: "
-                        f"{len(rows)} instance(s)")
-    for col in ("id", "program", "form", "match", "input config (elements)", "at 20", "status") + \
-            (("proof",) if args.prove else ()):
-        table.add_column(col)
-    for r in rows:
-        vol = f"{r.get('before', '?')} -> {r.get('after', '?')}"
-        at = f"{r.get('before_at_20', '?')} -> {r.get('after_at_20', '?')}"
-        table.add_row(r["id"], r["program"], r.get("form", "-"), r["match"], vol, at, r["status"],
-                      *((r.get("proof", {}).get("summary", "-"),) if args.prove else ()))
-    Console().print(table)
+    title = f"{args.transformation or 'default transformations'} in {args.program}: {len(rows)} instance(s)"
+    render.Console().print(render.instances_table(rows, title, args.prove))
     return 0
 
 
@@ -612,7 +249,7 @@ def _add_replay(sub) -> None:
     p.add_argument("input", type=Path, help="a finding directory (runs its repro.py), a crash file "
                                             "(crashes/<target>/<instance>/raw/*.bin) or any input file")
     p.add_argument("--build", type=Path, help="build directory (default: the one recorded next to the crash)")
-    _add_tolerance_flags(p, default_from="the build's")
+    add_tolerance_flags(p, default_from="the build's")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_replay)
 
@@ -629,7 +266,7 @@ def cmd_replay(args) -> int:
             build_dir = Path(json.loads(sidecar.read_text())["build_dir"])
     if build_dir is None or not (build_dir / "manifest.json").is_file():
         raise ConfigError("replay: pass --build DIR (the instance's build directory, see summary.json build_dir)")
-    tol = _tolerance(args, HarnessBuild.open(build_dir).tolerance)
+    tol = tolerance_from(args, HarnessBuild.open(build_dir).tolerance)
     result = replay(build_dir, args.input.read_bytes(), tol)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
@@ -658,7 +295,7 @@ def _add_triage(sub) -> None:
     p.add_argument("directory", type=Path, help="a `harnessgen fuzz --out` directory or an AFL++ output directory")
     p.add_argument("--crashes-dir", type=Path, default=Path("crashes"))
     p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"))
-    _add_tolerance_flags(p)
+    add_tolerance_flags(p)
     p.add_argument("--max-replays", type=int, default=500, help="raw crashes triaged per instance")
     p.set_defaults(func=cmd_triage)
 
@@ -666,15 +303,13 @@ def _add_triage(sub) -> None:
 def cmd_triage(args) -> int:
     if not args.directory.is_dir():
         raise ConfigError(f"triage: no such directory {str(args.directory)!r}")
-    options = TriageOptions(tolerance=_tolerance(args), work_dir=args.work_dir,
+    options = TriageOptions(tolerance=tolerance_from(args), work_dir=args.work_dir,
                             max_raw=args.max_replays, command_line=" ".join(["harnessgen"] + sys.argv[1:]))
-    console = _console()
+    console = render.console()
     results = triage_directory(args.directory, args.crashes_dir, options)
     for instance_id, result in results:
-        console.print(f"{instance_id}: {result.raw_total} raw crash(es) -> {len(result.findings)} finding(s), "
-                      f"{len(result.invalid)} invalid input(s), {len(result.flaky)} flaky, {result.seconds:.1f} s")
-        for finding in result.findings:
-            console.print(f"    {finding.outcome.name:<11} {finding.folder}")
+        for line in render.triage_lines(instance_id, result):
+            console.print(line)
     if not results:
         console.print("nothing to triage")
     return 0
@@ -694,14 +329,13 @@ def _add_barriers(sub) -> None:
 
 def cmd_barriers(args) -> int:
     target, specs = kernels.resolve(args.program)
-    console = _console()
+    console = render.console()
     verdicts = []
     for spec in specs:
         corpus = args.corpus_dir / target / spec.instance(target).id
         for v in barriers.analyse(spec, target, args.work_dir, corpus, args.inputs):
             verdicts.append(v)
-            colour = {"REDUNDANT_BARRIER": "yellow", "NEEDED": "green", "BUILT": "cyan"}.get(v.verdict, "red")
-            console.print(f"[{colour}]{v.verdict:<17}[/] {spec.source.name}:{v.line} in {v.kernel}  {v.evidence}")
+            console.print(render.barrier_line(spec.source.name, v))
     if args.out:
         write_json(args.out, [v.to_json() for v in verdicts])
     if not verdicts:
@@ -785,7 +419,7 @@ def _add_pyfuzz(sub) -> None:
                        help="torch VERSION from `make setup-torch TORCH=VERSION` (its own interpreter)")
     p.add_argument("--instrument", default=None, metavar="PREFIX,...",
                    help="modules Atheris instruments (default: the compiler's passes)")
-    _add_tolerance_flags(p)
+    add_tolerance_flags(p)
     p.add_argument("--no-shrink", action="store_true", help="write findings without delta debugging")
     p.add_argument("--shrink-time", type=float, default=300.0, help="seconds of delta debugging per finding")
     p.add_argument("--fresh", action="store_true", help="start over instead of continuing the corpus")
@@ -810,10 +444,10 @@ def cmd_pyfuzz(args) -> int:
                           modes=[m for m in (args.compile_modes or "").split(",") if m], python=python,
                           crashes_dir=args.crashes, time_s=args.time, target_args=target_args,
                           passes=args.dace_pass + args.torch_pass,
-                          libfuzzer=args.libfuzzer, tolerance=_tolerance(args),
+                          libfuzzer=args.libfuzzer, tolerance=tolerance_from(args),
                           shrink=not args.no_shrink, shrink_budget_s=args.shrink_time, fresh=args.fresh,
                           seed=args.seed)
-    console = _console()
+    console = render.console()
     console.print(f"pyfuzz {args.compiler}: {args.time:.0f} s of fuzzing into {config.out_dir}")
     summary = run_pyfuzz(config)
     console.print(f"{summary['execs']} programs in {summary['seconds']} s ({summary['execs_per_sec']:.2f}/s); "
@@ -848,19 +482,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         return args.func(args)
     except ConfigError as exc:
-        _console().print(f"[bold red]error:[/] {exc}")
+        render.console().print(f"[bold red]error:[/] {exc}")
         return 2
     except Unsupported as exc:
-        _console().print(f"[bold yellow]unsupported:[/] {exc}")
+        render.console().print(f"[bold yellow]unsupported:[/] {exc}")
         return 3
     except InternalError as exc:
-        _console().print(f"[bold red]internal error (a bug in harnessgen, please report):[/] {exc}")
+        render.console().print(f"[bold red]internal error (a bug in harnessgen, please report):[/] {exc}")
         return 70
     except HarnessgenError as exc:
-        _console().print(f"[bold red]error:[/] {exc}")
+        render.console().print(f"[bold red]error:[/] {exc}")
         return 1
     except KeyboardInterrupt:
-        _console().print("interrupted; AFL++ output and findings so far are kept")
+        render.console().print("interrupted; AFL++ output and findings so far are kept")
         return 130
 
 

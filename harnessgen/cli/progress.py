@@ -1,6 +1,8 @@
-"""The campaign's live terminal display (rich): overall progress, verdict counts and the
-instances in flight with their afl-fuzz statistics, read from the shared campaign directory
-(so it works for remote Dask workers too). Without a terminal: one line per finished instance."""
+"""Live terminal displays (rich), drawing records through ``render``: a campaign's overall
+progress, verdict counts and the instances in flight with their afl-fuzz statistics, read from
+the shared campaign directory (so it works for remote Dask workers too; without a terminal,
+one line per finished instance); planning as it happens (``PlanDisplay``); one instance's
+afl-fuzz statistics as they come (``AflProgress``)."""
 from __future__ import annotations
 
 import contextlib
@@ -8,15 +10,18 @@ import time
 from collections import Counter
 from typing import Dict, Iterator, List
 
+from rich.console import Group
+from rich.live import Live
 from rich.markup import escape
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+from rich.table import Table
+from rich.text import Text
 
 from ..campaign.planning import PlanProgress
-from ..core.evidence import SEEDS_ONLY, Evidence
-from ..core.records import engine_dir
+from ..core.records import InstanceResult, engine_dir
 from ..engines.afl import lead_stats
-
-VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "BLOCKED": "yellow", "REPLAY_ERROR": "magenta", "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow",
-                   "ERROR": "magenta", "CUTOUT_MISSED": "bold white on red"}
+from .render import enumeration_line, result_lines
 
 
 def _live_stats(task) -> Dict[str, str]:
@@ -42,10 +47,6 @@ class LiveProgress:
         if not self.console.is_terminal:
             self.console.print(f"{total} instance(s), {done} done earlier, {total - done} to run")
             return
-        from rich.live import Live
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
-
         self.bar = Progress(TextColumn("instances"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             TextColumn("eta"), TimeRemainingColumn(), console=self.console)
         self.task_id = self.bar.add_task("instances", total=total, completed=done)
@@ -68,27 +69,14 @@ class LiveProgress:
     def finished(self, result: Dict) -> None:
         self.verdicts[result["verdict"]] += 1
         self.started.pop(result["id"], None)
-        colour = VERDICT_COLOURS.get(result["verdict"], "red")
-        rate = f"  {result['execs_per_sec']:,.0f} execs/s" if result.get("execs_per_sec") else ""
-        line = f"[{colour}]{result['verdict']:<15}[/] {result['program']}/{result['id']}{rate}"
-        for finding in result.get("findings", []):
-            seen = {True: " (observable in the whole program)", False: " (latent: the whole program does not show it)"}
-            line += f"\n    -> {finding['outcome']}: {finding['path']}{seen.get(finding.get('observable'), '')}"
-        evidence = Evidence.from_json(result.get("evidence"))
-        if result["verdict"] == "PASS" and evidence is not None:
-            warn = evidence.kind == SEEDS_ONLY and evidence.meant_to_fuzz
-            line += "\n    " + ("[yellow]" if warn else "") + escape(evidence.describe()) + ("[/]" if warn else "")
-        if result["verdict"] in ("ERROR", "REPLAY_ERROR", "BLOCKED", "UNSUPPORTED", "BUILT", "CUTOUT_MISSED") \
-                and result.get("message"):
-            line += f"\n    {result['message'].splitlines()[0]}"
-        self.console.print(line)
+        self.console.print("\n".join(result_lines(InstanceResult.from_json(result))))
         if self.bar is not None:
             self.bar.advance(self.task_id)
             self.live.update(self._render())
 
     def planned_more(self, row: Dict, seconds: float, count: int) -> None:
         """A transformation enumerated beside the run has added its instances."""
-        self.console.print(describe_enumeration(row, seconds, count=count) + " [dim](enumerated beside the run)[/]")
+        self.console.print(enumeration_line(row, seconds, count=count) + " [dim](enumerated beside the run)[/]")
         if self.bar is not None:
             self.bar.update(self.task_id, total=self.bar.tasks[0].total + count)
 
@@ -99,10 +87,6 @@ class LiveProgress:
 
     # -------------------------------------------------------------- drawing
     def _render(self):
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
-
         counts = Text("  ".join(f"{verdict} {n}" for verdict, n in sorted(self.verdicts.items())) or "no verdicts yet")
         table = Table(box=None, show_header=True, header_style="bold", title=self.description, title_justify="left")
         for column in ("running instance", "program", "s", "execs/s", "crashes"):
@@ -114,16 +98,6 @@ class LiveProgress:
             table.add_row(task.instance["id"], task.instance["program"], f"{elapsed:.0f}",
                           stats.get("execs_per_sec", "-"), stats.get("saved_crashes", "-"))
         return Group(self.bar, counts, table)
-
-
-def describe_enumeration(row: Dict, seconds: float, cached: bool = False, count: int = None) -> str:
-    """One transformation's enumeration in one line (markup)."""
-    name = escape(row.get("class_name") or row["spec"])
-    found = row["instances"] if count is None else count
-    where = ", from the plan cache" if cached else ""
-    if row["status"] != "ok":
-        return f"  [yellow]{name}: {row['status']}[/] ({escape(row['message'].splitlines()[0][:160])})"
-    return f"  {name}: {found} instance(s) ({seconds:.1f} s{where})"
 
 
 class PlanDisplay(PlanProgress):
@@ -152,7 +126,7 @@ class PlanDisplay(PlanProgress):
         if cached and row["status"] == "ok":
             self.cached.append(row)         # one line for all of them, at the end
         else:
-            self.console.print(describe_enumeration(row, seconds, cached))
+            self.console.print(enumeration_line(row, seconds, cached))
 
     def done(self, planned) -> None:
         if self.cached:
@@ -161,3 +135,27 @@ class PlanDisplay(PlanProgress):
 
     def deferred(self, specs: List[str]) -> None:
         self.console.print(f"  enumerated beside the run (they apply to whole programs): {escape(', '.join(specs))}")
+
+
+class AflProgress:
+    """A bar per instance run in this process, fed by afl-fuzz's fuzzer_stats (a terminal only)."""
+
+    def __init__(self, console, time_s: float):
+        self.time_s = time_s
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                            TextColumn("{task.fields[stats]}"), console=console, transient=True)
+        self.tasks: Dict[str, int] = {}
+
+    def update(self, inst, stats) -> None:
+        if inst.id not in self.tasks:
+            self.bar.start()
+            self.tasks[inst.id] = self.bar.add_task(f"{inst.program}/{inst.id}", total=self.time_s, stats="")
+        run_time = float(stats.get("run_time", 0) or 0)
+        text = f"{stats.get('execs_per_sec', '0')} execs/s, {stats.get('saved_crashes', '0')} crashes"
+        self.bar.update(self.tasks[inst.id], completed=min(run_time, self.time_s), stats=text)
+
+    def finish(self, result) -> None:
+        if result.id in self.tasks:
+            self.bar.remove_task(self.tasks.pop(result.id))
+        if not self.tasks:
+            self.bar.stop()

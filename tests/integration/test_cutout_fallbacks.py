@@ -1,6 +1,5 @@
 """Where the smallest cutout cannot judge a match: DaCe's own cutout raising, and a static
 verdict the cutout alone shows. Both grow to a larger cutout and are judged there."""
-from pathlib import Path
 
 from harnessgen import subjects
 from harnessgen.plan.params import ParamOptions

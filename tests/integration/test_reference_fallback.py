@@ -3,8 +3,6 @@ it has a plain meaning; where not (a C++ tasklet), the simplified form judged ag
 frontend's form, so that a pipeline bug still shows."""
 import dataclasses
 
-import pytest
-
 from harnessgen.checks.reference_check import (AGAINST_FRONTEND, AGREES, CHECK_MAX_SIZE, DIFFERS, CheckOptions,
                                                check_program)
 from harnessgen.harness.judge import JudgeOptions

@@ -51,7 +51,11 @@ def import_graph() -> Dict[str, Set[str]]:
             if isinstance(node, ast.ImportFrom):
                 base = package.split(".")[:len(package.split(".")) - (node.level - 1)] if node.level else []
                 module = ".".join(base + ([node.module] if node.module else []))
-                candidates = [module] + [f"{module}.{alias.name}" for alias in node.names]
+                submodules = [f"{module}.{alias.name}" for alias in node.names]
+                # ``from . import render`` imports the submodule; its package is a parent of
+                # every import of a submodule, which the graph leaves out everywhere
+                names_only = [alias for alias in node.names if f"{module}.{alias.name}" not in modules]
+                candidates = submodules + ([module] if names_only else [])
             else:
                 candidates = [alias.name for alias in node.names]
             deps |= {c for c in candidates if c in modules and c != name}

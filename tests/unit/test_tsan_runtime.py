@@ -27,12 +27,12 @@ def test_an_absent_compiler_is_a_named_missing_tool():
 
 
 def test_triage_keeps_the_finding_when_the_runtime_is_missing(monkeypatch):
-    from harnessgen.triage.classify import Triage, tsan
+    from harnessgen.triage import classify
 
     def missing(*_):
         raise ToolMissing("the ThreadSanitizer runtime of clang++ is not installed: install libclang-rt-14-dev")
 
-    monkeypatch.setattr(tsan, "run_tsan", missing)
-    evidence = Triage._tsan(SimpleNamespace(build=None), b"", 4)
+    monkeypatch.setattr(classify, "run_tsan", missing)
+    evidence = classify.Triage._tsan(SimpleNamespace(build=None), b"", 4)
     assert evidence == {"tsan_error": "ToolMissing: the ThreadSanitizer runtime of clang++ is not installed: "
                                       "install libclang-rt-14-dev"}

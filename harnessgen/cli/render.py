@@ -1,0 +1,242 @@
+"""How records look on a terminal: the one renderer every command and live display uses.
+
+Each function turns a record (an ``InstanceResult``, a run's summary.json, a bugs.json row,
+an enumeration row, an instance row) into rich markup; the commands print, the live displays
+(``progress``) draw, and neither formats a record itself.
+"""
+from __future__ import annotations
+
+import json
+import os
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..bugs.bug_report import shown_path
+from ..bugs.cluster import bug_rows
+from ..checks.pipeline_bisect import BisectRecord
+from ..core import runlog
+from ..core.evidence import SEEDS_ONLY, Evidence
+from ..core.records import InstanceResult, per_transformation
+from ..plan.params import describe
+from ..prove import Proof
+
+VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "BLOCKED": "yellow", "REPLAY_ERROR": "magenta",
+                   "UNSUPPORTED": "yellow", "FLAKY": "yellow", "INVALID_INPUT": "yellow", "ERROR": "magenta",
+                   "CUTOUT_MISSED": "bold white on red"}
+# verdicts whose message is the news (a finding's is in its own line)
+TOLD_VERDICTS = ("ERROR", "REPLAY_ERROR", "BLOCKED", "UNSUPPORTED", "BUILT", "CUTOUT_MISSED")
+
+
+def console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def dace_version() -> str:
+    try:
+        return version("dace")
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# ------------------------------------------------------------------ one instance
+def result_lines(result: InstanceResult, position: str = "") -> List[str]:
+    """An instance's verdict and what it rests on, one line each: the verdict (``position``: its
+    place in the run, ``[3/40]``), its message, what a PASS rests on, the proof, each finding,
+    the audit, the simplest parameters, the bisection."""
+    r = result
+    colour = VERDICT_COLOURS.get(r.verdict, "red")
+    rate = f"{r.execs_per_sec:,.0f} execs/s" if r.execs_per_sec else ""
+    if r.race_execs_per_sec:
+        rate += f" (+ {r.race_execs_per_sec:,.0f}/s in race mode)"
+    first = f", first finding after {r.seconds_to_first_finding:.1f} s" if r.seconds_to_first_finding is not None else ""
+    where = f" {position}" if position else ""
+    lines = [f"[{colour}]{r.verdict:<15}[/]{where} {escape(r.program)}/{escape(r.id)}  {r.execs:,} execs {rate}{first}"]
+    if r.verdict != "PASS" and r.message:
+        lines.append(f"    {escape(r.message.splitlines()[0])}")
+    evidence = Evidence.from_json(r.evidence)
+    if r.verdict == "PASS" and evidence is not None:
+        warn = evidence.kind == SEEDS_ONLY and evidence.meant_to_fuzz
+        lines.append(f"    {'[yellow]' if warn else ''}{escape(evidence.describe())}{'[/]' if warn else ''}")
+    if r.proof:
+        lines.append(f"    proof: {escape(Proof.from_json(r.proof).summary())} ({r.proof['seconds']:.2f} s)")
+    for finding in r.findings:
+        seen = {True: ", observable in the whole program", False: ", latent: the whole program does not show it"}
+        lines.append(f"    -> {finding['outcome']}: {escape(str(finding['path']))}  ({finding.get('raw_crashes', '?')} "
+                     f"raw crash(es){seen.get(finding.get('observable'), '')})")
+    if r.audit and r.audit.get("verdict") not in (None, "SKIPPED"):
+        judged = f"on {r.audit['inputs']} input(s) " if "inputs" in r.audit else f"({r.audit.get('classification')}) "
+        lines.append(f"    audit: whole program {r.audit['verdict']} {judged}in {r.audit['seconds']:.1f} s")
+    if r.params.get("simplest") is not None:
+        lines.append(f"    parameters {describe(r.params['values'])}; the simplest that fail alike: "
+                     f"{describe(r.params['simplest'])} ({r.params['tried']} tried in {r.params['seconds']:.1f} s"
+                     + ("" if r.params["complete"] else ", out of time") + ")")
+    if r.bisect:
+        lines.append(f"    {escape(BisectRecord(**r.bisect).describe())} in {r.bisect['seconds']:.1f} s")
+    return lines
+
+
+# ------------------------------------------------------------------ planning
+def enumeration_line(row: Dict, seconds: float, cached: bool = False, count: Optional[int] = None) -> str:
+    """One transformation's enumeration in one line."""
+    name = escape(row.get("class_name") or row["spec"])
+    found = row["instances"] if count is None else count
+    where = ", from the plan cache" if cached else ""
+    if row["status"] != "ok":
+        return f"  [yellow]{name}: {row['status']}[/] ({escape(row['message'].splitlines()[0][:160])})"
+    return f"  {name}: {found} instance(s) ({seconds:.1f} s{where})"
+
+
+# ------------------------------------------------------------------ a run's end
+def pass_evidence_text(row: Dict) -> str:
+    """A per-transformation row's PASS verdicts by what they rest on (seeds only in yellow
+    where afl-fuzz was meant to run)."""
+    names = {"PROVEN": "proven", "FUZZED": "fuzzed", "SEEDS_ONLY": "seeds only"}
+    parts = [f"{n} {names.get(kind, kind)}" for kind, n in row["pass_evidence"].items()]
+    if row["not_fuzzed_as_meant"]:
+        parts.append(f"[yellow]{row['not_fuzzed_as_meant']} not fuzzed as meant[/]")
+    return ", ".join(parts)
+
+
+def summary_table(results: List[InstanceResult]) -> Optional[Table]:
+    """Per transformation: instances, verdicts, what PASS rests on, findings, median time to a verdict."""
+    rows = per_transformation(results)
+    if not rows:
+        return None
+    table = Table(title="verdicts per transformation")
+    variants = any(row["param_variants"] for row in rows)
+    proofs = any(row["proofs"] for row in rows)
+    columns = ("transformation", "instances") + (("matches", "parameter variants") if variants else ()) \
+        + ("verdicts", "PASS rests on") + (("proofs",) if proofs else ()) + ("findings", "median s to verdict")
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("transformation", "verdicts", "PASS rests on", "proofs")
+                         else "right")
+    for row in rows:
+        verdicts = ", ".join(f"{n} {v}" for v, n in row["verdicts"].items())
+        table.add_row(row["transformation"], str(row["instances"]),
+                      *((str(row["matches"]), str(row["param_variants"])) if variants else ()), verdicts,
+                      pass_evidence_text(row),
+                      *((", ".join(f"{n} {v}" for v, n in row["proofs"].items()),) if proofs else ()),
+                      str(row["findings"]), f"{row['median_verdict_seconds']:.1f}")
+    return table
+
+
+def reproducer_lines(results: List[InstanceResult]) -> List[str]:
+    reproducers = [(row["transformation"], path) for row in per_transformation(results) for path in row["reproducers"]]
+    if not reproducers:
+        return []
+    return ["reproducers (run `make replay CRASH=<dir>` or `python <dir>/repro.py`):"] + \
+        [f"  {escape(name)}: {escape(str(path))}" for name, path in reproducers]
+
+
+def bug_lines(run_dir: Path) -> List[str]:
+    """The "distinct bugs" of a run (from its bugs.json), most instances first."""
+    rows = bug_rows(run_dir)
+    if not rows:
+        return []
+    lines = [f"[bold]distinct bugs:[/] {sum(r['findings'] for r in rows)} finding(s) in {len(rows)}"]
+    for row in rows:
+        where = shown_path(Path(os.path.normpath(Path(run_dir) / row["representative"])))
+        lines.append(f"  [bold]{row['instances']:>4} x {escape(row['transformation'])} {row['kind']}[/]  {row['id']}\n"
+                     f"         {escape(row['description'])}\n         smallest: {escape(where)} ({row['size']})")
+    return lines
+
+
+def verdict_count_line(results: Iterable[InstanceResult], summary_file: Path) -> str:
+    counts: Dict[str, int] = {}
+    for r in results:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    total = sum(counts.values())
+    return (f"{total} instance(s): " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+            + f"; summary in {summary_file}")
+
+
+def attention_lines(results: List[InstanceResult], out: Path, verbose: bool) -> List[str]:
+    """What a user must look at after a run: library warnings, harnessgen's own defects, PASS
+    verdicts that rest on the seeds alone where afl-fuzz was meant to run, programs DaCe could
+    not build, and what is left of the plan."""
+    lines = []
+    logged = runlog.count(out)
+    if logged and not verbose:
+        lines.append(f"{logged} library warning(s) (DaCe's) in {out / runlog.LOG_NAME}; -v shows them as they come")
+    regrown = [r for r in results if r.verdict != "CUTOUT_MISSED" and (r.audit or {}).get("grown")
+               and r.audit.get("classification") == "CUTOUT_MISSED"]
+    if regrown:
+        lines.append(f"[bold white on red]{len(regrown)} instance(s) found only in a larger cutout:[/] their first "
+                     "cutouts passed while the whole program differs (CUTOUT_MISSED of the first cutout, a harnessgen "
+                     "defect: please report it); the finding is from the larger cutout: " + ", ".join(r.id for r in regrown))
+    missed = [r for r in results if r.verdict == "CUTOUT_MISSED"]
+    if missed:
+        lines.append(f"[bold white on red]{len(missed)} instance(s) CUTOUT_MISSED:[/] their cutouts passed while the whole "
+                     "program differs; harnessgen judged a different program there. Please report it with the "
+                     "whole-program reproducers: " + ", ".join(r.audit.get("finding") or r.id for r in missed))
+    unfuzzed = [r for r in results if r.verdict == "PASS" and (r.evidence or {}).get("meant_to_fuzz")
+                and r.evidence.get("kind") == SEEDS_ONLY]
+    if unfuzzed:
+        lines.append(f"[yellow]{len(unfuzzed)} PASS verdict(s) rest on the seed inputs only:[/] afl-fuzz was meant to "
+                     f"run and did not ({escape(unfuzzed[0].evidence['why_not_fuzzed'])}); they are not counted as fuzzed")
+    summary = json.loads((out / "summary.json").read_text())
+    lines += codegen_cause_lines(summary) + [remaining_line(summary)]
+    return lines
+
+
+def codegen_cause_lines(summary: Dict) -> List[str]:
+    """Programs DaCe could not build before any change: one finding per cause."""
+    return [f"[yellow]{c['instances']} instance(s) BLOCKED[/] ({escape(', '.join(c['transformations']))}): DaCe's code "
+            f"generator cannot build their program before the change; one finding against DaCe: "
+            f"{escape(c['finding'])}/BUG.md" for c in summary.get("codegen_causes", [])]
+
+
+def remaining_line(summary: Dict) -> str:
+    """How much of the plan is judged, what is left, and how long the rest would take."""
+    left = summary.get("remaining") or {}
+    line = f"judged {summary['finished']} of {summary['planned']} planned instance(s)"
+    if left.get("instances"):
+        eta = left.get("estimated_seconds")
+        when = f"; the rest would take about {duration(eta)} on {left['workers']} worker(s)" if eta else ""
+        line = f"[yellow]{line}: {left['instances']} not started within the budget{when}[/]; " \
+               "the same command again continues"
+    if left.get("not_enumerated"):
+        line += f"; [yellow]not enumerated yet: {escape(', '.join(left['not_enumerated']))}[/]"
+    return line
+
+
+# ------------------------------------------------------------------ the instance list
+def instances_table(rows: List[Dict], title: str, with_proofs: bool) -> Table:
+    table = Table(title=title)
+    for col in ("id", "program", "form", "match", "input config (elements)", "at 20", "status") + \
+            (("proof",) if with_proofs else ()):
+        table.add_column(col)
+    for r in rows:
+        vol = f"{r.get('before', '?')} -> {r.get('after', '?')}"
+        at = f"{r.get('before_at_20', '?')} -> {r.get('after_at_20', '?')}"
+        table.add_row(r["id"], r["program"], r.get("form", "-"), escape(r["match"]), vol, at, r["status"],
+                      *((escape(r.get("proof", {}).get("summary", "-")),) if with_proofs else ()))
+    return table
+
+
+# ------------------------------------------------------------------ other records
+def triage_lines(instance_id: str, result) -> List[str]:
+    """A re-triage of one instance's raw crashes (``triage.classify.TriageResult``)."""
+    lines = [f"{escape(instance_id)}: {result.raw_total} raw crash(es) -> {len(result.findings)} finding(s), "
+             f"{len(result.invalid)} invalid input(s), {len(result.flaky)} flaky, {result.seconds:.1f} s"]
+    return lines + [f"    {finding.outcome.name:<11} {escape(str(finding.folder))}" for finding in result.findings]
+
+
+def barrier_line(source: str, verdict) -> str:
+    """One ``__syncthreads()`` judged (``gpukernels.barriers``)."""
+    colour = {"REDUNDANT_BARRIER": "yellow", "NEEDED": "green", "BUILT": "cyan"}.get(verdict.verdict, "red")
+    return (f"[{colour}]{verdict.verdict:<17}[/] {escape(source)}:{verdict.line} in {escape(verdict.kernel)}  "
+            f"{escape(verdict.evidence)}")
