@@ -199,7 +199,7 @@ bench-prove: setup
 	$(BIN)/python bench/prove.py --program cloudsc --transformation '' --budget 900
 
 test-unit: setup
-	$(BIN)/pytest -n 2 tests/unit $(TEST_ARGS)
+	$(BIN)/pytest -n 2 tests/unit docs $(TEST_ARGS)
 
 clean:
 	rm -rf $(WORK)/builds $(WORK)/runs

@@ -1,11 +1,12 @@
 """The README opens with the two commands and points at every document; the documents
 cover every environment knob, and their links resolve."""
 import re
+from pathlib import Path
 
 from harnessgen.core.envs import KNOBS
-from tests.conftest import REPO
 
-DOCS = REPO / "docs"
+DOCS = Path(__file__).resolve().parent
+REPO = DOCS.parent
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
