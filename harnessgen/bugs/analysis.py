@@ -1,32 +1,56 @@
 """Findings of one or several runs -> bugs.json, reduced programs and BUG.md per bug."""
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import time
 import traceback
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, ContextManager, Dict, List, Optional, Sequence
 
 from .bug_report import write_bug_reports
 from .cluster import Bug, collect, write_bugs
-from .reduce import ReduceOptions, reduce_bug
+from .reduce import ReduceOptions, cached_reduction, reduce_bug
+
+
+# a reduction given less than this is not started (its bug waits for the next analysis)
+MIN_REDUCE_SECONDS = 10.0
 
 
 def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
-            reduce: Optional[ReduceOptions] = ReduceOptions()) -> List[Bug]:
+            reduce: Optional[ReduceOptions] = ReduceOptions(), seconds: Optional[float] = None,
+            step: Callable[[str], ContextManager] = lambda label: contextlib.nullcontext()) -> List[Bug]:
     """Cluster the findings of ``run_dirs`` (with those an earlier analysis into ``out_dir``
     kept), reduce each bug's program (``reduce``; None: not), and write ``bugs.json`` and
-    ``bugs/<id>/BUG.md`` there (default: the first run)."""
+    ``bugs/<id>/BUG.md`` there (default: the first run). ``seconds`` bounds the reductions
+    together (the bugs with the most findings first; a bug left over says so and is reduced
+    by the next analysis, which keeps what this one reduced); ``step(label)`` is told of
+    every step, for a progress display."""
     run_dirs = [Path(r) for r in run_dirs]
     out_dir = Path(out_dir) if out_dir is not None else run_dirs[0]
     started = time.monotonic()
-    bugs = collect(run_dirs, out_dir)
+    with step("clustering the findings into distinct bugs"):
+        bugs = collect(run_dirs, out_dir)
     clustered = time.monotonic()
     if reduce is not None and reduce.seconds > 0:
-        for bug in bugs:
-            bug.reduction = _reduced(bug, out_dir, reduce)
+        deadline = None if seconds is None else clustered + seconds
+        for number, bug in enumerate(bugs, 1):
+            left = reduce.seconds if deadline is None else min(reduce.seconds, deadline - time.monotonic())
+            cached = cached_reduction(bug, out_dir)
+            if cached is not None or left < MIN_REDUCE_SECONDS:
+                bug.reduction = cached.to_json() if cached is not None else _not_reduced(bug, seconds)
+                continue
+            with step(f"reducing bug {number}/{len(bugs)} ({bug.signature.transformation} {bug.signature.kind}, "
+                      f"{len(bug.findings)} finding(s))"):
+                bug.reduction = _reduced(bug, out_dir, dataclasses.replace(reduce, seconds=left))
     write_bug_reports(bugs, out_dir)
     write_bugs(bugs, run_dirs, out_dir, seconds=clustered - started, reduce_seconds=time.monotonic() - clustered)
     return bugs
+
+
+def _not_reduced(bug: Bug, seconds: float) -> Dict:
+    return _unreduced(bug, f"not reduced: the analysis's {seconds:.0f} s went to the bugs before it (the same "
+                           "command again, or harnessgen bugs on the run, reduces it)")
 
 
 def _reduced(bug: Bug, out_dir: Path, options: ReduceOptions) -> Dict:
@@ -35,8 +59,12 @@ def _reduced(bug: Bug, out_dir: Path, options: ReduceOptions) -> Dict:
     try:
         return reduce_bug(bug, out_dir, options).to_json()
     except Exception as exc:  # noqa: BLE001 -- one bug's reduction must not cost the run its report
-        rep = bug.representative
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return {"bug": bug.id, "kind": bug.signature.kind, "representative": str(rep.path), "before": list(rep.size),
-                "after": list(rep.size), "seconds": 0.0, "candidates": 0, "kept": 0, "folder": None,
-                "reason": f"reduction stopped on an error (a harnessgen defect, please report it): {detail}"}
+        return _unreduced(bug, f"reduction stopped on an error (a harnessgen defect, please report it): {detail}")
+
+
+def _unreduced(bug: Bug, reason: str) -> Dict:
+    """A reduction record that kept the representative as it is, saying why."""
+    rep = bug.representative
+    return {"bug": bug.id, "kind": bug.signature.kind, "representative": str(rep.path), "before": list(rep.size),
+            "after": list(rep.size), "seconds": 0.0, "candidates": 0, "kept": 0, "folder": None, "reason": reason}

@@ -476,6 +476,17 @@ def reduce_program(pre, judge: Callable, options: ReduceOptions) -> Tuple[object
             return best, pair, message, judged, kept, "no smaller program shows the bug"
 
 
+def cached_reduction(bug: Bug, out_dir: Path) -> Optional[Reduction]:
+    """An earlier reduction of the bug's representative, where its folder is still there."""
+    record_file = Path(out_dir) / "bugs" / bug.id / REDUCTION_FILE
+    cached = load_json(record_file) if record_file.is_file() else None
+    if not cached or cached.get("representative") != str(bug.representative.path):
+        return None
+    if cached.get("folder") and not Path(cached["folder"]).is_dir():
+        return None
+    return Reduction(**{**cached, "before": tuple(cached["before"]), "after": tuple(cached["after"])})
+
+
 def reduce_bug(bug: Bug, out_dir: Path, options: ReduceOptions = ReduceOptions()) -> Reduction:
     """Reduce one bug's representative (cached in ``<out>/bugs/<id>/reduction.json`` for the
     same representative)."""
@@ -484,11 +495,9 @@ def reduce_bug(bug: Bug, out_dir: Path, options: ReduceOptions = ReduceOptions()
     rep = bug.representative
     folder = Path(out_dir) / "bugs" / bug.id
     record_file = folder / REDUCTION_FILE
-    if record_file.is_file():
-        cached = json.loads(record_file.read_text())
-        if cached.get("representative") == str(rep.path) and (not cached.get("folder") or
-                                                             Path(cached["folder"]).is_dir()):
-            return Reduction(**{**cached, "before": tuple(cached["before"]), "after": tuple(cached["after"])})
+    cached = cached_reduction(bug, out_dir)
+    if cached is not None:
+        return cached
     started = time.monotonic()
     if bug.signature.kind == CODEGEN_FAILURE:
         return _reduce_codegen(bug, folder, record_file, started, options)

@@ -215,9 +215,21 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
     options = config.options
     failed = report.analyse_findings(directory, state, ReduceOptions(
         seconds=options.reduce_seconds, max_candidates=options.reduce_candidates,
-        judge=JudgeOptions(work_dir=options.work_dir)))
+        judge=JudgeOptions(work_dir=options.work_dir)), seconds=analysis_seconds(config.run_budget_s),
+        step=plan_progress.step if plan_progress else None)
     outcome.report = report.write(directory, state, bugs_error=failed)
     return outcome
+
+
+# a run with a budget gives its analysis (reducing the bugs it found) this share of it, at least
+# ANALYSIS_MIN_SECONDS; what is left is reduced by the next run
+ANALYSIS_SHARE = 0.15
+ANALYSIS_MIN_SECONDS = 60.0
+
+
+def analysis_seconds(run_budget_s: Optional[float]) -> Optional[float]:
+    """How long the reductions after a run may take together (None: each bug its own limit)."""
+    return None if run_budget_s is None else max(ANALYSIS_MIN_SECONDS, ANALYSIS_SHARE * run_budget_s)
 
 
 class _Feed:

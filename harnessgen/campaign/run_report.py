@@ -314,16 +314,19 @@ def write(directory: Path, state: Optional[CampaignState] = None, bugs_error: st
     return directory / "report.html"
 
 
-def analyse_findings(directory: Path, state: CampaignState, reduce: Optional[ReduceOptions] = None) -> str:
+def analyse_findings(directory: Path, state: CampaignState, reduce: Optional[ReduceOptions] = None,
+                     seconds: Optional[float] = None, step=None) -> str:
     """The run's findings clustered into distinct bugs, each bug's program reduced (bugs.json,
-    bugs/<id>/BUG.md): the analysis stage, which the driver runs before the report. Returns why
-    it failed ('' when it did not, or when there was nothing to analyse)."""
+    bugs/<id>/BUG.md): the analysis stage, which the driver runs before the report, its
+    reductions bounded by ``seconds`` together and each step told to ``step``. Returns why it
+    failed ('' when it did not, or when there was nothing to analyse)."""
     data = collect(directory, state, state.selection())
     if not data.findings:
         return ""
     write_summary(directory, state, data)      # the findings the analysis reads
     try:
-        analyse([directory], directory, reduce or ReduceOptions())
+        analyse([directory], directory, reduce or ReduceOptions(), seconds=seconds,
+                **({"step": step} if step else {}))
     except Exception as exc:  # noqa: BLE001 -- the report is written without the clusters, saying why
         return f"{type(exc).__name__}: {exc}"
     return ""

@@ -1,11 +1,14 @@
 """Findings of known bugs cluster into one bug each, across instances, programs and runs, and
 each bug's BUG.md names a command that reproduces it."""
+import contextlib
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from harnessgen.bugs.analysis import analyse
+from harnessgen.bugs.reduce import ReduceOptions
 from tests.conftest import PROGRAMS, REPO, run_cli
 
 BROKEN = PROGRAMS / "broken_xforms.py"
@@ -72,6 +75,20 @@ def test_known_bugs_cluster_one_each_and_merge_across_runs(tmp_path):
     # clustering again without naming the second run keeps what bugs.json had
     again = run_cli(["bugs", str(run)], tmp_path)
     assert again.returncode == 0 and json.loads((run / "bugs.json").read_text())["findings"] == document["findings"]
+
+    # no time left for reductions: what was reduced is kept, nothing new is started, each
+    # step is told
+    steps = []
+
+    def step(label):
+        steps.append(label)
+        return contextlib.nullcontext()
+
+    bugs = analyse([run], run, ReduceOptions(), seconds=0, step=step)
+    assert steps == ["clustering the findings into distinct bugs"]
+    for bug in bugs:
+        reduced = bug.reduction
+        assert reduced["folder"] or reduced["reason"].startswith(("not reduced", "no smaller", "a generated")), reduced
 
 
 def test_a_pass_bug_on_a_whole_program_is_reduced_and_the_reduced_program_reproduces(tmp_path):
