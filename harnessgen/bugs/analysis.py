@@ -12,7 +12,6 @@ from .bug_report import write_bug_reports
 from .cluster import Bug, collect, write_bugs
 from .reduce import ReduceOptions, cached_reduction, reduce_bug
 
-
 # a reduction given less than this is not started (its bug waits for the next analysis)
 MIN_REDUCE_SECONDS = 10.0
 

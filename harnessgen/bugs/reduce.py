@@ -33,6 +33,7 @@ from ..core.errors import HarnessgenError, Unsupported
 from ..core.files import write_atomic, write_json
 from ..core.runtime import Tolerance
 from ..cutout.changes import load_change
+from ..dacecompat import copy_sdfg
 from ..engines import RawCrash
 from ..harness import judge
 from ..harness.build import CXX, CXXFLAGS, compile_errors
@@ -84,9 +85,7 @@ def program_size(sdfg) -> Tuple[int, int]:
 
 
 def _clone(sdfg):
-    import dace
-
-    return dace.SDFG.from_json(json.loads(json.dumps(sdfg.to_json())))
+    return copy_sdfg(sdfg)
 
 
 def _sdfgs(sdfg) -> List:

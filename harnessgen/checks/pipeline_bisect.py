@@ -22,10 +22,9 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import dace
-
 from ..core.errors import BuildError, Unsupported
 from ..cutout.extract import whole_program_pair
+from ..dacecompat import copy_sdfg
 from ..harness import judge
 from ..harness.judge import JudgeOptions
 from ..inputs.layout import InputLayout
@@ -115,7 +114,7 @@ def bisect(program_sdfg, pspec: "passes.PassSpec", options: BisectOptions) -> Bi
     started = time.monotonic()
     record = BisectRecord(verdict="BISECTED")
     try:
-        steps = passes.run_pass(pspec, dace.SDFG.from_json(program_sdfg.to_json())).applied
+        steps = passes.run_pass(pspec, copy_sdfg(program_sdfg)).applied
     except Exception as exc:  # noqa: BLE001 -- the pipeline raises on the program: nothing to step through
         return BisectRecord(verdict="NOT_SHOWN", reason=f"the pipeline raises on the whole program "
                                                         f"({type(exc).__name__}: {exc})"[:300])

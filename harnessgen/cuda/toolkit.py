@@ -20,6 +20,7 @@ from typing import List, Optional
 
 from ..core import envs
 from ..core.errors import ConfigError, ToolMissing
+from ..dacecompat import cpp_standard, node_schedule
 
 COMPAT_HEADER = Path(__file__).resolve().parent / "cccl3_compat.h"
 SETUP_HINT = "run `make setup-cuda` (CUDA 13 compiler from PyPI) or set HARNESSGEN_CUDA_HOME to a CUDA toolkit"
@@ -102,7 +103,7 @@ def arch_flags() -> List[str]:
 def nvcc_flags() -> List[str]:
     """The same numerics as the C++ side (no fast math, no FMA contraction): pre runs on the
     CPU, post on the GPU, and a difference must come from the transformation."""
-    return ["-std=c++17", "-O2", "-Xcompiler", "-fPIC", "--fmad=false", "-prec-div=true", "-prec-sqrt=true",
+    return [f"-std=c++{cpp_standard()}", "-O2", "-Xcompiler", "-fPIC", "--fmad=false", "-prec-div=true", "-prec-sqrt=true",
             "-ftz=false", "-w", "-Xcudafe", "--diag_suppress=20012", *arch_flags()]
 
 
@@ -129,7 +130,7 @@ def uses_gpu(sdfg) -> bool:
     for node, _ in sdfg.all_nodes_recursive():
         if isinstance(node, nodes.EntryNode) and node.schedule in dtypes.GPU_SCHEDULES:
             return True
-        if isinstance(node, nodes.NestedSDFG) and node.schedule in dtypes.GPU_SCHEDULES:
+        if isinstance(node, nodes.NestedSDFG) and node_schedule(node) in dtypes.GPU_SCHEDULES:
             return True
     return any(desc.storage in dtypes.GPU_STORAGES for _, _, desc in sdfg.arrays_recursive())
 

@@ -16,9 +16,12 @@ from ..core.errors import Unsupported
 from ..core.expr import to_sympy
 from ..core.outcome import Outcome
 from ..cuda.toolkit import uses_gpu
+from ..dacecompat import copy_sdfg, find_new_name
 from ..plan import passes
 from ..plan.instances import Instance, rebuild_transformation
 from .aliasing import alias_groups, alibi_groups, joint_layout
+from .cut import Cut
+from .regions import region_cuts
 
 PRE_NAME = "hg_pre"
 POST_NAME = "hg_post"
@@ -58,11 +61,7 @@ class CutoutPair:
 
 def plain_copy(sdfg, name: str):
     """A deep copy as a plain ``dace.SDFG`` (SDFGCutout carries base-SDFG references)."""
-    import dace
-
-    plain = dace.SDFG.from_json(sdfg.to_json())
-    plain.name = name
-    return plain
+    return copy_sdfg(sdfg, name)
 
 
 def _make_cutout(sdfg, xform, reduce: bool):
@@ -203,12 +202,6 @@ def _path_below(node, inner) -> List[Tuple[int, int]]:
     return path
 
 
-def _sdfg_along(sdfg, path: List[Tuple[int, int]]):
-    for state_id, node_id in path:
-        sdfg = sdfg.node(state_id).node(node_id).sdfg
-    return sdfg
-
-
 def _cut_around(state, node):
     """A single-state cutout of ``node`` with every scope that encloses it in ``state``."""
     from dace.sdfg.analysis.cutout import SDFGCutout
@@ -239,7 +232,7 @@ def _aliased_views(level, used: set) -> List:
     return alias_groups(level.parent, level.parent_nsdfg_node, used)
 
 
-def _joined_views(program_sdfg, cutout, translated: Dict[str, Any], match: Dict[str, Any]) -> Optional["_Cut"]:
+def _joined_views(program_sdfg, cutout, translated: Dict[str, Any], match: Dict[str, Any]) -> Optional["Cut"]:
     """``cutout`` (taken inside a nested SDFG whose connectors alias) nested once more, in an
     SDFG that passes each alias group as one container, at the program's relative offsets: the
     program's memory without the scopes around the nested SDFG. None where nothing aliases, or
@@ -277,7 +270,7 @@ def _connectors(cutout, program_node) -> Tuple[List[str], List[str]]:
     return sorted(ins), sorted(outs)
 
 
-def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_node, groups, layouts) -> "_Cut":
+def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_node, groups, layouts) -> "Cut":
     """One state: each joint container (a flat buffer of the group's length) and each other
     container the cutout takes, passed to the cutout as a nested SDFG, group members at their
     offsets; the match moves into the nested copy, the configurations name the joint
@@ -294,7 +287,7 @@ def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_no
         wrapper.add_symbol(sym, inner.symbols.get(sym, dace.int64))
     joint = {}
     for group, layout in zip(groups, layouts):
-        name = dace.data.find_new_name(group.container, set(inner.arrays) | set(wrapper.arrays))
+        name = find_new_name(group.container, set(inner.arrays) | set(wrapper.arrays))
         wrapper.add_array(name, [dace.symbolic.pystr_to_symbolic(str(layout.length))],
                           inner.arrays[group.members[0]].dtype)
         joint.update({m: (name, layout.offsets[m], layout.spans[m]) for m in group.members})
@@ -331,7 +324,7 @@ def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_no
 
     aliases = [{**g.to_json(), "joined_as": joint[g.members[0]][0], **layout.to_json()}
                for g, layout in zip(groups, layouts)]
-    return _Cut(wrapper, {**translated, "cfg_id": wrapper.cfg_list.index(target)}, aliases=aliases,
+    return Cut(wrapper, {**translated, "cfg_id": wrapper.cfg_list.index(target)}, aliases=aliases,
                 configs=(outer(inputs), outer(outputs)))
 
 
@@ -500,27 +493,7 @@ def _value_symbols_as_inputs(pre, post) -> List[str]:
     return [SYMBOL_INPUT_PREFIX + n for n in names]
 
 
-@dataclasses.dataclass
-class _Cut:
-    """One candidate cutout: the SDFG, where the match lies in it, and why it is this large."""
-
-    sdfg: Any
-    match: Dict[str, Any]                        # relative to ``sdfg``, up to ``nested_path``
-    nested_path: Optional[List[Tuple[int, int]]] = None   # the match's SDFG, when it moved into a copy
-    aliases: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
-    grown_for: str = ""
-    control_flow_grown: bool = False
-    configs: Optional[Tuple[List[str], List[str]]] = None  # (inputs, outputs) where not DaCe's
-
-    def match_in(self, pre) -> Dict[str, Any]:
-        if self.nested_path is None:
-            return self.match
-        # the matched nested SDFG is copied whole into the grown cutout: the match keeps its
-        # states and nodes, only its place in the cutout's list of SDFGs changes
-        return {**self.match, "cfg_id": _sdfg_along(pre, self.nested_path).cfg_id}
-
-
-def _dace_cut(program_sdfg, instance: Instance, cls: type) -> _Cut:
+def _dace_cut(program_sdfg, instance: Instance, cls: type) -> Cut:
     """DaCe's cutout, grown until it lost no loop body or branch and keeps aliased views whole."""
     xform = rebuild_transformation(cls, copy.deepcopy(instance.match), program_sdfg)
     try:
@@ -543,7 +516,7 @@ def _dace_cut(program_sdfg, instance: Instance, cls: type) -> _Cut:
     if nested_path is not None:
         translated = copy.deepcopy(instance.match)
     aliases = kept_whole + aliases
-    return _Cut(reduced, translated, nested_path, aliases, "aliased views" if aliases else "",
+    return Cut(reduced, translated, nested_path, aliases, "aliased views" if aliases else "",
                 control_flow_grown=grown is not None)
 
 
@@ -558,12 +531,12 @@ def _larger_cuts(program_sdfg, instance: Instance):
         match = {**copy.deepcopy(instance.match), "cfg_id": 0}
         grown_for = "the match: the whole nested SDFG"
         if not _aliased_views(matched, _used(whole_nested)):
-            yield _Cut(whole_nested, match, grown_for=grown_for)
+            yield Cut(whole_nested, match, grown_for=grown_for)
         else:
             joined = _joined_views(program_sdfg, whole_nested, match, instance.match)
             if joined is not None:
                 yield dataclasses.replace(joined, grown_for=grown_for)
-    yield _Cut(program_sdfg, copy.deepcopy(instance.match), grown_for="the match: the whole program")
+    yield Cut(program_sdfg, copy.deepcopy(instance.match), grown_for="the match: the whole program")
 
 
 def _candidate_cuts(program_sdfg, instance: Instance, cls: type):
@@ -575,8 +548,21 @@ def _candidate_cuts(program_sdfg, instance: Instance, cls: type):
         failed = ""
     except Unsupported as exc:
         failed = f"DaCe's own cutout failed ({str(exc)[:200]})"
-    for cut in _larger_cuts(program_sdfg, instance):
+    for cut in _region_then_larger_cuts(program_sdfg, instance, cls, bool(failed)):
         yield dataclasses.replace(cut, grown_for=f"{failed}; {cut.grown_for}") if failed else cut
+
+
+def _region_then_larger_cuts(program_sdfg, instance: Instance, cls: type, dace_failed: bool):
+    """The cutouts of the regions around a match (``regions``), then the whole nested SDFG and
+    the whole program. A region cutout that harnessgen cannot make ends that ladder early (the
+    larger cutouts still judge the match) and says why."""
+    why = ""
+    try:
+        yield from region_cuts(program_sdfg, instance, cls, dace_failed)
+    except (Unsupported, ValueError, KeyError, IndexError, AttributeError) as exc:
+        why = f"the cutouts of the regions around it failed ({type(exc).__name__}: {str(exc)[:160]})"
+    for cut in _larger_cuts(program_sdfg, instance):
+        yield dataclasses.replace(cut, grown_for=f"{why}; {cut.grown_for}") if why else cut
 
 
 def _matching_cut(program_sdfg, instance: Instance, cls: type, past: int = 0):
@@ -598,7 +584,7 @@ def _matching_cut(program_sdfg, instance: Instance, cls: type, past: int = 0):
                       "(its can_be_applied depends on something a copy does not keep)")
 
 
-def _check_cutout(pre, instance: Instance, cut: _Cut) -> None:
+def _check_cutout(pre, instance: Instance, cut: Cut) -> None:
     """A cutout that is not a valid SDFG is harnessgen's defect, never post's INVALID_SDFG."""
     try:
         pre.validate()

@@ -37,6 +37,7 @@ from ..core.files import write_atomic, write_json
 from ..core.runtime import Tolerance
 from ..cuda import toolkit as cuda_toolkit
 from ..cutout.extract import CutoutPair
+from ..dacecompat import cpp_standard
 from ..inputs.layout import InputLayout
 from .codegen_causes import CauseRegistry
 from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness, template_sources
@@ -49,7 +50,7 @@ AFL_CXX = envs.get("HARNESSGEN_AFL_CXX")
 # run on other machines).
 # -ftrivial-auto-var-init=pattern: an automatic variable read before it is written holds the
 # same pattern on every run (NaN for floating point), never what an earlier run left there.
-CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-fopenmp", "-ffp-contract=off", "-fno-fast-math", "-w",
+CXXFLAGS = [f"-std=c++{cpp_standard()}", "-O2", "-fPIC", "-fopenmp", "-ffp-contract=off", "-fno-fast-math", "-w",
             "-ftrivial-auto-var-init=pattern"]
 # The generated code of each side (pre and post) allocates from templates/fresh_state.h: every
 # heap block starts as the same bytes, so a transient read before it is written is a

@@ -29,6 +29,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 from ..core import expr as ex
 from ..core.errors import ConfigError, Unsupported
 from ..core.records import DEFAULT_FLOAT_BOUND, DEFAULT_MAX_SIZE
+from ..dacecompat import control_flow_code, for_loops
 
 # values with a smaller magnitude are flushed to (signed) zero: subnormals
 # make correct reassociations differ by orders of magnitude
@@ -137,12 +138,11 @@ class ProgramAnalysis:
                         self._add_iterator(param, b, e, f"map {node.map.label}")
             for edge in state.edges():
                 self._scan_memlet(sd, state, edge)
-        for edge in sd.all_interstate_edges() if hasattr(sd, "all_interstate_edges") else sd.edges():
-            self._scan_interstate(sd, edge.data)
-        for loop in find_loops(sd):
-            var, (start, end, stride) = loop
-            low, high = (end, start) if _negative(stride) else (start, end)
-            self._add_iterator(var, low, high, "loop")
+        for edge in control_flow_code(sd):
+            self._scan_interstate(sd, edge)
+        for loop in for_loops(sd):
+            low, high = (loop.end, loop.start) if _negative(loop.stride) else (loop.start, loop.end)
+            self._add_iterator(loop.variable, low, high, "loop")
 
     def _add_iterator(self, name, low, high, origin) -> None:
         self.iterators.setdefault(str(name), []).append(_Iterator(str(name), low, high, origin))
@@ -302,34 +302,6 @@ def program_analysis(sdfg) -> ProgramAnalysis:
         hit = _ANALYSES[id(sdfg)] = (sdfg, ProgramAnalysis(sdfg))
     hit[1]._need_cache.clear()   # bounds depend on query order: start each derivation afresh
     return hit[1]
-
-
-def find_loops(sd) -> List[Tuple[str, Tuple[object, object, object]]]:
-    """For-loops of a state machine: (variable, (start, end inclusive, stride))."""
-    import networkx as nx  # here, not at import: replay workers never need it
-    from dace.transformation.interstate.loop_detection import find_for_loop
-
-    loops = []
-    for guard in sd.nodes():
-        without_guard = sd.nx.copy()
-        without_guard.remove_node(guard)
-        for edge in sd.out_edges(guard):
-            entry = edge.dst
-            if entry is guard:
-                continue
-            try:
-                info = find_for_loop(sd, guard, entry)
-            except Exception:  # not a loop DaCe understands
-                info = None
-            if not info:
-                continue
-            var = info[0]
-            increments = [ie.src for ie in sd.in_edges(guard)
-                          if var in ie.data.assignments and var in {str(s) for s in ie.data.free_symbols}]
-            # the body must reach the increment edge without passing through the guard
-            if any(src is entry or nx.has_path(without_guard, entry, src) for src in increments):
-                loops.append((var, info[1]))
-    return loops
 
 
 # ----------------------------------------------------------------- derivation

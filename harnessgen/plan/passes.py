@@ -16,6 +16,7 @@ import hashlib
 import json
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
+from ..dacecompat import copy_sdfg
 from ..targets.loaders import load_class
 
 SIMPLIFY = "simplify"
@@ -150,9 +151,7 @@ def run_pass(pspec: PassSpec, sdfg, limit: Optional[int] = None, only: Optional[
 
 def applied_copy(pspec: PassSpec, sdfg, **kwargs):
     """A deep copy of ``sdfg`` with the pass applied (``run_pass``'s keywords)."""
-    import dace
-
-    post = dace.SDFG.from_json(sdfg.to_json())
+    post = copy_sdfg(sdfg)
     run_pass(pspec, post, **kwargs)
     return post
 

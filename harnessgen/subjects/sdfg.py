@@ -261,7 +261,8 @@ class SdfgSubject(Subject):
             row.update(before=pair.input_volume_before, after=pair.input_volume_after,
                        before_at_20=volume_at_probe(pair.input_volume_before),
                        after_at_20=volume_at_probe(pair.input_volume_after),
-                       inputs=pair.input_config, outputs=pair.output_config, status=pair.verdict.name)
+                       inputs=pair.input_config, outputs=pair.output_config, status=pair.verdict.name,
+                       grown_for=pair.grown_for)
             if prove_max_size is not None and pair.ok:
                 _, layout = constrain(pair, JudgeOptions(max_size=prove_max_size,
                                                          strict_names=len(self.target.programs) == 1))

@@ -12,6 +12,7 @@ from types import ModuleType
 
 from ..core import envs
 from ..core.errors import ConfigError
+from ..dacecompat import copy_sdfg
 from .base import Program, Target, with_afl_configs
 from .reference import python_reference
 
@@ -75,11 +76,7 @@ def cached_program(label: str, source: bytes, parse, simplify: bool = True, fron
 
 
 def _through_json(sdfg):
-    import json
-
-    import dace
-
-    return dace.SDFG.from_json(json.loads(dace.serialize.dumps(sdfg.to_json())))
+    return copy_sdfg(sdfg)
 
 
 def _publish(sdfg, cached: Path) -> None:

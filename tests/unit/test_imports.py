@@ -133,7 +133,7 @@ def test_lower_stages_never_import_the_driver_or_the_subjects():
 # pipeline's). ``(root)`` is the package's ``__init__`` (its version).
 LAYERS = [
     ["(root)"],
-    ["core"],
+    ["core", "dacecompat"],
     ["targets", "cuda", "engines"],
     ["plan", "zoo"],
     ["cutout"],

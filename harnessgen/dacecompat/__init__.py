@@ -1,0 +1,15 @@
+"""What differs between the DaCe versions harnessgen runs on (1.0.2, and 2.0 with its control-flow
+regions), behind one small interface per concern; no stage asks for a version number.
+
+``names``: small renamed helpers; ``build``: the C++ standard the runtime needs; ``loops``: the
+for-loops of a program, as state machines or as ``LoopRegion``s; ``regions``: where a block
+sits among the control-flow regions, and the blocks around it."""
+from .build import cpp_standard
+from .copies import copy_sdfg, sdfg_json
+from .loops import ForLoop, for_loops
+from .names import dace_version, find_new_name, node_schedule
+from .regions import (BlockPath, block_at, block_path, control_flow_code, enclosing_blocks, has_regions, is_region,
+                      region_kind, regions_of)
+
+__all__ = ["BlockPath", "ForLoop", "block_at", "block_path", "control_flow_code", "copy_sdfg", "cpp_standard", "dace_version", "enclosing_blocks",
+           "find_new_name", "for_loops", "has_regions", "is_region", "node_schedule", "region_kind", "regions_of", "sdfg_json"]
