@@ -11,15 +11,25 @@
 SHELL        := /bin/bash
 PYTHON       ?= python3
 VENV         := .venv
-BIN          := $(VENV)/bin
 WORK         := .harnessgen
+# DACE=<version>: run on that DaCe, in an environment of its own built from
+# constraints-dace-<version>.txt ($(WORK)/daceenvs/dace-<version>); empty or 1.0.2: the default
+# environment (.venv, constraints.txt). OTHER_DACE is the version `make test` also checks.
+DACE         ?=
+DEFAULT_DACE := 1.0.2
+OTHER_DACE   := 2.0.0b1
+DACE_ENV      = $(WORK)/daceenvs/dace-$(1)
+ON_OTHER_DACE = $(filter-out $(DEFAULT_DACE),$(DACE))
+BIN          := $(if $(ON_OTHER_DACE),$(call DACE_ENV,$(DACE))/bin,$(VENV)/bin)
+OTHER_BIN    := $(call DACE_ENV,$(OTHER_DACE))/bin
+SETUP        := $(if $(ON_OTHER_DACE),setup-dace,setup)
 DEB_PACKAGES := afl++ clang lld llvm libomp-dev libclang-rt-14-dev build-essential cmake procps gnuplot-nox gdb
 TARGET       ?= cloudsc
 XFORM        ?=
 TIME         ?= 2
 BUDGET       ?= 840
 JOBS         ?= $(shell nproc 2>/dev/null || echo 1)
-OUT          ?= $(WORK)/runs/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORM),$(subst $(comma),+,$(subst :,-,$(XFORM))),defaults)
+OUT          ?= $(WORK)/runs/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORM),$(subst $(comma),+,$(subst :,-,$(XFORM))),defaults)$(if $(ON_OTHER_DACE),-dace$(DACE))
 comma        := ,
 FUZZ_ARGS    ?=
 TEST_ARGS    ?=
@@ -27,7 +37,7 @@ BENCH_ARGS   ?=
 XFORMS       ?=
 CAMPAIGN_ARGS ?=
 WHATSUP_ARGS ?= -s -d
-CAMPAIGN     ?= $(WORK)/campaigns/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORMS),$(subst $(comma),+,$(subst :,-,$(XFORMS))),defaults)
+CAMPAIGN     ?= $(WORK)/campaigns/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORMS),$(subst $(comma),+,$(subst :,-,$(XFORMS))),defaults)$(if $(ON_OTHER_DACE),-dace$(DACE))
 # make campaign: BUDGET is per instance there (60s, 5m, 200000x); for make fuzz it bounds the whole run
 CAMPAIGN_BUDGET = $(if $(filter command line environment,$(origin BUDGET)),$(BUDGET),60s)
 
@@ -36,7 +46,7 @@ TORCH        ?=
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
+.PHONY: setup setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -80,6 +90,17 @@ help:
 
 setup: deps venv
 
+# another DaCe in its own environment: make setup-dace DACE=2.0.0b1
+setup-dace: deps
+	@test -n "$(ON_OTHER_DACE)" || { echo "make setup-dace needs DACE=<version> other than $(DEFAULT_DACE) (e.g. DACE=$(OTHER_DACE))"; exit 2; }
+	@test -f constraints-dace-$(DACE).txt || { echo "no constraints-dace-$(DACE).txt: write one (pip freeze of a venv with dace==$(DACE)) to run on DaCe $(DACE)"; exit 2; }
+	@$(MAKE) --no-print-directory $(call DACE_ENV,$(DACE))/.stamp
+$(WORK)/daceenvs/dace-%/.stamp: constraints-dace-%.txt pyproject.toml
+	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
+	$(@D)/bin/pip install -q --upgrade pip
+	$(@D)/bin/pip install -q -c constraints-dace-$*.txt -e '.[test,dask]'
+	touch $@
+
 # Debian packages: apt-get runs only when one of them is missing.
 deps: $(WORK)/.deps-stamp
 $(WORK)/.deps-stamp: Makefile
@@ -103,17 +124,17 @@ $(VENV)/.stamp: pyproject.toml constraints.txt
 # GPU work needs the CUDA toolchain: a kernel target, or GPU transformations (XFORM=gpu, GPU...)
 NEEDS_CUDA = $(or $(findstring gpukernels,$(TARGET)),$(findstring gpu,$(XFORM)),$(findstring GPU,$(XFORM)))
 
-fuzz: setup $(if $(NEEDS_CUDA),setup-cuda)
+fuzz: $(SETUP) $(if $(NEEDS_CUDA),setup-cuda)
 	$(BIN)/harnessgen fuzz --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) \
 	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --jobs $(JOBS) \
 	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(REDO),--redo $(REDO)) $(if $(PARAMS),--params $(PARAMS)) \
 	  --out $(OUT) $(FUZZ_ARGS)
 
-campaign: setup
+campaign: $(SETUP)
 	$(BIN)/harnessgen campaign --program $(TARGET) $(if $(XFORMS),--transformation $(XFORMS)) \
 	  --budget $(CAMPAIGN_BUDGET) --jobs $(JOBS) $(if $(PARAMS),--params $(PARAMS)) --out $(CAMPAIGN) $(CAMPAIGN_ARGS)
 
-report: setup
+report: $(SETUP)
 	$(BIN)/harnessgen report $(CAMPAIGN)
 
 # afl-fuzz sync directories hold one folder per instance, each with its own fuzzer_stats
@@ -129,20 +150,20 @@ plot: deps
 	test -n "$$dirs" || { echo "no afl-fuzz output under $(OUT): pass OUT=<fuzz --out or campaign directory>"; exit 2; }; \
 	for d in $$dirs; do afl-plot $$d $$d/plot >/dev/null && echo "$$d/plot/index.html"; done
 
-triage: setup
+triage: $(SETUP)
 	$(BIN)/harnessgen triage $(OUT)
 
-bugs: setup
+bugs: $(SETUP)
 	$(BIN)/harnessgen bugs $(OUT)
 
-replay: setup
+replay: $(SETUP)
 	@test -n "$(CRASH)" || { echo "usage: make replay CRASH=crashes/<target>/<instance>/<finding>"; exit 2; }
 	$(BIN)/harnessgen replay $(CRASH)
 
-barriers: setup setup-cuda
+barriers: $(SETUP) setup-cuda
 	$(BIN)/harnessgen barriers --program $(if $(filter gpukernels%,$(TARGET)),$(TARGET),gpukernels)
 
-instances: setup
+instances: $(SETUP)
 	$(BIN)/harnessgen instances --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) $(if $(PARAMS),--params $(PARAMS))
 
 # torch for pyfuzz --compiler torch, into the same venv (2.13.0 is a CPU build here and runs
@@ -185,20 +206,20 @@ pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch) $(if $(filter tvm,$(
 test: setup setup-torch setup-tvm setup-cuda
 	$(BIN)/pytest -n 2 --durations=10 $(TEST_ARGS)
 
-bench: setup
+bench: $(SETUP)
 	$(BIN)/python bench/perf.py $(BENCH_ARGS)
 
-bench-quick: setup
+bench-quick: $(SETUP)
 	$(BIN)/python bench/perf.py --quick --out $(WORK)/perf-quick.json $(BENCH_ARGS)
 
-bench-zoo: setup
+bench-zoo: $(SETUP)
 	$(BIN)/python bench/zoo.py
 
-bench-prove: setup
+bench-prove: $(SETUP)
 	$(BIN)/python bench/prove.py --program kernels
 	$(BIN)/python bench/prove.py --program cloudsc --transformation '' --budget 900
 
-test-unit: setup
+test-unit: $(SETUP)
 	$(BIN)/pytest -n 2 tests/unit docs $(TEST_ARGS)
 
 clean:

@@ -33,7 +33,8 @@ from ..core.errors import HarnessgenError, Unsupported
 from ..core.files import write_atomic, write_json
 from ..core.runtime import Tolerance
 from ..cutout.changes import load_change
-from ..dacecompat import copy_sdfg
+from ..dacecompat import control_flow_code, copy_sdfg, regions_of
+from ..dacecompat.loops import region_loop as for_loop_of_region
 from ..engines import RawCrash
 from ..harness import judge
 from ..harness.build import CXX, CXXFLAGS, compile_errors
@@ -88,8 +89,21 @@ def _clone(sdfg):
     return copy_sdfg(sdfg)
 
 
-def _sdfgs(sdfg) -> List:
-    return list(sdfg.all_sdfgs_recursive())
+def _graphs(sdfg) -> List:
+    """Every control-flow graph of the program in a fixed order: each SDFG (nested ones too) and
+    each of its regions (loops, branches), a conditional block aside (it has branches, not a
+    graph of blocks)."""
+    from dace.sdfg.state import ConditionalBlock
+
+    return [graph for sd in sdfg.all_sdfgs_recursive()
+            for graph in [sd] + [r for r in regions_of(sd) if not isinstance(r, ConditionalBlock)]]
+
+
+def _states(graph) -> List[Tuple[int, object]]:
+    """(position, state) of the states among a graph's blocks."""
+    import dace
+
+    return [(s, block) for s, block in enumerate(graph.nodes()) if isinstance(block, dace.SDFGState)]
 
 
 # ------------------------------------------------------------------ edits
@@ -102,36 +116,78 @@ def edits(sdfg) -> Iterator[Tuple[str, Edit]]:
     import dace
     import networkx as nx
 
-    graphs = _sdfgs(sdfg)
+    graphs = _graphs(sdfg)
     for g, graph in enumerate(graphs):
         for chunk in _state_chunks(graph):
-            yield f"remove {len(chunk)} states from {graph.node(chunk[0]).label}", _remove_states_at(g, chunk)
+            yield f"remove {len(chunk)} blocks from {graph.node(chunk[0]).label}", _remove_states_at(g, chunk)
     for g, graph in enumerate(graphs):
-        for s, state in enumerate(graph.nodes()):
+        for s, block in enumerate(graph.nodes()):
             if graph.number_of_nodes() > 1:
-                yield f"remove state {state.label}", _at(g, s, _remove_state)
+                yield f"remove {_kind(block)} {block.label}", _at(g, s, _remove_state)
     for g, graph in enumerate(graphs):
-        for s, state in enumerate(graph.nodes()):
+        for s, block in enumerate(graph.nodes()):
+            for b, _ in enumerate(getattr(block, "branches", None) or []):
+                if len(block.branches) > 1:
+                    yield f"drop branch {b} of {block.label}", _at(g, s, _drop_branch(b))
+    for g, graph in enumerate(graphs):
+        for s, state in _states(graph):
             parts = sorted((sorted(state.node_id(n) for n in part) for part in nx.weakly_connected_components(state.nx)))
             for part in parts:
                 yield f"remove {len(part)} node(s) of {state.label}", _at(g, s, _remove_nodes(part))
     for g, graph in enumerate(graphs):
-        for s, state in enumerate(graph.nodes()):
+        for s, state in _states(graph):
             for node in state.nodes():
                 if isinstance(node, dace.nodes.MapEntry):
                     inside = sorted(state.node_id(n) for n in state.scope_subgraph(node).nodes())
                     yield f"remove map {node.map.label} and its body", _at(g, s, _remove_nodes(inside))
     for g, graph in enumerate(graphs):
-        for s, state in enumerate(graph.nodes()):
-            if _loop_of(graph, state) is not None and not _one_trip_already(graph, state):
-                yield f"one trip of the loop at {state.label}", _at(g, s, _one_trip)
+        for s, block in enumerate(graph.nodes()):
+            if isinstance(block, dace.SDFGState) and _loop_of(graph, block) is not None \
+                    and not _one_trip_already(graph, block):
+                yield f"one trip of the loop at {block.label}", _at(g, s, _one_trip)
+            elif _region_loop(block) is not None and not _region_one_trip_already(block):
+                yield f"one trip of the loop {block.label}", _at(g, s, _region_one_trip)
     for g, graph in enumerate(graphs):
-        for s, state in enumerate(graph.nodes()):
+        for s, state in _states(graph):
             for node in state.nodes():
                 if isinstance(node, dace.nodes.MapEntry) and _collapsible(node):
                     yield f"one iteration of map {node.map.label}", _at(g, s, _one_iteration(state.node_id(node)))
                 elif isinstance(node, dace.nodes.Tasklet) and node.out_connectors:
                     yield f"plain copy in tasklet {node.label}", _at(g, s, _plain_tasklet(state.node_id(node)))
+
+
+def _kind(block) -> str:
+    import dace
+
+    return "state" if isinstance(block, dace.SDFGState) else type(block).__name__
+
+
+def _drop_branch(index: int) -> Callable:
+    def apply(graph, conditional) -> None:
+        conditional.remove_branch(conditional.branches[index][1])
+    return apply
+
+
+def _region_loop(block):
+    """The for-loop a ``LoopRegion`` is (None for any other block, or a loop DaCe cannot read)."""
+    from dace.sdfg.state import LoopRegion
+
+    if not isinstance(block, LoopRegion):
+        return None
+    return for_loop_of_region(block)
+
+
+def _region_one_trip_already(loop) -> bool:
+    found = _region_loop(loop)
+    return _trip_test(found.variable, found.start) in loop.loop_condition.as_string
+
+
+def _region_one_trip(graph, loop) -> None:
+    """The loop region runs its body only while its variable is still its start."""
+    from dace.properties import CodeBlock
+
+    found = _region_loop(loop)
+    loop.loop_condition = CodeBlock(f"({loop.loop_condition.as_string}) and {_trip_test(found.variable, found.start)}")
 
 
 def _state_chunks(graph, smallest: int = 4) -> List[List[int]]:
@@ -142,7 +198,7 @@ def _state_chunks(graph, smallest: int = 4) -> List[List[int]]:
 
     if graph.number_of_nodes() < 2 * smallest:
         return []
-    order = [graph.node_id(state) for state in nx.dfs_preorder_nodes(graph.nx, graph.start_state)]
+    order = [graph.node_id(state) for state in nx.dfs_preorder_nodes(graph.nx, graph.start_block)]
     chunks, size = [], len(order) // 2
     while size >= smallest:
         chunks += [order[i:i + size] for i in range(0, len(order) - size + 1, size)]
@@ -152,7 +208,7 @@ def _state_chunks(graph, smallest: int = 4) -> List[List[int]]:
 
 def _remove_states_at(g: int, ids: List[int]) -> Edit:
     def apply(sdfg) -> None:
-        graph = _sdfgs(sdfg)[g]
+        graph = _graphs(sdfg)[g]
         for state in [graph.node(i) for i in ids]:      # objects first: removing renumbers the rest
             _remove_state(graph, state)
     return apply
@@ -160,7 +216,7 @@ def _remove_states_at(g: int, ids: List[int]) -> Edit:
 
 def _at(g: int, s: int, edit: Callable) -> Edit:
     def apply(sdfg) -> None:
-        graph = _sdfgs(sdfg)[g]
+        graph = _graphs(sdfg)[g]
         edit(graph, graph.nodes()[s])
     return apply
 
@@ -172,12 +228,12 @@ def _remove_state(graph, state) -> None:
     from dace.sdfg import InterstateEdge
 
     ins, outs = list(graph.in_edges(state)), list(graph.out_edges(state))
-    if graph.start_state is state:
+    if graph.start_block is state:
         if len(outs) != 1 or not outs[0].data.is_unconditional():
             raise ValueError("a start state that branches")
         successor = outs[0].dst
         graph.remove_node(state)
-        graph.start_state = graph.node_id(successor)
+        graph.start_block = graph.node_id(successor)
         return
     if outs and len(ins) == 1 and len(outs) == 1:
         a, b = ins[0].data, outs[0].data
@@ -281,8 +337,10 @@ def weight(sdfg) -> Tuple[int, int]:
     import dace
 
     states, nodes = program_size(sdfg)
-    rest = sum(1 for graph in _sdfgs(sdfg) for state in graph.nodes()
+    rest = sum(1 for graph in _graphs(sdfg) for _, state in _states(graph)
                if _loop_of(graph, state) is not None and not _one_trip_already(graph, state))
+    rest += sum(1 for graph in _graphs(sdfg) for block in graph.nodes()
+                if _region_loop(block) is not None and not _region_one_trip_already(block))
     for node, _ in sdfg.all_nodes_recursive():
         if isinstance(node, dace.nodes.Tasklet):
             rest += len(node.code.as_string)
@@ -296,19 +354,19 @@ def drop_unused_containers(sdfg) -> None:
     or interstate edge of their SDFG names."""
     import dace
 
-    for graph in _sdfgs(sdfg):
-        for state in graph.nodes():
+    for graph in _graphs(sdfg):
+        for _, state in _states(graph):
             state.remove_nodes_from([n for n in state.nodes() if isinstance(n, dace.nodes.AccessNode)
                                      and state.degree(n) == 0])
-    for graph in _sdfgs(sdfg):
+    for graph in sdfg.all_sdfgs_recursive():
         used = set()
-        for state in graph.nodes():
+        for state in graph.states():
             for node in state.nodes():
                 if isinstance(node, dace.nodes.AccessNode):
                     used.add(node.data)
-        for edge in graph.edges():
-            used |= sig.identifiers(edge.data.condition.as_string)
-            for value in edge.data.assignments.values():
+        for edge in control_flow_code(graph):
+            used |= sig.identifiers(edge.condition.as_string)
+            for value in edge.assignments.values():
                 used |= sig.identifiers(str(value))
         if graph.parent_nsdfg_node is not None:
             used |= set(graph.parent_nsdfg_node.in_connectors) | set(graph.parent_nsdfg_node.out_connectors)

@@ -31,6 +31,7 @@ from ..bugs.reduce import ReduceOptions
 from ..core import runlog
 from ..core.errors import ConfigError, HarnessgenError
 from ..core.files import clear_stale_omp_registrations
+from ..dacecompat import dace_version
 from ..harness.judge import JudgeOptions
 from . import planning, run_report as report
 from .executors import ExecutorSpec, open_executor
@@ -101,7 +102,10 @@ class CampaignConfig:
     @property
     def identity(self) -> Dict[str, str]:
         identity = {"program": self.program, "transformations": self.transformations or "default",
-                    "simplify": "no" if getattr(self.options, "simplify", None) is False else "yes"}
+                    "simplify": "no" if getattr(self.options, "simplify", None) is False else "yes",
+                    # results of one DaCe never stand for another's (run directories from before
+                    # this key are taken as the DaCe they were made with)
+                    "dace": dace_version()}
         params = getattr(self.options, "params", "default")
         if params != "default":          # run directories from before --params keep their identity
             identity["params"] = params

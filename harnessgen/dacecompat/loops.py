@@ -32,13 +32,13 @@ def for_loops(sdfg) -> List[ForLoop]:
     for region in regions_of(sdfg):
         loops += _state_machine_loops(region)
         if isinstance(region, sdfg_state.LoopRegion):
-            found = _region_loop(region)
+            found = region_loop(region)
             if found is not None:
                 loops.append(found)
     return loops
 
 
-def _region_loop(loop) -> Optional[ForLoop]:
+def region_loop(loop) -> Optional[ForLoop]:
     """A ``LoopRegion`` with a loop variable, a parsable start, end and constant-sign stride."""
     if not loop.loop_variable:
         return None

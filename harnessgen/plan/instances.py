@@ -53,20 +53,29 @@ class Instance:
         return cls(**obj)
 
 
+# DaCe's transformation modules that do not import here, with why (an optional dependency
+# such as torch or onnx is missing): their transformations cannot be used
+UNIMPORTABLE: Dict[str, str] = {}
+
+
 def _import_dace_transformations() -> None:
     """Import every module of ``dace.transformation``: a transformation registers itself when
     its module is imported, and the packages' ``__init__`` files do not import all of them
     (DaCe 1.0.2's ``LoopLifting``). A module that fails to import is left out (its classes
-    cannot be used either)."""
+    cannot be used either) and kept in ``UNIMPORTABLE`` with the reason."""
     import importlib
     import pkgutil
 
     import dace.transformation as package
 
-    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
+                                        onerror=lambda name: UNIMPORTABLE.setdefault(name, "its package fails")):
+        if module.name in UNIMPORTABLE:
+            continue
         try:
             importlib.import_module(module.name)
         except Exception as exc:  # noqa: BLE001 -- an optional dependency of one module is missing
+            UNIMPORTABLE[module.name] = f"{type(exc).__name__}: {exc}"
             warnings.warn(f"DaCe module {module.name} does not import here ({type(exc).__name__}: {exc}); "
                           "its transformations are not available")
 

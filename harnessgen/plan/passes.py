@@ -16,7 +16,7 @@ import hashlib
 import json
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
-from ..dacecompat import copy_sdfg
+from ..dacecompat import copy_sdfg, simplify_members
 from ..targets.loaders import load_class
 
 SIMPLIFY = "simplify"
@@ -94,9 +94,7 @@ def close_pass_names(spec: str) -> List[str]:
 
 
 def simplify_member_names() -> List[str]:
-    from dace.transformation.passes.simplify import SIMPLIFY_PASSES
-
-    return [cls.__name__ for cls in SIMPLIFY_PASSES]
+    return simplify_members()
 
 
 def _modifies(p) -> bool:

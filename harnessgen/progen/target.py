@@ -23,9 +23,10 @@ from .. import __version__ as tool_version, progen
 from ..core import envs
 from ..core.errors import ConfigError
 from ..core.files import write_atomic, write_json
+from ..dacecompat import simplify_defaults
 from ..plan import instances
 from ..plan.instances import cpu_builtin_transformations, match_scopes
-from ..targets.base import GPU_TRANSFORMATIONS, SIMPLIFY_DEFAULTS, Program, Target
+from ..targets.base import GPU_TRANSFORMATIONS, Program, Target
 from ..targets.loaders import cached_program, content_identity, load_module, program_key
 from ..targets.reference import Reference
 from . import generate as generate_module, generated_program, guide
@@ -36,7 +37,7 @@ from .guide import stream
 DEFAULT_STREAM = "0-23"
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
 # what a run tests by default (the stream is guided by every CPU built-in, whatever a run tests)
-DEFAULTS = ["all"] + SIMPLIFY_DEFAULTS
+DEFAULTS = ["all"]
 
 
 def generated_dir() -> Path:
@@ -152,5 +153,5 @@ def stream_coverage(first_seed: int, count: int) -> Dict:
 
 
 def make_target() -> Target:
-    return GeneratedTarget(name="generated", programs=GeneratedPrograms(), default_transformations=list(DEFAULTS),
+    return GeneratedTarget(name="generated", programs=GeneratedPrograms(), default_transformations=DEFAULTS + simplify_defaults(),
                            gpu_transformations=list(GPU_TRANSFORMATIONS))

@@ -8,14 +8,18 @@ from typing import Callable, Dict, List, Optional
 
 from ..core.data import AFL_CONFIGS
 from ..core.errors import ConfigError
+from ..dacecompat import newer_defaults, simplify_defaults
 
 # what --transformation gpu means for the built-in targets
 GPU_TRANSFORMATIONS = ["GPUTransformMap", "GPUTransformSDFG", "harnessgen.targets.cloudsc_xforms:GPUOffloadMap"]
-# in every built-in target's defaults: DaCe's simplify pipeline and each of its passes, in its
-# order (tests/unit/test_pass_specs.py checks the list against DaCe's own)
-SIMPLIFY_DEFAULTS = ["simplify", "InlineSDFGs", "ScalarToSymbolPromotion", "FuseStates", "OptionalArrayInference",
-                     "ConstantPropagation", "DeadDataflowElimination", "DeadStateElimination", "RemoveUnusedSymbols",
-                     "ReferenceToView", "ArrayElimination", "ConsolidateEdges"]
+
+
+def builtin_defaults(own: List[str]) -> List[str]:
+    """A built-in target's defaults: its ``own`` transformations, those only newer DaCe versions
+    have (region transformations and passes, where the installed DaCe has them), then DaCe's
+    simplify pipeline and each of its members, in its order, as the installed DaCe lists them."""
+    simplify = simplify_defaults()
+    return own + newer_defaults(exclude=own + simplify) + simplify
 
 @dataclasses.dataclass
 class Program:

@@ -14,7 +14,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from . import cloudsc_port
-from .base import GPU_TRANSFORMATIONS, SIMPLIFY_DEFAULTS, Program, Target
+from .base import GPU_TRANSFORMATIONS, Program, Target, builtin_defaults
 from .loaders import cached_program, content_identity, program_key
 
 # built-in DaCe transformations engineers apply to such code, then our engineer-style ones
@@ -22,7 +22,7 @@ DEFAULT_TRANSFORMATIONS = [
     "LoopUnroll", "TaskletFusion", "MapFusion", "LoopToMap", "MoveLoopIntoMap", "MapTiling",
     "Vectorization", "MapExpansion", "StateFusion",
     "harnessgen.targets.cloudsc_xforms:OffloadMap", "harnessgen.targets.cloudsc_xforms:UnrollByTwo",
-] + SIMPLIFY_DEFAULTS
+]
 SIZES = ("KLON", "KLEV", "KIDIA", "KFDIA", "NCLDTOP")
 INPUTS = ("PT", "PQ", "PA", "TENDENCY_TMP_T", "TENDENCY_TMP_Q", "TENDENCY_TMP_A", "TENDENCY_TMP_CLD", "PVERVEL",
           "PHRSW", "PHRLW", "PAP", "PAPH", "PLSM", "LDCUM", "KTYPE", "PLUDE", "PLU", "PSNDE", "PMFU", "PMFD",
@@ -147,5 +147,5 @@ def make_target() -> Target:
     programs = {"cloudsc": Program("cloudsc", build_sdfg, "cloud microphysics scheme (our CLOUDSC port)",
                                    build_unsimplified=lambda: build_sdfg(simplify=False),
                                    identity=content_identity(program_key(Path(_port().__file__).read_bytes()).encode()))}
-    return Target(name="cloudsc", programs=programs, default_transformations=list(DEFAULT_TRANSFORMATIONS),
+    return Target(name="cloudsc", programs=programs, default_transformations=builtin_defaults(DEFAULT_TRANSFORMATIONS),
                   gpu_transformations=list(GPU_TRANSFORMATIONS))

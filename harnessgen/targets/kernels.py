@@ -15,7 +15,7 @@ from pathlib import Path
 import dace
 import numpy as np
 
-from .base import GPU_TRANSFORMATIONS, SIMPLIFY_DEFAULTS, Program, Target
+from .base import GPU_TRANSFORMATIONS, Program, Target, builtin_defaults
 from .loaders import cached_program, content_identity, program_key
 from .reference import Reference
 
@@ -263,5 +263,5 @@ def make_target() -> Target:
                               identity=content_identity(identity.encode(), name.encode()))
                 for name in PROGRAM_NAMES}
     return Target(name="kernels", programs=programs,
-                  default_transformations=["MapTiling", "MapInterchange", "MapFusion"] + SIMPLIFY_DEFAULTS,
+                  default_transformations=builtin_defaults(["MapTiling", "MapInterchange", "MapFusion"]),
                   gpu_transformations=list(GPU_TRANSFORMATIONS))

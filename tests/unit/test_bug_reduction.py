@@ -87,21 +87,56 @@ def count_up(A: dace.float64[N]):
         A[i] = A[i] + 1.0
 
 
+@dace.program
+def clip(A: dace.float64[N]):
+    for i in range(N):
+        if A[i] > 1.0:
+            A[i] = 1.0
+        else:
+            A[i] = A[i] * 2.0
+
+
 def test_a_loop_cut_to_one_trip_enters_its_body_at_the_start_only_and_is_offered_once():
+    from dace.sdfg.state import LoopRegion
+
     from harnessgen.bugs.reduce import _loop_of, edits, weight
 
     sdfg = count_up.to_sdfg(simplify=False)
-    guards = [s for s in sdfg.nodes() if _loop_of(sdfg, s) is not None]
-    assert len(guards) == 1
+    # DaCe 1.0.2 writes the loop as states around a guard, DaCe 2.0 as a LoopRegion
+    guards = [s for s in sdfg.nodes() if not isinstance(s, LoopRegion) and _loop_of(sdfg, s) is not None]
+    regions = [b for b in sdfg.nodes() if isinstance(b, LoopRegion)]
+    assert len(guards) + len(regions) == 1
     cuts = [edit for label, edit in edits(sdfg) if label.startswith("one trip")]
     assert len(cuts) == 1
     before = weight(sdfg)
-    itervar, start, body, leave = _loop_of(sdfg, guards[0])
+    if guards:
+        itervar, start, body, leave = _loop_of(sdfg, guards[0])
     cuts[0](sdfg)
     assert weight(sdfg) < before and not [e for label, e in edits(sdfg) if label.startswith("one trip")]
-    # the body is entered only at the start (and only where it was entered before); the way out
-    # is exactly the other case
-    entered, left = body.data.condition.as_string, leave.data.condition.as_string
-    assert f"(i < N) and ({itervar} == {start})" in entered and itervar == "i" and str(start) == "0"
-    assert left.replace(" ", "").startswith("(not(") and entered.strip("()").replace(" ", "") in left.replace(" ", "")
+    if guards:
+        # the body is entered only at the start (and only where it was entered before); the way
+        # out is exactly the other case
+        entered, left = body.data.condition.as_string, leave.data.condition.as_string
+        assert f"(i < N) and ({itervar} == {start})" in entered and itervar == "i" and str(start) == "0"
+        assert left.replace(" ", "").startswith("(not(") and entered.strip("()").replace(" ", "") in left.replace(" ", "")
+    else:
+        condition = regions[0].loop_condition.as_string.replace(" ", "")
+        assert "(i==0)" in condition and "i<N" in condition, condition
     sdfg.validate()
+
+
+def test_a_branch_of_a_conditional_region_can_be_dropped():
+    from dace.sdfg.state import ConditionalBlock
+
+    from harnessgen.bugs.reduce import edits
+
+    sdfg = clip.to_sdfg(simplify=True)
+    conditionals = [b for b in sdfg.all_control_flow_blocks() if isinstance(b, ConditionalBlock)]
+    drops = [edit for label, edit in edits(sdfg) if label.startswith("drop branch")]
+    assert len(drops) == sum(len(c.branches) for c in conditionals if len(c.branches) > 1)
+    if drops:           # DaCe 2.0 keeps the if/else as a conditional region; 1.0.2 as states
+        branches = sum(len(c.branches) for c in conditionals)
+        drops[0](sdfg)
+        sdfg.validate()
+        assert sum(len(c.branches) for c in sdfg.all_control_flow_blocks()
+                   if isinstance(c, ConditionalBlock)) == branches - 1

@@ -5,7 +5,7 @@ import pytest
 
 from harnessgen.core import expr as ex
 from harnessgen.core.errors import ConfigError
-from harnessgen.inputs.constraints import derive
+from harnessgen.inputs.constraints import derive, program_analysis
 from tests.conftest import make_pair
 
 
@@ -34,11 +34,20 @@ def test_window_symbols_keep_the_window_inside_the_array():
 
 
 def test_loop_variable_of_the_enclosing_program_gets_the_loop_bounds():
-    # a cutout of one state inside trisolve's row loop has the loop variable as a free symbol
+    # trisolve's loops, whether DaCe writes them as states (1.0.2) or as LoopRegions (2.0):
+    # for i in range(N - 1, -1, -1) and for j in range(i + 1, N)
+    from harnessgen.targets import resolve
+
+    target, _ = resolve("kernels")
+    analysis = program_analysis(target.programs["trisolve"].sdfg())
+    loops = {(i.name, str(i.low), str(i.high)) for its in analysis.iterators.values() for i in its if i.origin == "loop"}
+    assert ("i", "0", "N - 1") in loops, loops
+    assert ("j", "i + 1", "N - 1") in loops, loops
+    # and a cutout inside the loops that keeps a loop variable gets its bounds
     pair = make_pair("trisolve", "harnessgen.zoo.correct:ReciprocalDivision")
     c = derive(pair)
-    free = set(c.symbols)
-    assert free, "the division inside the loop needs no symbols only if DaCe cut out a scalar tasklet"
+    if "i" in c.symbols:
+        assert ranges(c)["i"] == ("0", "(N - 1)"), ranges(c)
 
 
 def test_user_file_narrows_safety_ranges_and_replaces_defaults(tmp_path):

@@ -1,6 +1,5 @@
 """How a run over several transformations is planned and summarised."""
 import dataclasses
-import json
 
 import pytest
 
