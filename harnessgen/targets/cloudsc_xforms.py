@@ -33,11 +33,12 @@ import dace
 from dace import data as dt, nodes, properties, symbolic
 from dace.memlet import Memlet
 from dace.sdfg import SDFG, SDFGState, utils as sdutil
-from dace.sdfg.state import ControlFlowRegion
+from dace.sdfg.state import ConditionalBlock, ControlFlowRegion
 from dace.transformation import transformation as xf
 from dace.transformation.interstate.loop_detection import DetectLoop
 
 from ..core.sdfg_edit import copy_loop_body
+from ..dacecompat.loop_form import LoopRegionForm, body_copy, body_sinks, constant_stride, shifted_condition
 
 
 # ---------------------------------------------------------------- offload
@@ -194,11 +195,32 @@ def copy_subset(graph: SDFGState, src: nodes.AccessNode, dst: nodes.AccessNode, 
 
 # ---------------------------------------------------------------- unroll
 @properties.make_properties
-class UnrollByTwo(DetectLoop, xf.MultiStateTransformation):
-    """Runs two iterations per trip of a constant-stride loop, with a remainder check."""
+class UnrollByTwo(LoopRegionForm, DetectLoop, xf.MultiStateTransformation):
+    """Runs two iterations per trip of a constant-stride loop, with a remainder check. Loops
+    written as states (DaCe 1.0.2) and as LoopRegions (DaCe 2.0) alike."""
 
-    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
-        if expr_index > 1 or not super().can_be_applied(graph, expr_index, sdfg, permissive):
+    def region_can_be_applied(self, graph, loop, sdfg, info) -> bool:
+        return constant_stride(info) not in (None, 0) and len(body_sinks(loop)) == 1
+
+    def region_apply(self, graph, loop, sdfg, info) -> None:
+        """After the body, its copy for the next iteration, under the loop's condition for it;
+        the update then steps twice."""
+        step = symbolic.symstr(info.stride)
+        shifted = f"({info.variable} + {step})"
+        second = self._second_body(loop, info.variable, shifted)
+        guarded = ConditionalBlock(f"{loop.label}_second_guard", sdfg)
+        guarded.add_branch(properties.CodeBlock(shifted_condition(loop.loop_condition, info.variable, shifted)),
+                           second)
+        last = body_sinks(loop)[0]
+        loop.add_node(guarded, ensure_unique_name=True)
+        loop.add_edge(last, guarded, dace.InterstateEdge())
+        loop.update_statement = properties.CodeBlock(f"{info.variable} = {info.variable} + 2 * ({step})")
+
+    def _second_body(self, loop, itervar: str, shifted: str):
+        return body_copy(loop, itervar, shifted, f"{loop.label}_second")
+
+    def machine_can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        if expr_index > 1 or not super().machine_can_be_applied(graph, expr_index, sdfg, permissive):
             return False
         info = self.loop_information()
         if not info:
@@ -210,7 +232,7 @@ class UnrollByTwo(DetectLoop, xf.MultiStateTransformation):
             return False
         return not symbolic.issymbolic(stride) and int(stride) != 0
 
-    def apply(self, graph: ControlFlowRegion, sdfg: SDFG):
+    def machine_apply(self, graph: ControlFlowRegion, sdfg: SDFG):
         itervar, (_, _, stride), (_, last_state) = self.loop_information()
         guard = self.loop_guard
         begin = self.loop_begin

@@ -47,7 +47,7 @@ import sympy
 from dace import data as dt, nodes, properties, symbolic
 from dace.memlet import Memlet
 from dace.sdfg import SDFG, SDFGState, utils as sdutil
-from dace.sdfg.state import ControlFlowRegion
+from dace.sdfg.state import ControlFlowRegion, LoopRegion
 from dace.transformation import pass_pipeline as ppl, transformation as xf
 from dace.transformation.dataflow import StripMining
 from dace.transformation.interstate import LoopToMap
@@ -56,6 +56,8 @@ from dace.transformation.passes.fusion_inline import FuseStates
 from dace.transformation.passes.simplify import SIMPLIFY_PASSES, SimplifyPass
 
 from ..core.sdfg_edit import copy_loop_body
+from ..dacecompat.loop_form import LoopRegionForm, body_copy, body_sinks, constant_stride
+from ..dacecompat.loops import region_loop
 from ..targets.cloudsc_xforms import GPUOffloadMap, UnrollByTwo
 
 TILE = 4
@@ -107,13 +109,28 @@ class TilingWithoutRemainder(FirstDimensionTiling):
 
 # ---------------------------------------------------------------- (c)
 @properties.make_properties
-class UnrollDropsIterations(DetectLoop, xf.MultiStateTransformation):
+class UnrollDropsIterations(LoopRegionForm, DetectLoop, xf.MultiStateTransformation):
     """Unrolls a loop with step -1 by two: the body runs for ``i`` and ``i - 1``, the step
     becomes -2, and the loop continues while ``i - 1`` is in range. The remainder
-    iteration is missing: when the trip count is odd, the last iteration is dropped."""
+    iteration is missing: when the trip count is odd, the last iteration is dropped. Loops
+    as states and as LoopRegions alike."""
 
-    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
-        if not super().can_be_applied(graph, expr_index, sdfg, permissive):
+    def region_can_be_applied(self, graph, loop, sdfg, info) -> bool:
+        return constant_stride(info) == -1 and len(body_sinks(loop)) == 1
+
+    def region_apply(self, graph, loop, sdfg, info) -> None:
+        itervar = info.variable
+        second = body_copy(loop, itervar, f"({itervar} - 1)", f"{loop.label}_unrolled")
+        last = body_sinks(loop)[0]
+        loop.add_node(second, ensure_unique_name=True)
+        loop.add_edge(last, second, dace.InterstateEdge())
+        loop.update_statement = properties.CodeBlock(f"{itervar} = {itervar} - 2")
+        # i - 1 >= end, in the form DaCe's loop analysis reads (it cannot propagate memlets of
+        # loops nested in one whose condition it cannot read)
+        loop.loop_condition = properties.CodeBlock(f"({itervar} > {symbolic.symstr(info.end)})")
+
+    def machine_can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        if not super().machine_can_be_applied(graph, expr_index, sdfg, permissive):
             return False
         info = self.loop_information()
         if not info or expr_index > 1:
@@ -121,7 +138,7 @@ class UnrollDropsIterations(DetectLoop, xf.MultiStateTransformation):
         _, (_, _, stride), _ = info
         return not symbolic.issymbolic(stride) and int(stride) == -1
 
-    def apply(self, graph: ControlFlowRegion, sdfg: SDFG):
+    def machine_apply(self, graph: ControlFlowRegion, sdfg: SDFG):
         itervar, (_, end, _), (_, last_state) = self.loop_information()
         guard = self.loop_guard
         body = self.loop_body()
@@ -348,6 +365,10 @@ class ParallelizeCarriedLoop(LoopToMap):
     the map still runs in order and is right; on several it races."""
 
     def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        region = getattr(self, "loop", None) if not isinstance(self, DetectLoop) else None
+        if isinstance(region, LoopRegion):      # DaCe 2.0's LoopToMap matches loop regions
+            return region_loop(region) is not None and len(region.nodes()) == 1 and \
+                isinstance(region.nodes()[0], SDFGState)
         if not DetectLoop.can_be_applied(self, graph, expr_index, sdfg, permissive) or expr_index > 1:
             return False
         if len(self.loop_guard.nodes()) != 0:
@@ -358,10 +379,14 @@ class ParallelizeCarriedLoop(LoopToMap):
 
 class UnrollLosesEntryLoad(UnrollByTwo):
     """UnrollByTwo whose second copy is entered on the loop condition alone: a value the entry
-    edge loads for the body's branch (``__tmp = A[i]``) is not reloaded for iteration i + 1."""
+    edge loads for the body's branch (``__tmp = A[i]``) is not reloaded for iteration i + 1.
+    In a LoopRegion the load sits on an edge inside the body: the copy keeps it unshifted."""
 
     def _second_entry(self, enter, itervar, shifted):
         return dace.InterstateEdge(condition=super()._second_entry(enter, itervar, shifted).condition)
+
+    def _second_body(self, loop, itervar: str, shifted: str):
+        return body_copy(loop, itervar, shifted, f"{loop.label}_second", shift_assignments=False)
 
 
 # ---------------------------------------------------------------- (j)
