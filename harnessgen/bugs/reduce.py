@@ -645,7 +645,7 @@ def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record:
     write_atomic(raw, data)
     kind = {"RACE": "race", "POST_HANG": "hang"}.get(bug.signature.kind, "crash")
     triaged = Triage(harness.dir, TriageOptions(tolerance=dynamic.tolerance, keep_root=keep_root,
-                                                work_dir=options.dynamic.work_dir, race_threads=max(dynamic.threads, 2),
+                                                work_dir=options.judge.work_dir, race_threads=max(dynamic.threads, 2),
                                                 tsan=False)).run([RawCrash(raw, None, kind)])
     if not triaged.findings:
         record.reason = "the reduced program's input did not replay as the same finding"

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Tuple
 import islpy as isl
 import sympy
 
+from ..dacecompat import for_loops
 from ..inputs.layout import InputLayout
 from .affine import NotAffine, bound_to_isl, to_isl
 
@@ -223,13 +224,14 @@ class _Builder:
     def walk(self, sdfg) -> List[object]:
         """Every state, with where it runs: the loops around it (their iteration variables
         become dimensions) and the symbols assigned before it. Returns the states in order."""
-        from dace.sdfg.state import SDFGState
+        from dace.sdfg.state import ControlFlowRegion, LoopRegion, SDFGState
 
         for block in sdfg.all_control_flow_blocks():
-            if not isinstance(block, SDFGState):
+            # states, counted loops, and plain regions (a sequence of blocks); not branches
+            if not (isinstance(block, (SDFGState, LoopRegion)) or type(block) is ControlFlowRegion):
                 raise NotAffine(f"control flow block {type(block).__name__} {block.label}")
         self.sdfg, self.order, self.guards = sdfg, [], []
-        self.region(sdfg.start_state, None, None, _Place(dict(self.size_names), {}, [], [], []), [])
+        self.region(sdfg.start_block, None, None, _Place(dict(self.size_names), {}, [], [], []), [])
         if len(self.order) + len(self.guards) != len(list(sdfg.states())):
             raise NotAffine("states that the start state does not reach in sequence")
         return self.order
@@ -237,11 +239,28 @@ class _Builder:
     def region(self, cur, stop, came, place: "_Place", guards: List[object]):
         """States from ``cur`` in sequence until the edge back to ``stop`` (a loop's guard),
         which is returned."""
-        sdfg, position = self.sdfg, 0
+        from dace.sdfg.state import ControlFlowRegion, LoopRegion
+
+        position = 0
         while cur is not None:
             if any(cur is s for s in self.order + self.guards):
                 raise NotAffine(f"control flow into state {cur.label} the prover does not recognise")
-            out = sdfg.out_edges(cur)
+            out = cur.parent_graph.out_edges(cur)
+            if isinstance(cur, ControlFlowRegion):
+                if isinstance(cur, LoopRegion):
+                    self.loop_region(cur, place, guards, position)
+                    place = place.dropped(cur.loop_variable)
+                else:       # a sequence of blocks, one step of this sequence (with a constant dimension)
+                    inner = dataclasses.replace(place, prefix=place.prefix + [str(position), "0"])
+                    self.region(cur.start_block, None, None, inner, guards)
+                position += 1
+                if len(out) > 1 or (out and not out[0].data.is_unconditional()):
+                    raise NotAffine(f"a branch after the loop {cur.label}")
+                if not out:
+                    return None
+                place = place.assigned(self.assign(place, out[0].data.assignments, out[0]))
+                came, cur = out[0], out[0].dst
+                continue
             if len(out) == 2:
                 exit_edge, itervar = self.loop(cur, came, out, place, guards, position)
                 if exit_edge.dst is stop:
@@ -277,7 +296,7 @@ class _Builder:
         if guard.nodes():
             raise NotAffine(f"the loop guard {guard.label} holds nodes")
         self.guards.append(guard)
-        backs = [e for e in self.sdfg.in_edges(guard) if e is not came]
+        backs = [e for e in guard.parent_graph.in_edges(guard) if e is not came]
         if len(backs) != 1 or len(backs[0].data.assignments) != 1 or body.data.assignments:
             raise NotAffine(f"the loop at {guard.label} is not a counted loop")
         back = backs[0]
@@ -304,11 +323,37 @@ class _Builder:
         # (its states' edges, and the exits of the loops nested in it)
         watched = {s.name for s in cond.free_symbols} | {itervar}
         for state in self.order[first_state:] + self.guards[first_guard:]:
-            for edge in self.sdfg.out_edges(state):
+            for edge in state.parent_graph.out_edges(state):
                 if edge is not back and watched & set(edge.data.assignments):
                     raise NotAffine(f"the body of the loop at {guard.label} assigns "
                                     f"{sorted(watched & set(edge.data.assignments))}")
         return exit_edge, itervar        # its value after the loop is not modelled: a use refuses
+
+    def loop_region(self, loop, place: "_Place", guards: List[object], position: int) -> None:
+        """A counted ``LoopRegion``: its body, with the iteration as a dimension (as ``loop`` does
+        for a loop written as states)."""
+        if getattr(loop, "inverted", False) or any(getattr(loop, f, False) for f in ("has_break", "has_continue")):
+            raise NotAffine(f"the loop {loop.label} is not a counted loop (inverted, or it breaks)")
+        found = next((f for f in for_loops(loop.parent_graph) if f.region is loop), None)
+        if found is None:
+            raise NotAffine(f"the loop {loop.label} is not a counted loop DaCe's loop analysis reads")
+        step = sympy.expand(_subst(found.stride, self.constants))
+        if not isinstance(step, sympy.Integer) or int(step) == 0:
+            raise NotAffine(f"the loop {loop.label} has no constant step")
+        start_env, _ = self.assign(place, {found.variable: str(found.start)}, _Named(loop.label))
+        start = start_env[found.variable]
+        cond = _parse(loop.loop_condition.as_string, self.constants)
+        var = f"{DIM_PREFIX}{len(place.dims)}"
+        inside = place.with_env({found.variable: f"({start} + {int(step)} * {var})"})
+        first = place.with_env({found.variable: start})
+        domain = [f"{var} >= 0", _convex(cond, inside.env, self.constants), _convex(cond, first.env, self.constants)]
+        body_place = _Place(inside.env, place.values, place.dims + [var], place.domain + domain,
+                            place.prefix + [str(position), var])
+        watched = {s.name for s in cond.free_symbols} | {found.variable}
+        for edge in loop.all_interstate_edges():
+            if watched & set(edge.data.assignments):
+                raise NotAffine(f"the body of the loop {loop.label} assigns {sorted(watched & set(edge.data.assignments))}")
+        self.region(loop.start_block, None, None, body_place, guards)
 
     def reaches(self, start, target, blocked: List[object]) -> bool:
         seen, todo = set(), [start]
@@ -319,7 +364,7 @@ class _Builder:
             if id(node) in seen or any(node is b for b in blocked):
                 continue
             seen.add(id(node))
-            todo.extend(e.dst for e in self.sdfg.out_edges(node))
+            todo.extend(e.dst for e in node.parent_graph.out_edges(node))
         return False
 
     def assign(self, place: "_Place", assignments: Dict[str, str], edge) -> Tuple[Dict, Dict]:
@@ -510,6 +555,17 @@ def _range_constraints(var: str, rng, names: Dict[str, str], constants) -> List[
         cons = [f"{e} <= {var} <= {b}"]
         cons.append(f"(({b}) - ({var})) mod {-s} = 0")
     return cons
+
+
+@dataclasses.dataclass
+class _Named:
+    """What an assignment's message names as the place it follows (``edge.src.label``)."""
+
+    label: str
+
+    @property
+    def src(self) -> "_Named":
+        return self
 
 
 @dataclasses.dataclass
