@@ -81,7 +81,9 @@ help:
 	@echo "make setup-gpu                                           on a GPU machine: pycuda (kernel replays) as well"
 	@echo "make gpu-check [GPU_CHECK_ARGS=--quick]                 on a GPU machine: tests/gpu, GPU fuzzing of kernels and"
 	@echo "                                                         gpukernels; figures in $(WORK)/gpu-check/gpu-check.md"
-	@echo "make test                                               the whole test suite"
+	@echo "make test                                               the whole test suite, then its bounded set on DaCe $(OTHER_DACE)"
+	@echo "make setup-dace DACE=2.0.0b1                           another DaCe in its own environment; DACE=2.0.0b1 on any"
+	@echo "                                                         target (fuzz, campaign, bugs...) runs there"
 	@echo "make bench                                              performance figures: table, bench/results/perf.json,"
 	@echo "                                                         README section Performance (about 30 min)"
 	@echo "make bench-quick                                        the same, one repetition each (a smoke run, no README)"
@@ -203,8 +205,16 @@ gpu-check: setup-gpu
 pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch) $(if $(filter tvm,$(COMPILER)),setup-tvm)
 	$(BIN)/harnessgen pyfuzz --compiler $(COMPILER) --time $(PYFUZZ_TIME) $(if $(TORCH),--torch $(TORCH)) $(PYFUZZ_ARGS)
 
+# the whole suite on the default DaCe, then the bounded set on the other one: its unit tests,
+# the documents, and tests/versions (a planted bug per subject kind, the correct twin, region
+# cutouts against their programs)
 test: setup setup-torch setup-tvm setup-cuda
-	$(BIN)/pytest -n 2 --durations=10 $(TEST_ARGS)
+	$(BIN)/pytest -n 2 --durations=10 --ignore=tests/versions $(TEST_ARGS)
+	@$(MAKE) --no-print-directory test-other-dace
+
+test-other-dace:
+	@$(MAKE) --no-print-directory setup-dace DACE=$(OTHER_DACE)
+	$(OTHER_BIN)/pytest -n 2 --durations=5 -m "not other_compiler and not dace_102" tests/unit docs tests/versions $(TEST_ARGS)
 
 bench: $(SETUP)
 	$(BIN)/python bench/perf.py $(BENCH_ARGS)

@@ -132,12 +132,14 @@ def test_guidance_covers_more_than_unguided_generation_in_as_many_programs():
 TORCH_MISSING = torch_available()
 
 
+@pytest.mark.other_compiler
 @pytest.mark.skipif(TORCH_MISSING is not None, reason=TORCH_MISSING or "")
 @pytest.mark.parametrize("family", FAMILIES)
 def test_each_mutation_keeps_eager_torch_outputs(tmp_path, family):
     assert_outputs_kept(TorchCompiler(tmp_path), family, seed=17)
 
 
+@pytest.mark.other_compiler
 @pytest.mark.skipif(TORCH_MISSING is not None, reason=TORCH_MISSING or "")
 def test_strict_torch_programs_run_finite_in_eager_and_reach_the_aliasing_space(tmp_path):
     """Views, writes through them, shape statements and casts are generated, and strict

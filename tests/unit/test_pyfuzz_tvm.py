@@ -10,6 +10,7 @@ from harnessgen.pyfuzz.generator import Coverage, GenOptions, generate
 from harnessgen.pyfuzz.ops import POOLS
 from harnessgen.pyfuzz.oracle import judge
 
+pytestmark = pytest.mark.other_compiler
 tvm = pytest.importorskip("tvm", reason="apache-tvm is not installed; `make setup-tvm` installs it")
 
 
