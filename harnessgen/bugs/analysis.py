@@ -11,6 +11,7 @@ from typing import Callable, ContextManager, Dict, List, Optional, Sequence
 from .bug_report import write_bug_reports
 from .cluster import Bug, collect, write_bugs
 from .reduce import ReduceOptions, cached_reduction, reduce_bug
+from .versions import load_kept_versions, rejudge_bugs
 
 # a reduction given less than this is not started (its bug waits for the next analysis)
 MIN_REDUCE_SECONDS = 10.0
@@ -18,13 +19,15 @@ MIN_REDUCE_SECONDS = 10.0
 
 def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
             reduce: Optional[ReduceOptions] = ReduceOptions(), seconds: Optional[float] = None,
-            step: Callable[[str], ContextManager] = lambda label: contextlib.nullcontext()) -> List[Bug]:
+            step: Callable[[str], ContextManager] = lambda label: contextlib.nullcontext(),
+            on_dace: Sequence[str] = ()) -> List[Bug]:
     """Cluster the findings of ``run_dirs`` (with those an earlier analysis into ``out_dir``
     kept), reduce each bug's program (``reduce``; None: not), and write ``bugs.json`` and
     ``bugs/<id>/BUG.md`` there (default: the first run). ``seconds`` bounds the reductions
     together (the bugs with the most findings first; a bug left over says so and is reduced
     by the next analysis, which keeps what this one reduced); ``step(label)`` is told of
-    every step, for a progress display."""
+    every step, for a progress display. ``on_dace``: DaCe versions each bug is judged on again
+    (``versions``), in their own environments; the verdicts of earlier judgements are kept."""
     run_dirs = [Path(r) for r in run_dirs]
     out_dir = Path(out_dir) if out_dir is not None else run_dirs[0]
     started = time.monotonic()
@@ -42,8 +45,13 @@ def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
             with step(f"reducing bug {number}/{len(bugs)} ({bug.signature.transformation} {bug.signature.kind}, "
                       f"{len(bug.findings)} finding(s))"):
                 bug.reduction = _reduced(bug, out_dir, dataclasses.replace(reduce, seconds=left))
+    reduced = time.monotonic()
+    load_kept_versions(bugs, out_dir)
+    if on_dace:
+        work_dir = reduce.judge.work_dir if reduce is not None else Path(".harnessgen")
+        rejudge_bugs(bugs, out_dir, on_dace, work_dir, Path.cwd(), step=step)
     write_bug_reports(bugs, out_dir)
-    write_bugs(bugs, run_dirs, out_dir, seconds=clustered - started, reduce_seconds=time.monotonic() - clustered)
+    write_bugs(bugs, run_dirs, out_dir, seconds=clustered - started, reduce_seconds=reduced - clustered)
     return bugs
 
 

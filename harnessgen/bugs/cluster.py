@@ -20,6 +20,7 @@ from ..core.files import write_json
 from ..core.outcome import STATIC_OUTCOMES
 from . import signature as sig
 from .stack import post_stack
+from .version_verdicts import newest_showing, versions_line
 
 BUGS_FILE = "bugs.json"
 # a program DaCe cannot build before any change (codegen_causes): a bug of DaCe's code generator
@@ -78,6 +79,8 @@ class Bug:
     signature: sig.Signature
     findings: List[FindingRecord]
     reduction: Optional[Dict] = None    # reduce.Reduction's record, once reduced
+    # DaCe version -> versions.VersionVerdict's record, once judged on other DaCe versions
+    versions: Dict[str, Dict] = dataclasses.field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -102,7 +105,8 @@ class Bug:
                 "instances": len(self.instances), "findings": len(self.findings),
                 "programs": sorted({f.program for f in self.findings}),
                 "first_seen": {"at": _iso(first.seen_at), "instance": first.instance, "path": str(first.path)},
-                "representative": rep.to_json(), "reduction": self.reduction,
+                "representative": rep.to_json(), "reduction": self.reduction, "versions": self.versions,
+                "shows_on_newest": newest_showing(self.versions),
                 "members": [f.to_json() for f in sorted(self.findings, key=lambda f: f.rank)]}
 
 
@@ -308,5 +312,7 @@ def bug_rows(out_dir: Path) -> List[Dict]:
                      "report": str(Path("bugs") / bug["id"] / "BUG.md"),
                      "reduced": (os.path.relpath(reduced["folder"], str(out_dir)) if reduced.get("folder") else None),
                      "reduced_states": reduced.get("after", [None, None])[0] if reduced.get("folder") else None,
-                     "reduced_nodes": reduced.get("after", [None, None])[1] if reduced.get("folder") else None})
+                     "reduced_nodes": reduced.get("after", [None, None])[1] if reduced.get("folder") else None,
+                     "versions": versions_line(bug.get("versions") or {}),
+                     "shows_on_newest": bug.get("shows_on_newest")})
     return rows

@@ -379,12 +379,16 @@ class Judge:
     """Whether the bug's change, made to a program at any place it applies there
     (``Change.variants``), still shows the bug's signature: what shows it, or None."""
 
-    def __init__(self, bug: Bug, change, instance):
+    def __init__(self, bug: Bug, change, instance, same_signature: bool = True):
         self.target, self.kind = bug.signature, bug.signature.kind
         self.change, self.instance = change, instance
+        # False: any finding of the bug's kind will do (judging a bug on another DaCe)
+        self.same_signature = same_signature
+        self.tried = 0              # places the change was made at, over every call
 
     def __call__(self, sdfg):
         for pair in self.change.variants(sdfg, self.instance):
+            self.tried += 1
             try:
                 found = self.judge_pair(pair, sdfg)
             except (HarnessgenError, Unsupported):     # this variant does not build or run: not the bug
@@ -414,7 +418,8 @@ class StaticJudge(Judge):
             found = sig.build_signature(self.target.transformation, message, names)
         else:
             return None
-        return (pair, message) if found.key == self.target.key else None
+        same = found.key == self.target.key if self.same_signature else found.kind == self.kind
+        return (pair, message) if same else None
 
 
 DYNAMIC_KINDS = ("MISMATCH", "RACE", "OOB_WRITE", "POST_HANG", "POST_CRASH")
@@ -425,8 +430,8 @@ class DynamicJudge(Judge):
     layout) and boundary seeds; an input with the bug's outcome is localized (or run under gdb)
     for its signature: (pair, build, failing input)."""
 
-    def __init__(self, bug: Bug, change, instance, meta: Dict, options: ReduceOptions):
-        super().__init__(bug, change, instance)
+    def __init__(self, bug: Bug, change, instance, meta: Dict, options: ReduceOptions, same_signature: bool = True):
+        super().__init__(bug, change, instance, same_signature)
         self.options = options
         self.tolerance = Tolerance.from_json(meta["tolerance"]) if meta.get("tolerance") else Tolerance()
         self.threads = int(meta.get("threads") or 1)
@@ -453,6 +458,9 @@ class DynamicJudge(Judge):
                 result = worker.run(data, self.tolerance, self.threads, self.repeat)
                 if result.outcome.name != self.kind:
                     continue
+                if not self.same_signature:
+                    where = f" in {result.container}" if result.container else ""
+                    return pair, harness, data, (result.message or f"{result.outcome.name}{where}")
                 if self._signature(pair, layout, harness, data, result).key == self.target.key:
                     return pair, harness, data
         return None
@@ -630,7 +638,7 @@ def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record:
     """Reduce with builds and replays; the smallest program's failing input is triaged like a
     fuzzer's crash (replayed, shrunk, localized, written with its repro.py)."""
     meta = json.loads((bug.representative.path / "meta.json").read_text())
-    instance = _instance_of(meta)
+    instance = finding_instance(meta)
     change = _change_of(instance.transformation_spec, record)
     if change is None:
         return
@@ -654,7 +662,7 @@ def _reduce_dynamic(bug: Bug, pre, folder: Path, options: ReduceOptions, record:
     record.folder = str(triaged.findings[0].folder)
 
 
-def _instance_of(meta: Dict):
+def finding_instance(meta: Dict):
     """The finding's instance: its build's record where the build is still there, else what
     meta.json says of it."""
     build = meta.get("build_dir")

@@ -10,6 +10,7 @@ from typing import List, Optional
 from .. import __version__
 from ..bugs.analysis import analyse
 from ..bugs.reduce import ReduceOptions
+from ..bugs.versions import rejudge_here, requested_versions
 from ..campaign import Budget, CampaignConfig, run_campaign, run_report as report
 from ..campaign.fuzz_run import fuzz
 from ..campaign.retriage import triage_directory
@@ -198,19 +199,40 @@ def _add_bugs(sub) -> None:
     add_reduce_flag(p)
     p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"),
                    help="build cache for the programs reduction judges (default .harnessgen)")
+    p.add_argument("--on-dace", type=requested_versions, default=[], metavar="VERSION[,VERSION]",
+                   help="judge each bug again on these DaCe versions, each in its environment (this one, the "
+                        "checkout's .venv, or make setup-dace DACE=VERSION): still present, fixed, cannot apply")
     p.set_defaults(func=cmd_bugs)
 
 
 def cmd_bugs(args) -> int:
     out = args.out or args.runs[0]
-    bugs = analyse(args.runs, out, ReduceOptions(seconds=args.reduce_time, max_candidates=args.reduce_candidates,
-                                                 judge=JudgeOptions(work_dir=args.work_dir)))
     console = render.console()
+    bugs = analyse(args.runs, out, ReduceOptions(seconds=args.reduce_time, max_candidates=args.reduce_candidates,
+                                                 judge=JudgeOptions(work_dir=args.work_dir)),
+                   step=PlanDisplay(console).step, on_dace=args.on_dace)
     for line in render.bug_lines(out):
         console.print(line)
     findings = sum(len(b.findings) for b in bugs)
     console.print(f"{findings} finding(s) in {len(bugs)} distinct bug(s); {out / 'bugs.json'}, "
                   f"{out / 'bugs'}/<id>/BUG.md")
+    return 0
+
+
+def _add_rejudge(sub) -> None:
+    p = sub.add_parser("rejudge", help="judge one finding again with the DaCe of this environment; prints one "
+                                       "JSON line (what harnessgen bugs --on-dace runs in each environment)")
+    p.add_argument("finding", type=Path, metavar="FINDING_DIR")
+    p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"), help="build cache (default .harnessgen)")
+    p.add_argument("--seeds", type=int, default=12, help="boundary seeds besides the finding's input (default 12)")
+    p.set_defaults(func=cmd_rejudge)
+
+
+def cmd_rejudge(args) -> int:
+    if not args.finding.is_dir():
+        raise ConfigError(f"{args.finding} is not a finding folder (crashes/<target>/<instance>/<finding>)")
+    verdict = rejudge_here(args.finding, JudgeOptions(work_dir=args.work_dir), args.seeds)
+    print(json.dumps(verdict.to_json()), flush=True)
     return 0
 
 
@@ -467,6 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_campaign(sub)
     _add_report(sub)
     _add_bugs(sub)
+    _add_rejudge(sub)
     _add_instances(sub)
     _add_replay(sub)
     _add_triage(sub)
