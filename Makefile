@@ -35,6 +35,7 @@ FUZZ_ARGS    ?=
 TEST_ARGS    ?=
 BENCH_ARGS   ?=
 XFORMS       ?=
+ON_DACE      ?=
 CAMPAIGN_ARGS ?=
 WHATSUP_ARGS ?= -s -d
 CAMPAIGN     ?= $(WORK)/campaigns/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORMS),$(subst $(comma),+,$(subst :,-,$(XFORMS))),defaults)$(if $(ON_OTHER_DACE),-dace$(DACE))
@@ -63,6 +64,7 @@ help:
 	@echo "                                                        CPU built-in; harnessgen generate 17 prints one"
 	@echo "make triage TARGET=kernels:gemm XFORM=MapTiling         re-triage that run's raw crashes"
 	@echo "make bugs TARGET=cloudsc                              that run's findings as distinct bugs (bugs.json, BUG.md)"
+	@echo "make bugs TARGET=cloudsc ON_DACE=1.0.2,2.0.0b1         ... each judged again on those DaCe versions"
 	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
 	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
 	@echo "make fuzz TARGET=kernels XFORM=MapTiling PARAMS=boundary  the transformation's own parameters too (tile sizes,"
@@ -155,8 +157,9 @@ plot: deps
 triage: $(SETUP)
 	$(BIN)/harnessgen triage $(OUT)
 
+# ON_DACE=1.0.2,2.0.0b1: each bug judged again on those DaCe versions (make setup-dace DACE=<v> first)
 bugs: $(SETUP)
-	$(BIN)/harnessgen bugs $(OUT)
+	$(BIN)/harnessgen bugs $(OUT) $(if $(ON_DACE),--on-dace $(ON_DACE))
 
 replay: $(SETUP)
 	@test -n "$(CRASH)" || { echo "usage: make replay CRASH=crashes/<target>/<instance>/<finding>"; exit 2; }
