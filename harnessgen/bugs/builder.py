@@ -2,9 +2,10 @@
 
 A developer reading a bug report understands ``add_map`` and ``add_tasklet`` faster than
 SDFG JSON, and can edit it. Written where the program holds only what the builder writes:
-states with interstate edges, arrays and scalars (no views or structures), access nodes, maps
-and tasklets; anything else (nested SDFGs, library nodes, control-flow regions, consumes) makes
-``python_builder`` return None and the report says the program is given as an SDFG only.
+states with interstate edges, control-flow regions (DaCe 2.0's loops, conditional blocks with
+their branches, plain regions), arrays and scalars (no views or structures), access nodes, maps
+and tasklets; anything else (nested SDFGs, library nodes, consumes) makes ``python_builder``
+return None and the report says the program is given as an SDFG only.
 Rendered from ``templates/builder.py.j2``.
 """
 from __future__ import annotations
@@ -46,8 +47,6 @@ def _size(value) -> str:
 def _context(sdfg) -> Dict:
     import dace
 
-    if any(type(block) is not dace.SDFGState for block in sdfg.nodes()):
-        raise NotBuildable("control-flow regions")
     arrays = []
     for name, desc in sdfg.arrays.items():
         if type(desc) is dace.data.Scalar:
@@ -57,18 +56,76 @@ def _context(sdfg) -> Dict:
                            "shape": [_size(s) for s in desc.shape], "strides": [_size(s) for s in desc.strides]})
         else:
             raise NotBuildable(type(desc).__name__)
-    states, names = [], {}
-    for i, state in enumerate(sdfg.nodes()):
-        names[state] = f"state{i}"
-        states.append(_state(sdfg, state, f"state{i}"))
-    transitions = [{"src": names[e.src], "dst": names[e.dst], "condition": e.data.condition.as_string,
-                    "assignments": repr({k: str(v) for k, v in e.data.assignments.items()})}
-                   for e in sdfg.edges()]
+    blocks = _Blocks(sdfg)
+    blocks.graph(sdfg, "sdfg")
     return {"name": sdfg.name, "symbols": sorted((k, _dtype(v)) for k, v in sdfg.symbols.items()),
-            "arrays": arrays, "states": states, "transitions": transitions}
+            "arrays": arrays, "blocks": blocks.written, "transitions": blocks.transitions,
+            "regions": blocks.uses_regions}
 
 
-def _state(sdfg, state, var: str) -> Dict:
+class _Blocks:
+    """The control flow, graph by graph: each block in the order it must be made (a region
+    before what it holds), and each graph's transitions after its blocks."""
+
+    def __init__(self, sdfg):
+        self.sdfg = sdfg
+        self.written: List[Dict] = []
+        self.transitions: List[Dict] = []
+        self.counts: Dict[str, int] = {}
+        self.uses_regions = False
+
+    def graph(self, graph, graph_var: str) -> None:
+        names = {block: self.block(graph, block, graph_var) for block in graph.nodes()}
+        for e in graph.edges():
+            self.transitions.append({"graph": graph_var, "src": names[e.src], "dst": names[e.dst],
+                                     "condition": repr(e.data.condition.as_string),
+                                     "assignments": repr({k: str(v) for k, v in e.data.assignments.items()})})
+
+    def block(self, graph, block, graph_var: str) -> str:
+        kind = type(block).__name__
+        common = {"graph": graph_var, "label": block.label, "start": graph.start_block is block}
+        if kind == "SDFGState":
+            var = self._name("state")
+            self.written.append({"kind": "state", **common, **_state(block, var)})
+            return var
+        self.uses_regions = True
+        if kind == "LoopRegion":
+            var = self._name("loop")
+            self.written.append({"kind": "loop", "var": var, **common, **_loop(block)})
+            self.graph(block, var)
+        elif kind == "ConditionalBlock":
+            var = self._name("conditional")
+            self.written.append({"kind": "conditional", "var": var, **common})
+            for condition, branch in block.branches:
+                branch_var = self._name("branch")
+                self.written.append({"kind": "branch", "var": branch_var, "owner": var, "label": branch.label,
+                                     "condition": repr(condition.as_string) if condition is not None else None})
+                self.graph(branch, branch_var)
+        elif kind == "ControlFlowRegion":
+            var = self._name("region")
+            self.written.append({"kind": "region", "var": var, **common})
+            self.graph(block, var)
+        else:
+            raise NotBuildable(kind)
+        return var
+
+    def _name(self, kind: str) -> str:
+        self.counts[kind] = self.counts.get(kind, -1) + 1
+        return f"{kind}{self.counts[kind]}"
+
+
+def _loop(loop) -> Dict:
+    def code(block) -> str:
+        return repr(block.as_string if block is not None else None)
+
+    # Python literals (repr), not JSON: a condition reads `i < N`, not `i \u003c N`
+    return {"condition": code(loop.loop_condition), "loop_var": repr(loop.loop_variable or None),
+            "init_expr": code(loop.init_statement), "update_expr": code(loop.update_statement),
+            "inverted": bool(loop.inverted),
+            "update_before_condition": bool(getattr(loop, "update_before_condition", True))}
+
+
+def _state(state, var: str) -> Dict:
     from dace.sdfg import nodes
 
     entry_var: Dict = {}
@@ -105,7 +162,7 @@ def _state(sdfg, state, var: str) -> Dict:
         memlet = edge.data
         edges.append({"src": variables[edge.src], "dst": variables[edge.dst], "src_conn": repr(edge.src_conn),
                       "dst_conn": repr(edge.dst_conn), "memlet": _memlet(memlet)})
-    return {"var": var, "label": state.label, "start": sdfg.start_block is state, "nodes": out, "edges": edges}
+    return {"var": var, "nodes": out, "edges": edges}
 
 
 def _memlet(memlet) -> str:
