@@ -544,8 +544,12 @@ def _candidate_cuts(program_sdfg, instance: Instance, cls: type):
     (its ``SDFGCutout`` raises, or it cannot be grown whole), the larger cutouts still judge
     the match, and say why they were taken."""
     try:
-        yield _dace_cut(program_sdfg, instance, cls)
-        failed = ""
+        cut = _dace_cut(program_sdfg, instance, cls)
+        failed = _invalid(cut.sdfg)
+        if failed:
+            failed = f"DaCe's own cutout is not a valid SDFG ({failed[:200]})"
+        else:
+            yield cut
     except Unsupported as exc:
         failed = f"DaCe's own cutout failed ({str(exc)[:200]})"
     for cut in _region_then_larger_cuts(program_sdfg, instance, cls, bool(failed)):
@@ -568,10 +572,16 @@ def _region_then_larger_cuts(program_sdfg, instance: Instance, cls: type, dace_f
 def _matching_cut(program_sdfg, instance: Instance, cls: type, past: int = 0):
     """The smallest candidate cutout inside which the transformation still matches (after the
     ``past`` smallest such), with its pre and post copies and the match relative to them."""
-    matching = 0
+    matching, invalid = 0, []
     for cut in _candidate_cuts(program_sdfg, instance, cls):
         pre, post = plain_copy(cut.sdfg, PRE_NAME), plain_copy(cut.sdfg, POST_NAME)
-        _check_cutout(pre, instance, cut)
+        problem = _invalid(pre)
+        if problem:             # harnessgen's or DaCe's cutout defect, never post's: the next one up
+            invalid.append(f"{cut.grown_for or 'DaCe cutout'}: {problem}")
+            continue
+        if invalid:
+            cut = dataclasses.replace(cut, grown_for=f"{len(invalid)} smaller cutout(s) not a valid SDFG "
+                                                     f"({invalid[0][:200]}); {cut.grown_for}")
         match = cut.match_in(pre)
         applied = rebuild_transformation(cls, copy.deepcopy(match), post)
         if can_apply(applied, post):
@@ -580,18 +590,21 @@ def _matching_cut(program_sdfg, instance: Instance, cls: type, past: int = 0):
             matching += 1
     if past:
         raise Unsupported(f"{instance.id}: no cutout larger than the {past} already judged holds the match")
+    if invalid:
+        raise Unsupported(f"{instance.id}: no cutout is a valid SDFG before the transformation "
+                          f"(the smallest, {invalid[0][:300]})")
     raise Unsupported(f"{instance.id}: the transformation does not match even in a copy of the whole program "
                       "(its can_be_applied depends on something a copy does not keep)")
 
 
-def _check_cutout(pre, instance: Instance, cut: Cut) -> None:
-    """A cutout that is not a valid SDFG is harnessgen's defect, never post's INVALID_SDFG."""
+def _invalid(sdfg) -> str:
+    """Why a cutout is not a valid SDFG ('' where it is): a cutout's own defect, never post's
+    INVALID_SDFG."""
     try:
-        pre.validate()
-    except Exception as exc:
-        grown = f" (grown for {cut.grown_for})" if cut.grown_for else ""
-        raise Unsupported(f"the cutout of {instance.id}{grown} is not a valid SDFG before the transformation: "
-                          f"{str(exc).splitlines()[0]}") from exc
+        sdfg.validate()
+    except Exception as exc:  # noqa: BLE001 -- DaCe's validation raises several kinds
+        return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+    return ""
 
 
 def extract(program_sdfg, instance: Instance, cls: type, past: int = 0) -> CutoutPair:

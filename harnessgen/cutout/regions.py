@@ -67,9 +67,10 @@ def locate(program_sdfg, match: Dict[str, Any]) -> Location:
 
 def region_cuts(program_sdfg, instance: Instance, cls: type, dace_failed: bool) -> Iterator[Cut]:
     """The candidate cutouts of a match inside a region, smallest first; of a match among an
-    SDFG's own blocks only where DaCe's cutout failed (a matched block is a region)."""
+    SDFG's own blocks only where DaCe's cutout failed (a matched block is a region, or DaCe's
+    cutout is not a valid SDFG)."""
     where = locate(program_sdfg, instance.match)
-    if not (where.in_region or (dace_failed and not issubclass(cls, xf.SingleStateTransformation))):
+    if not (where.in_region or dace_failed):
         return
     original = rebuild_transformation(cls, copy.deepcopy(instance.match), program_sdfg)
     if issubclass(cls, xf.SingleStateTransformation):
@@ -144,7 +145,10 @@ def _state_cut(where: Location, original, match: Dict[str, Any]) -> Optional[Cut
 
 
 def _affected_nodes(xform, state) -> Set:
-    """The matched nodes, each map with its whole scope."""
+    """The matched nodes, each map with its whole scope and the data nodes it reads from and
+    writes to. DaCe finds those through the memlet paths of the scope's inner edges, which end
+    at the first data node inside the scope: where the body starts with one (DaCe 2.0's
+    frontend writes ``A_index`` nodes there), the cutout would lose the map's inputs."""
     affected = set()
     for node in matched_elements(xform).values():
         if node not in state.nodes():
@@ -154,7 +158,15 @@ def _affected_nodes(xform, state) -> Set:
             state.entry_node(node) if isinstance(node, nodes.ExitNode) else None
         if entry is not None:
             affected |= set(state.scope_subgraph(entry, include_entry=True, include_exit=True).nodes())
+            affected |= _outer_data_nodes(state, entry)
     return affected
+
+
+def _outer_data_nodes(state, entry) -> Set:
+    """The data nodes directly outside a scope's entry and exit."""
+    exit_node = state.exit_node(entry)
+    found = {e.src for e in state.in_edges(entry) if isinstance(e.src, nodes.AccessNode)}
+    return found | {e.dst for e in state.out_edges(exit_node) if isinstance(e.dst, nodes.AccessNode)}
 
 
 def _globalize(cutout, outside: Set[str]) -> None:
