@@ -382,9 +382,11 @@ class Judge:
     def __init__(self, bug: Bug, change, instance, same_signature: bool = True):
         self.target, self.kind = bug.signature, bug.signature.kind
         self.change, self.instance = change, instance
-        # False: any finding of the bug's kind will do (judging a bug on another DaCe)
+        # False: judging the bug on another DaCe, where DaCe's own lines have moved: the same
+        # kind and what of the signature holds across versions (``version_stable``) will do
         self.same_signature = same_signature
         self.tried = 0              # places the change was made at, over every call
+        self.otherwise = ""         # a finding of the bug's kind that is not the bug (another DaCe)
 
     def __call__(self, sdfg):
         for pair in self.change.variants(sdfg, self.instance):
@@ -418,8 +420,14 @@ class StaticJudge(Judge):
             found = sig.build_signature(self.target.transformation, message, names)
         else:
             return None
-        same = found.key == self.target.key if self.same_signature else found.kind == self.kind
-        return (pair, message) if same else None
+        if self.same_signature:
+            return (pair, message) if found.key == self.target.key else None
+        if found.kind != self.kind:
+            return None
+        if sig.version_stable(found) != sig.version_stable(self.target):
+            self.otherwise = self.otherwise or message
+            return None
+        return pair, message
 
 
 DYNAMIC_KINDS = ("MISMATCH", "RACE", "OOB_WRITE", "POST_HANG", "POST_CRASH")

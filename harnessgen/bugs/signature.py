@@ -71,6 +71,22 @@ class Signature:
         return {"key": self.key, "kind": self.kind, "transformation": self.transformation, "parts": list(self.parts)}
 
 
+# the parts of an exception signature: its type, its message, DaCe's frames (which move
+# between DaCe versions)
+EXCEPTION_KINDS = ("FAILED_TO_APPLY", "INVALID_SDFG")
+
+
+def version_stable(signature: Signature) -> Tuple[str, ...]:
+    """What of a signature holds across DaCe versions: an exception's type and message (not the
+    frames, whose files and functions move), a compiler's error; for a wrong result, its kind
+    alone (a wrong result of the same kind is the transformation still breaking the program)."""
+    if signature.kind in EXCEPTION_KINDS:
+        return signature.parts[:2]
+    if signature.kind == "BUILD_FAILURE":
+        return signature.parts
+    return ()
+
+
 # ------------------------------------------------------------------ normalising text
 def program_names(sdfg_json: Optional[Dict]) -> Set[str]:
     """Every name a program gives: containers, symbols, labels of states and nodes, map

@@ -7,6 +7,8 @@ from typing import Dict, Optional
 from packaging.version import InvalidVersion, Version
 
 STILL_PRESENT, FIXED, CANNOT_APPLY = "STILL_PRESENT", "FIXED", "CANNOT_APPLY"
+# the transformation still fails on the program, with another error than the bug's
+FAILS_OTHERWISE = "FAILS_OTHERWISE"
 
 
 def version_key(version: str):
@@ -26,6 +28,7 @@ def newest_showing(versions: Dict[str, Dict]) -> Optional[str]:
 
 def versions_line(versions: Dict[str, Dict]) -> str:
     """``1.0.2 still present, 2.0.0b1 fixed``."""
-    words = {STILL_PRESENT: "still present", FIXED: "fixed", CANNOT_APPLY: "cannot apply"}
+    words = {STILL_PRESENT: "still present", FIXED: "fixed", CANNOT_APPLY: "cannot apply",
+             FAILS_OTHERWISE: "fails otherwise"}
     return ", ".join(f"{v} {words.get(r.get('verdict'), r.get('verdict'))}"
                      for v, r in sorted(versions.items(), key=lambda kv: version_key(kv[0])))

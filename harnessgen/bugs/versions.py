@@ -28,12 +28,13 @@ from typing import Dict, List, Optional, Sequence
 from ..core.errors import ConfigError, HarnessgenError, Unsupported
 from ..core.files import write_json
 from ..cutout.changes import load_change
-from ..dacecompat import dace_version
+from ..dacecompat import dace_version, raise_control_flow
 from ..harness.build import compile_errors
 from ..harness.judge import JudgeOptions
 from .cluster import CODEGEN_FAILURE, STATIC_VERDICTS, Bug, load_json, read_finding
 from .reduce import DYNAMIC_KINDS, DynamicJudge, ReduceOptions, StaticJudge, finding_instance
-from .version_verdicts import CANNOT_APPLY, FIXED, STILL_PRESENT, version_key
+from .signature import first_compiler_error, normalise
+from .version_verdicts import CANNOT_APPLY, FAILS_OTHERWISE, FIXED, STILL_PRESENT, version_key
 
 VERSIONS_FILE = "versions.json"
 # where ``make setup-dace DACE=<version>`` puts a DaCe's environment, under the work directory
@@ -43,7 +44,7 @@ DACE_ENVS = "daceenvs"
 @dataclasses.dataclass
 class VersionVerdict:
     dace: str
-    verdict: str                 # STILL_PRESENT, FIXED, CANNOT_APPLY
+    verdict: str                 # STILL_PRESENT, FIXED, FAILS_OTHERWISE, CANNOT_APPLY
     reason: str = ""             # what was seen (the outcome and its message), or why it could not be judged
     folder: str = ""             # the finding judged
     seconds: float = 0.0
@@ -74,14 +75,14 @@ def _judged(folder: Path, options: JudgeOptions, seeds: int):
         raise Unsupported(f"{folder} holds no finding harnessgen can read")
     kind = finding.signature.kind
     if kind == CODEGEN_FAILURE:
-        program = _load(dace, folder / "program.sdfg")
-        message = compile_errors(program)
-        return (STILL_PRESENT, _first_line(message)) if message else (FIXED, "DaCe builds the program")
-    program = _load(dace, folder / "pre.sdfg")
+        return _codegen_verdict(finding.signature, compile_errors(_load(dace, folder / "program.sdfg")[0]))
+    program, written_by = _load(dace, folder / "pre.sdfg")
     # the instance as the finding recorded it, its match relative to the program judged (pre)
     instance = finding_instance({"build_dir": str(folder)} if (folder / "instance.json").is_file() else meta)
     if (folder / "transformation.json").is_file():
         instance = dataclasses.replace(instance, match=json.loads((folder / "transformation.json").read_text()))
+    # its settings are read as the DaCe that wrote them wrote them
+    instance = dataclasses.replace(instance, match={**instance.match, "dace_version": written_by})
     try:
         change = load_change(instance.transformation_spec)
     except Exception as exc:  # noqa: BLE001 -- this DaCe has no such transformation or pass
@@ -97,17 +98,44 @@ def _judged(folder: Path, options: JudgeOptions, seeds: int):
     found = judge(program)
     if found is not None:
         return STILL_PRESENT, _evidence(kind, found)
+    if judge.otherwise:
+        return FAILS_OTHERWISE, f"{kind} with another error: {_first_line(judge.otherwise)}"
     if judge.tried == 0:
         raise Unsupported(f"{instance.transformation_spec} does not apply to the program here")
     return FIXED, f"no {kind} at the {judge.tried} place(s) {instance.transformation_spec} applies to the program"
 
 
+def _codegen_verdict(signature, message: Optional[str]):
+    """A program DaCe could not build: the same compiler error again, another, or none."""
+    if not message:
+        return FIXED, "DaCe builds the program"
+    error = first_compiler_error(message) or _first_line(message)
+    if signature.parts and normalise(error) == signature.parts[0]:
+        return STILL_PRESENT, error
+    return FAILS_OTHERWISE, f"another error: {_first_line(error)}"
+
+
 def _load(dace, path: Path):
+    """The program as this DaCe reads it, in the form its transformations meet, and the DaCe
+    that wrote it: a program another DaCe wrote is checked to be valid here, and its loops and
+    branches raised into regions where this DaCe keeps them so."""
     try:
-        return dace.SDFG.from_file(str(path))
+        program = dace.SDFG.from_file(str(path))
     except Exception as exc:  # noqa: BLE001 -- another DaCe wrote it
-        raise Unsupported(f"the program does not load here ({path.name}: {type(exc).__name__}: "
-                          f"{str(exc).splitlines()[0][:200] if str(exc) else ''})") from exc
+        raise Unsupported(f"the program does not load here ({path.name}: {_error_line(exc)})") from exc
+    written_by = str((load_json(path) or {}).get("dace_version", "")) or dace_version()
+    if written_by != dace_version():
+        try:
+            raise_control_flow(program)
+            program.validate()
+        except Exception as exc:  # noqa: BLE001 -- what DaCe 1.0.2 wrote need not hold in 2.0
+            raise Unsupported(f"the program DaCe {written_by} wrote is not a valid program here "
+                              f"({path.name}: {_error_line(exc)})") from exc
+    return program, written_by
+
+
+def _error_line(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
 
 
 def _evidence(kind: str, found) -> str:

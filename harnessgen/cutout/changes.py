@@ -16,8 +16,8 @@ from typing import Callable, Dict, Iterator, List
 
 from ..core.errors import ConfigError, Unsupported
 from ..plan import params, passes
-from ..plan.instances import (Instance, enumerate_instances, instance_id, load_transformation, match_settings,
-                              parse_settings, pattern_matches, rebuild_transformation)
+from ..plan.instances import (MATCH_PLACE_KEYS, Instance, enumerate_instances, instance_id, load_transformation,
+                              match_settings, parse_settings, pattern_matches, rebuild_transformation)
 from ..plan.params import ParamOptions
 from .extract import CutoutPair, extract, extract_change, transformed_program, whole_program_pair
 
@@ -113,9 +113,13 @@ class Patterns(Change):
         return transformed_program(program_sdfg, inst, self.cls)
 
     def variants(self, sdfg, inst):
+        # the instance's settings, as the DaCe that wrote them wrote them, at each place of this
+        # program (its other properties at their defaults, as the match's JSON leaves them)
         settings = match_settings(inst.match)
+        written_by = {"dace_version": inst.match["dace_version"]} if inst.match.get("dace_version") else {}
         for xform in list(pattern_matches(sdfg, self.cls, None)):
-            match = {**json.loads(json.dumps(xform.to_json())), **settings}
+            place = {k: v for k, v in json.loads(json.dumps(xform.to_json())).items() if k in MATCH_PLACE_KEYS}
+            match = {**place, **settings, **written_by}
             try:
                 yield self.whole_program(sdfg, dataclasses.replace(inst, match=match))
             except Unsupported:      # it does not match in a copy: no variant there

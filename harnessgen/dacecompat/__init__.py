@@ -7,11 +7,11 @@ sits among the control-flow regions, and the blocks around it."""
 from .build import cpp_standard
 from .copies import copy_sdfg, sdfg_json
 from .loops import ForLoop, for_loops
-from .names import dace_version, find_new_name, node_schedule
+from .names import dace_version, find_new_name, json_context, node_schedule
 from .passes import NEWER_PASSES, NEWER_TRANSFORMATIONS, newer_defaults, present, simplify_defaults, simplify_members
 from .regions import (BlockPath, block_at, block_path, control_flow_code, enclosing_blocks, has_regions, is_region,
-                      region_kind, regions_of)
+                      raise_control_flow, region_kind, regions_of)
 
 __all__ = ["NEWER_PASSES", "NEWER_TRANSFORMATIONS", "BlockPath", "ForLoop", "block_at", "block_path", "control_flow_code", "copy_sdfg", "cpp_standard", "dace_version", "enclosing_blocks",
-           "find_new_name", "for_loops", "has_regions", "is_region", "newer_defaults", "node_schedule", "present", "region_kind", "regions_of", "sdfg_json", "simplify_defaults",
+           "find_new_name", "for_loops", "has_regions", "is_region", "json_context", "newer_defaults", "node_schedule", "present", "raise_control_flow", "region_kind", "regions_of", "sdfg_json", "simplify_defaults",
            "simplify_members"]

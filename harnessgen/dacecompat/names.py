@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import Container
+from typing import Any, Container, Dict, Optional
 
 import dace
 from dace import dtypes
@@ -14,6 +14,13 @@ def dace_version() -> str:
         return version("dace")
     except PackageNotFoundError:
         return str(getattr(dace, "__version__", "unknown"))
+
+
+def json_context(written_by: Optional[str] = None, **items: Any) -> Dict[str, Any]:
+    """A context for DaCe's ``from_json``/``set_properties_from_json``: DaCe 2.0 reads a symbolic
+    property only knowing which DaCe wrote it (before 2.0.0a4 as a Python string, after as its
+    own format); 1.0.2 ignores the key. ``written_by``: that DaCe (default: this one)."""
+    return {**items, "version": written_by or dace_version()}
 
 
 def find_new_name(name: str, existing: Container[str]) -> str:

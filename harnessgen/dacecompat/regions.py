@@ -115,3 +115,16 @@ def _assignments(statement) -> dict:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 found[node.targets[0].id] = ast.unparse(node.value)
     return found
+
+
+def raise_control_flow(sdfg) -> bool:
+    """Loops and branches written as states (by DaCe 1.0.2, or a frontend) raised into regions,
+    where this DaCe has them (``ControlFlowRaising``): the form its transformations match.
+    Returns whether it ran."""
+    try:
+        from dace.transformation.passes.simplification.control_flow_raising import ControlFlowRaising
+    except ImportError:
+        return False
+    ControlFlowRaising().apply_pass(sdfg, {})
+    sdfg.reset_cfg_list()
+    return True

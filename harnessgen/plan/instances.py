@@ -15,6 +15,7 @@ import warnings
 from typing import Any, Dict, Iterator, List, Optional
 
 from ..core.errors import ConfigError, Unsupported
+from ..dacecompat import json_context
 from ..targets import Program, Target
 from ..targets.loaders import load_class
 from .passes import close_pass_names
@@ -170,14 +171,16 @@ def rebuild_transformation(cls: type, match: Dict[str, Any], sdfg) -> Any:
     subgraph = {expr.node(int(k)): int(v) for k, v in match.get("_subgraph", {}).items()}
     xform = cls()
     xform.setup_match(sdfg, match.get("cfg_id", 0), match.get("state_id", 0), subgraph, expr_index)
-    set_properties_from_json(xform, match, context={"transformation": xform},
-                             ignore_properties={"transformation", "type"})
+    # a match kept from another DaCe says which (its settings are read as that DaCe wrote them)
+    set_properties_from_json(xform, match, context=json_context(match.get("dace_version"), transformation=xform),
+                             ignore_properties={"transformation", "type", "dace_version"})
     xform._sdfg = sdfg
     return xform
 
 
 # the keys of a match's JSON that say where it lies (the others say how it is set)
-MATCH_PLACE_KEYS = frozenset({"type", "transformation", "_subgraph", "cfg_id", "sdfg_id", "state_id", "expr_index"})
+MATCH_PLACE_KEYS = frozenset({"type", "transformation", "_subgraph", "cfg_id", "sdfg_id", "state_id", "expr_index",
+                              "dace_version"})
 
 
 def match_settings(match: Dict[str, Any]) -> Dict[str, Any]:

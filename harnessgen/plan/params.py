@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..core.errors import ConfigError
+from ..dacecompat import json_context
 from .instances import MATCH_PLACE_KEYS
 
 DOMAINS_FILE = Path(__file__).with_name("param_domains.json")
@@ -277,7 +278,7 @@ def variant_match(cls: type, match: Dict[str, Any], params: Dict[str, Any]) -> D
 
     xform = cls()
     try:
-        set_properties_from_json(xform, params, context={"transformation": xform})
+        set_properties_from_json(xform, params, context=json_context(transformation=xform))
         written = json.loads(json.dumps(xform.to_json()))
     except Exception as exc:  # noqa: BLE001 -- DaCe raises what the property's parser raises
         raise ValueError(f"{cls.__name__}: {describe(params)} refused: {exc}") from exc
