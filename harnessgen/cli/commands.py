@@ -201,7 +201,8 @@ def _add_bugs(sub) -> None:
                    help="build cache for the programs reduction judges (default .harnessgen)")
     p.add_argument("--on-dace", type=requested_versions, default=[], metavar="VERSION[,VERSION]",
                    help="judge each bug again on these DaCe versions, each in its environment (this one, the "
-                        "checkout's .venv, or make setup-dace DACE=VERSION): still present, fixed, cannot apply")
+                        "checkout's .venv, or make setup-dace DACE=VERSION): still present, fails otherwise, fixed, "
+                        "cannot apply")
     p.set_defaults(func=cmd_bugs)
 
 
@@ -213,6 +214,8 @@ def cmd_bugs(args) -> int:
                    step=PlanDisplay(console).step, on_dace=args.on_dace)
     for line in render.bug_lines(out):
         console.print(line)
+    if (Path(out) / "campaign.db").is_file():       # a run's report shows its bugs: drawn again with them
+        report.write(out)
     findings = sum(len(b.findings) for b in bugs)
     console.print(f"{findings} finding(s) in {len(bugs)} distinct bug(s); {out / 'bugs.json'}, "
                   f"{out / 'bugs'}/<id>/BUG.md")

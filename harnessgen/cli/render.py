@@ -152,7 +152,7 @@ def bug_lines(run_dir: Path) -> List[str]:
         lines.append(f"  [bold]{row['instances']:>4} x {escape(row['transformation'])} {row['kind']}[/]  {row['id']}\n"
                      f"         {escape(row['description'])}\n         smallest: {escape(where)} ({row['size']})")
         if row.get("versions"):
-            newest = f" [bold red]shows on the newest DaCe judged ({row['shows_on_newest']})[/]" \
+            newest = f"; [bold red]shows on the newest DaCe judged, {row['shows_on_newest']}[/]" \
                 if row.get("shows_on_newest") else ""
             lines.append(f"         DaCe: {escape(row['versions'])}{newest}")
     return lines

@@ -59,6 +59,7 @@ def test_a_bug_is_still_present_fixed_or_not_judgeable_and_its_report_says_which
     report = (tmp_path / "out" / "bugs" / bug["id"] / "BUG.md").read_text()
     assert f"**Still present on DaCe {here}, the newest version it was judged on.**" in report
     assert f"{here} still present" in proc.stdout + proc.stderr
+    assert f"{here} still present" in (tmp_path / "out" / "report.md").read_text()     # the run's report too
 
 
 def test_versions_order_by_release_and_the_newest_decides():
