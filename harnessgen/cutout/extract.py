@@ -593,6 +593,11 @@ def _matching_cut(program_sdfg, instance: Instance, cls: type, past: int = 0):
     if invalid:
         raise Unsupported(f"{instance.id}: no cutout is a valid SDFG before the transformation "
                           f"(the smallest, {invalid[0][:300]})")
+    if instance.params:          # a variant: the transformation declines these values at this match
+        raise Unsupported(f"{instance.id}: the transformation does not apply here with "
+                          f"{', '.join(f'{k}={v}' for k, v in sorted(instance.params.items()))} "
+                          "(its can_be_applied refuses them even in the whole program; the match's defaults are "
+                          f"judged as {instance.base})")
     raise Unsupported(f"{instance.id}: the transformation does not match even in a copy of the whole program "
                       "(its can_be_applied depends on something a copy does not keep)")
 
