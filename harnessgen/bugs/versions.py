@@ -126,6 +126,7 @@ def _load(dace, path: Path):
     written_by = str((load_json(path) or {}).get("dace_version", "")) or dace_version()
     if written_by != dace_version():
         try:
+            program.validate()              # first as written: raising a large program's loops takes minutes
             raise_control_flow(program)
             program.validate()
         except Exception as exc:  # noqa: BLE001 -- what DaCe 1.0.2 wrote need not hold in 2.0
