@@ -85,10 +85,6 @@ def program_size(sdfg) -> Tuple[int, int]:
     return sdfg_size(sdfg.to_json())
 
 
-def _clone(sdfg):
-    return copy_sdfg(sdfg)
-
-
 def _graphs(sdfg) -> List:
     """Every control-flow graph of the program in a fixed order: each SDFG (nested ones too) and
     each of its regions (loops, branches), a conditional block aside (it has branches, not a
@@ -145,7 +141,7 @@ def edits(sdfg) -> Iterator[Tuple[str, Edit]]:
             if isinstance(block, dace.SDFGState) and _loop_of(graph, block) is not None \
                     and not _one_trip_already(graph, block):
                 yield f"one trip of the loop at {block.label}", _at(g, s, _one_trip)
-            elif _region_loop(block) is not None and not _region_one_trip_already(block):
+            elif _region_loop_to_cut(block):
                 yield f"one trip of the loop {block.label}", _at(g, s, _region_one_trip)
     for g, graph in enumerate(graphs):
         for s, state in _states(graph):
@@ -177,9 +173,10 @@ def _region_loop(block):
     return for_loop_of_region(block)
 
 
-def _region_one_trip_already(loop) -> bool:
-    found = _region_loop(loop)
-    return _trip_test(found.variable, found.start) in loop.loop_condition.as_string
+def _region_loop_to_cut(block) -> bool:
+    """A ``LoopRegion`` DaCe reads whose condition does not yet stop it after one trip."""
+    found = _region_loop(block)
+    return found is not None and _trip_test(found.variable, found.start) not in block.loop_condition.as_string
 
 
 def _region_one_trip(graph, loop) -> None:
@@ -340,7 +337,7 @@ def weight(sdfg) -> Tuple[int, int]:
     rest = sum(1 for graph in _graphs(sdfg) for _, state in _states(graph)
                if _loop_of(graph, state) is not None and not _one_trip_already(graph, state))
     rest += sum(1 for graph in _graphs(sdfg) for block in graph.nodes()
-                if _region_loop(block) is not None and not _region_one_trip_already(block))
+                if _region_loop_to_cut(block))
     for node, _ in sdfg.all_nodes_recursive():
         if isinstance(node, dace.nodes.Tasklet):
             rest += len(node.code.as_string)
@@ -526,7 +523,7 @@ def reduce_program(pre, judge: Callable, options: ReduceOptions) -> Tuple[object
         for _, edit in edits(best):
             if time.monotonic() - started > options.seconds or judged >= options.max_candidates:
                 return best, pair, message, judged, kept, "time or candidate budget used up"
-            candidate = _clone(best)
+            candidate = copy_sdfg(best)
             try:
                 edit(candidate)
                 drop_unused_containers(candidate)

@@ -7,8 +7,9 @@ else its representative's cutout) is loaded by that DaCe in its own environment,
 change is made there by that DaCe's transformation (wherever it applies in the program,
 ``Change.variants``), and the pair is judged as the reducer judges it: the finding's input and
 boundary seeds, built and run, for a dynamic bug; the exception, invalid SDFG or compiler error
-for a static one; DaCe's code generator for a program it cannot build. Any finding of the
-bug's kind means *still present*; none, *fixed*.
+for a static one; DaCe's code generator for a program it cannot build. The bug's kind with
+its error again (``signature.version_stable``: not DaCe's frames, which move between versions)
+means *still present*; its kind with another error, *fails otherwise*; none, *fixed*.
 
 ``rejudge_here`` runs inside the DaCe being judged (``harnessgen rejudge FOLDER``, which
 prints one JSON line); ``rejudge_bugs`` runs it in each version's environment and keeps the
@@ -16,6 +17,7 @@ verdicts in ``bugs/<id>/versions.json`` (a later analysis of the same bug reuses
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -191,7 +193,7 @@ def rejudge_bugs(bugs: Sequence[Bug], out_dir: Path, versions: Sequence[str], wo
             if version in kept:
                 continue
             label = f"judging bug {number}/{len(bugs)} ({bug.id}) on DaCe {version}"
-            with (step(label) if step else _nothing()):
+            with (step(label) if step else contextlib.nullcontext()):
                 kept[version] = _rejudge_in(python, folder, work_dir, timeout_s, version).to_json()
         bug.versions = {v: kept[v] for v in sorted(kept, key=version_key)}
         write_json(Path(out_dir) / "bugs" / bug.id / VERSIONS_FILE, {"folder": str(folder), "versions": bug.versions})
@@ -220,14 +222,6 @@ def _rejudge_in(python: Path, folder: Path, work_dir: Path, timeout_s: float, ve
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         return VersionVerdict(version, CANNOT_APPLY, f"harnessgen rejudge failed there: {tail[0][:300]}", str(folder))
     return VersionVerdict(**json.loads(line))
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def requested_versions(text: str) -> List[str]:
