@@ -92,7 +92,8 @@ class InstanceRunner:
             generated = []
         else:
             generated = seedlib.sample(harness.layout, opts.num_seeds, opts.seed)
-        proof = self._prove(harness, result)
+        with result.timed("prove"):
+            proof = self._prove(harness, result)
         if proof is not None and proof.candidate:   # counterexamples: replayed first, then seeds
             generated = provelib.counterexample_inputs(proof, harness.layout, opts.seed) + generated
         seed_paths = seedlib.write(generated, corpus)
@@ -108,23 +109,26 @@ class InstanceRunner:
         # cutout that runs for seconds per input must not hold a worker for minutes
         inputs = seed_paths + user_files
         timings: List[float] = []
-        passing, crashing = seedlib.screen_seeds(harness, inputs, deadline=fuzz_started + max(opts.time_s, 1.0),
-                                                 timings=timings)
+        with result.timed("seeds"):
+            passing, crashing = seedlib.screen_seeds(harness, inputs, deadline=fuzz_started + max(opts.time_s, 1.0),
+                                                     timings=timings)
         result.exec_timing = exec_timing(timings)
         ran = len(passing) + len(crashing)
         if ran < len(inputs):
             result.seeds_note = f"{ran} of {len(inputs)} seed inputs ran within the instance's {opts.time_s:g} s"
         raw: List[RawCrash] = [RawCrash(p, time.monotonic() - fuzz_started, _seed_kind(p), execs=position)
                                for p, position in crashing]
-        raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
-                for p in self.subject.passing_checks(harness, passing)]
+        with result.timed("checks"):
+            raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
+                    for p in self.subject.passing_checks(harness, passing)]
         # post runs in parallel where pre does not: judged on several threads without being asked
         auto_race = opts.race_check and opts.race_threads <= 1 and harness.parallelism_changed
         race_threads = opts.check_threads if opts.race_threads > 1 or auto_race else 0
         if race_threads:   # the passing seeds once more, in race mode (the automatic check within its time)
             deadline = time.monotonic() + self._race_check_seconds() if auto_race else None
-            checked, racing = seedlib.screen_seeds(harness, passing, threads=race_threads,
-                                                   repeat=opts.race_repeat * 5, deadline=deadline)
+            with result.timed("race"):
+                checked, racing = seedlib.screen_seeds(harness, passing, threads=race_threads,
+                                                       repeat=opts.race_repeat * 5, deadline=deadline)
             raced = {p for p, _ in racing}
             total = len(passing)
             passing = [p for p in passing if p not in raced]
@@ -156,7 +160,8 @@ class InstanceRunner:
                           parallel=opts.afl_jobs, max_execs=opts.max_execs, resume=opts.resume,
                           exec_timeout_ms=result.exec_timing.get("afl_timeout_ms"))
             engine_started = time.monotonic() - fuzz_started
-            res = engine.run(job)
+            with result.timed("engine"):
+                res = engine.run(job)
             engine_execs, engine_seconds = res.execs, time.monotonic() - fuzz_started - engine_started
             result.execs, result.execs_per_sec = res.execs, round(res.execs_per_sec, 1)
             if "race_execs_per_sec" in res.stats:
@@ -167,7 +172,8 @@ class InstanceRunner:
                     crash.execs += len(passing) + len(crashing)
             raw += sorted(res.crashes, key=lambda c: (c.seconds is None, c.seconds or 0.0, c.path.name))
             if auto_race:
-                raw += self._race_check_queue(harness, res.queue, fuzz_started, result)
+                with result.timed("race"):
+                    raw += self._race_check_queue(harness, res.queue, fuzz_started, result)
         result.execs += len(passing) + len(crashing)
         result.fuzz_seconds = round(time.monotonic() - fuzz_started, 3)
         result.evidence = evidencelib.judge(
@@ -175,7 +181,8 @@ class InstanceRunner:
             why_not or "the engine ran but executed nothing (its log is in the afl/ folder of the run)",
             meant_to_fuzz=not why_not or why_not.startswith(evidencelib.MEANT_PREFIX),
             seeds_planned=len(inputs)).to_json()
-        self._triage(inst, harness, raw, result)
+        with result.timed("triage"):
+            self._triage(inst, harness, raw, result)
         if proof is not None:
             self._report_proof(proof, result)
 

@@ -9,6 +9,13 @@ that has used the least of its share so far (finished instances' seconds plus th
 ones' so far), the main queue first on a tie. A budget-bound run thus spends most of its
 time where verdicts come quickly and still judges the expensive instances, interleaved
 from the start, instead of finding them all at the end of the plan or none at all.
+
+Within a queue the transformations share its time alike: the next instance is the first
+pending one of the transformation that has used the least time in that queue so far (plan
+order on a tie, so every transformation starts early). A transformation whose instances take
+two seconds then judges ten for every one of a transformation whose instances take twenty,
+instead of each waiting its turn behind the slow one. Instances put back in front (requeued
+after a lost worker) go first.
 """
 from __future__ import annotations
 
@@ -38,12 +45,15 @@ class Scheduler:
         self.running: Dict[str, tuple] = {}          # id -> (queue, started, spec)
         self.walls: Dict[str, List[float]] = {}     # spec -> wall seconds of its finished main instances
         self.slow: List[str] = []                    # specs moved to the expensive queue, in order
+        self.spec_spent: Dict[tuple, float] = {}     # (queue, spec) -> seconds of its finished instances
+        self.urgent: set = set()                     # ids put back in front
 
     def add(self, rows: List[Dict], front: bool = False) -> None:
         for row in (reversed(rows) if front else rows):
             queue = self.queues[self.queue_of(row)]
             if front:
                 queue.insert(0, row)
+                self.urgent.add(row["id"])
             else:
                 queue.append(row)
 
@@ -70,9 +80,24 @@ class Scheduler:
             room = [q for q in candidates if self._running(q) < self._workers_for(q, workers)]
             candidates = room or candidates
         queue = min(candidates, key=lambda q: (self._used(q, now), QUEUES.index(q)))
-        row = self.queues[queue].pop(0)
+        row = self.queues[queue].pop(self._pick(queue, now))
+        self.urgent.discard(row["id"])
         self.running[row["id"]] = (queue, now, row["spec"])
         return row
+
+    def _pick(self, queue: str, now: float) -> int:
+        """The index in ``queue`` of the next instance: one put back in front, else the first
+        of the transformation that has used the least of the queue's time."""
+        rows = self.queues[queue]
+        if rows[0]["id"] in self.urgent:
+            return 0
+        used = dict(self.spec_spent)
+        for q, started, spec in self.running.values():
+            used[(q, spec)] = used.get((q, spec), 0.0) + now - started
+        first: Dict[str, int] = {}
+        for index, row in enumerate(rows):
+            first.setdefault(row["spec"], index)
+        return min(first.values(), key=lambda index: (used.get((queue, rows[index]["spec"]), 0.0), index))
 
     def _workers_for(self, queue: str, workers: int) -> int:
         """A queue's share of the workers: at least one where its share is not zero."""
@@ -86,6 +111,7 @@ class Scheduler:
         queue, started, spec = self.running.pop(instance_id, (MAIN, time.monotonic(), ""))
         wall = time.monotonic() - started
         self.spent[queue] += wall
+        self.spec_spent[(queue, spec)] = self.spec_spent.get((queue, spec), 0.0) + wall
         if queue == MAIN and spec:
             self.walls.setdefault(spec, []).append(wall)
             self._move_if_slow(spec)

@@ -4,7 +4,9 @@ with (``FuzzOptions``) and what it ended with (``InstanceResult``, one entry of 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -119,6 +121,17 @@ class InstanceResult:
     blocked_by: str = ""                 # BLOCKED: the cause's id (codegen_causes.Cause)
     seeds_note: str = ""                 # where not every seed input ran within the instance's time
     exec_timing: Dict = dataclasses.field(default_factory=dict)  # measured seed runs, afl-fuzz's -t (runner)
+    phases: Dict = dataclasses.field(default_factory=dict)       # seconds per part of the instance (``timed``)
+
+    @contextlib.contextmanager
+    def timed(self, phase: str):
+        """Add the time the block takes to ``phases[phase]``: where an instance's time went
+        (cutout, build, seeds, engine, race, triage, audit, ...), summed over the run."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[phase] = round(self.phases.get(phase, 0.0) + time.monotonic() - started, 3)
 
     @property
     def verdict_seconds(self) -> float:
@@ -207,5 +220,18 @@ def run_summary(settings: Dict, results: List[InstanceResult], planned: int, war
         "reference_checks": reference_checks or [],
         "codegen_causes": codegen_causes(results),
         "per_transformation": per_transformation(results),
+        "time_by_phase": time_by_phase(results),
         "instances": [r.to_json() for r in results],
     }
+
+
+def time_by_phase(results: List[InstanceResult]) -> Dict[str, float]:
+    """Where the workers' time went, summed over the instances (``InstanceResult.phases``),
+    largest first; "other" is the rest of their wall time."""
+    totals: Dict[str, float] = {}
+    for r in results:
+        for phase, seconds in r.phases.items():
+            totals[phase] = totals.get(phase, 0.0) + seconds
+    wall = sum(r.wall_seconds for r in results)
+    totals["other"] = max(0.0, wall - sum(totals.values()))
+    return {phase: round(seconds, 1) for phase, seconds in sorted(totals.items(), key=lambda kv: -kv[1])}

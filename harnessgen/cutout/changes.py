@@ -19,7 +19,7 @@ from ..plan import params, passes
 from ..plan.instances import (MATCH_PLACE_KEYS, Instance, enumerate_instances, instance_id, load_transformation,
                               match_settings, parse_settings, pattern_matches, rebuild_transformation)
 from ..plan.params import ParamOptions
-from .extract import CutoutPair, extract, extract_change, transformed_program, whole_program_pair
+from .extract import AppliedOnce, CutoutPair, extract, extract_change, transformed_program, whole_program_pair
 
 # what separates a variant's parameters from its match's description
 PARAMS_MARK = " | with "
@@ -135,6 +135,7 @@ class Passes(Change):
 
     def __init__(self, pspec: "passes.PassSpec"):
         self.pspec, self.spec, self.name = pspec, pspec.spec, pspec.name
+        self.applied = AppliedOnce(self.apply)
 
     def apply(self, sdfg) -> None:
         passes.run_pass(self.pspec, sdfg)
@@ -162,10 +163,10 @@ class Passes(Change):
         return found
 
     def extract(self, program_sdfg, inst, past):
-        return extract_change(program_sdfg, inst, self.apply, past=past)
+        return extract_change(program_sdfg, inst, self.applied, past=past)
 
     def whole_program(self, program_sdfg, inst):
-        pair = whole_program_pair(program_sdfg, f"{inst.id}-whole", transform=self.apply)
+        pair = whole_program_pair(program_sdfg, f"{inst.id}-whole", changed=self.applied(program_sdfg))
         pair.instance = dataclasses.replace(inst, id=f"{inst.id}-whole")
         pair.translated_match = dict(inst.match)
         return pair

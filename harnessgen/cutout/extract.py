@@ -16,7 +16,7 @@ from ..core.errors import Unsupported
 from ..core.expr import to_sympy
 from ..core.outcome import Outcome
 from ..cuda.toolkit import uses_gpu
-from ..dacecompat import copy_sdfg, find_new_name
+from ..dacecompat import copy_sdfg, find_new_name, keep_template
 from ..plan import passes
 from ..plan.instances import Instance, rebuild_transformation
 from .aliasing import alias_groups, alibi_groups, joint_layout
@@ -689,24 +689,33 @@ def _with_post(pair: CutoutPair, post) -> CutoutPair:
     return pair
 
 
-def whole_program_pair(program_sdfg, label: str = "whole-program", transform=None) -> CutoutPair:
+def whole_program_pair(program_sdfg, label: str = "whole-program", transform=None,
+                       changed: Optional[Callable[[str], Any]] = None) -> CutoutPair:
     """The whole program as pre and post. Without ``transform`` post is the program too: that
     checks the harness and the program itself (must always pass, deterministically). With it,
     ``transform(post)`` changes post first, before the harness's adaptations (as ``extract``
     applies a transformation): one that raises Unsupported passes it on, any other exception is FAILED_TO_APPLY, an invalid post or a changed
-    interface INVALID_SDFG, in ``verdict`` and ``error`` (``post`` kept for inspection)."""
+    interface INVALID_SDFG, in ``verdict`` and ``error`` (``post`` kept for inspection).
+    ``changed(name)`` instead gives post already changed, a copy of its own (``AppliedOnce``),
+    or raises as the change did."""
     inst = Instance(id=label, target="", program=program_sdfg.name, transformation="identity",
                     transformation_spec="", match={})
     everything = sorted(n for n, d in program_sdfg.arrays.items() if not d.transient)
-    pair = CutoutPair(instance=inst, pre=plain_copy(program_sdfg, PRE_NAME), post=plain_copy(program_sdfg, POST_NAME),
+    pair = CutoutPair(instance=inst, pre=plain_copy(program_sdfg, PRE_NAME), post=None,
                       input_config=everything, output_config=everything, program_sdfg=program_sdfg,
                       translated_match={})
-    if transform is not None:
+    if changed is None:
+        pair.post = plain_copy(program_sdfg, POST_NAME)
+    if transform is not None or changed is not None:
         try:
-            transform(pair.post)
+            if changed is not None:
+                pair.post = changed(POST_NAME)
+            else:
+                transform(pair.post)
         except Unsupported:
             raise
         except Exception as exc:
+            pair.post = pair.post or plain_copy(program_sdfg, POST_NAME)
             return _failed(pair, Outcome.FAILED_TO_APPLY, exc)
         try:
             pair.post.validate()
@@ -721,7 +730,44 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
     return pair
 
 
-def extract_change(program_sdfg, instance: Instance, apply: Callable[[Any], None], past: int = 0) -> CutoutPair:
+class AppliedOnce:
+    """A change to a whole program (a pass), applied once per process and program: every call
+    gives a copy of its own of the program after it, or raises what applying it raised. Every
+    instance of a pass meets the same program (CLOUDSC as its frontend wrote it: simplify takes
+    half a minute on it each time)."""
+
+    def __init__(self, apply: Callable[[Any], None]):
+        self.apply = apply
+        self._made: Dict[int, tuple] = {}      # id(program) -> (program, program after it, exception)
+
+    def __call__(self, program_sdfg) -> Callable[[str], Any]:
+        """``changed(name)`` for ``whole_program_pair``: the program after the change, named."""
+        def changed(name: str):
+            _, after, failure = self._after(program_sdfg)
+            if failure is not None:
+                raise failure
+            return copy_sdfg(after, name)
+        return changed
+
+    def _after(self, program_sdfg) -> tuple:
+        made = self._made.get(id(program_sdfg))
+        if made is None or made[0] is not program_sdfg:
+            post = plain_copy(program_sdfg, program_sdfg.name)
+            try:
+                self.apply(post)
+            except Unsupported:
+                raise
+            except Exception as exc:  # noqa: BLE001 -- every instance of the pass fails alike
+                made = (program_sdfg, None, exc)
+            else:
+                after = copy_sdfg(post)          # read back from JSON: what a copy of it is kept from
+                keep_template(after)
+                made = (program_sdfg, after, None)
+            self._made = {id(program_sdfg): made}   # one program at a time: CLOUDSC's copies are large
+        return made
+
+
+def extract_change(program_sdfg, instance: Instance, apply: AppliedOnce, past: int = 0) -> CutoutPair:
     """A pass at one SDFG of a program (``instance.match``: ``{"pass", "sdfg"}``, the SDFG's path
     in ``passes.sdfg_paths``). A nested SDFG is cut out with the state around it, and the pass
     applied to that cutout, where the pass then makes of the nested SDFG exactly what it makes
@@ -735,17 +781,16 @@ def extract_change(program_sdfg, instance: Instance, apply: Callable[[Any], None
             return pair
     if past > (1 if path else 0):
         raise Unsupported(f"{instance.id}: the whole program was judged already; no larger cutout exists")
-    pair = whole_program_pair(program_sdfg, instance.id, transform=apply)
+    pair = whole_program_pair(program_sdfg, instance.id, changed=apply(program_sdfg))
     pair.instance, pair.translated_match = instance, copy.deepcopy(instance.match)
     pair.grown_for = "the pass: the whole program" + (" (after the audit)" if past else "")
     pair.input_volume_before = pair.input_volume_after = input_volume(pair.pre, pair.input_config)
     return pair
 
 
-def _nested_change(program_sdfg, instance: Instance, apply: Callable[[Any], None], path: str) -> Optional[CutoutPair]:
-    whole_post = plain_copy(program_sdfg, program_sdfg.name)
+def _nested_change(program_sdfg, instance: Instance, apply: AppliedOnce, path: str) -> Optional[CutoutPair]:
     try:
-        apply(whole_post)
+        whole_post = apply(program_sdfg)(program_sdfg.name)
     except Exception:       # the whole program's pair says how the pass fails
         return None
     after = passes.sdfg_paths(whole_post).get(path)
@@ -768,7 +813,7 @@ def _nested_change(program_sdfg, instance: Instance, apply: Callable[[Any], None
         return None
     post = plain_copy(cutout, POST_NAME)
     try:
-        apply(post)
+        apply.apply(post)
     except Exception:
         return None
     made = passes.sdfg_paths(post).get(inside[0])

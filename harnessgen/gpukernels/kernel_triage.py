@@ -15,7 +15,7 @@ import hashlib
 import json
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from .. import __version__
 from ..core.outcome import Outcome
@@ -31,8 +31,9 @@ SYNC_RUNS = 20
 class KernelTriage(Triage):
     """Triage for builds of the kernel subject (gpukernels/build.py)."""
 
-    def _classify(self, worker: ReplayWorker, data: bytes, kind: str) -> Optional[ReplayResult]:
-        result = self._replay(worker, data) if kind != "hang" else super()._classify(worker, data, kind)
+    def _classify(self, worker: ReplayWorker, data: bytes, kind: str,
+                  confirmed: Callable[[ReplayResult], bool]) -> Optional[ReplayResult]:
+        result = self._replay(worker, data) if kind != "hang" else super()._classify(worker, data, kind, confirmed)
         if kind != "sanitizer" or (result is not None and result.outcome.is_finding):
             return result
         reports = self._sanitize(data)

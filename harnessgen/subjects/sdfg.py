@@ -25,6 +25,7 @@ from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from ..core.records import BLOCKED, InstanceResult
 from ..cutout.changes import Change, Passes, load_change
 from ..cutout.extract import PRE_NAME, CutoutPair, volume_at_probe
+from ..dacecompat import keep_template
 from ..engines import RawCrash
 from ..harness.build import CXX, CXXFLAGS, cause_registry, compile_errors
 from ..harness.codegen_causes import diagnostics, from_compiler_output
@@ -72,10 +73,13 @@ class SdfgSubject(Subject):
 
     # ---------------------------------------------------------------- programs and transformations
     def sdfg(self, name: str, simplified: bool = True):
-        """A program's SDFG (simplified, or as written), built once per process."""
+        """A program's SDFG (simplified, or as written), built once per process. Every program
+        arrives read from JSON and is never changed in place: its copies (the whole program
+        for audits and passes) come from its pickle."""
         key = (name, simplified)
         if key not in self._sdfgs:
             self._sdfgs[key] = self.target.programs[name].sdfg(simplified)
+            keep_template(self._sdfgs[key])
         return self._sdfgs[key]
 
     def program_of(self, inst: Instance):
@@ -135,19 +139,23 @@ class SdfgSubject(Subject):
 
     # ---------------------------------------------------------------- one instance
     def prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0):
-        pair = self.change(spec).extract(self.program_of(inst), inst, past)
+        with result.timed("cutout"):
+            pair = self.change(spec).extract(self.program_of(inst), inst, past)
         result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
         result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
         if not pair.ok:
             return _static_finding(options, pair, pair.verdict, pair.error, result, started)
         judging = JudgeOptions.of(options, strict_names=len(self.target.programs) == 1)
-        constraints, layout = constrain(pair, judging)
+        with result.timed("constraints"):
+            constraints, layout = constrain(pair, judging)
         # a pair proven equal bit for bit is not fuzzed: its build needs no instrumented harness
-        proof = prove(pair.pre, pair.post, layout) if options.prove != "off" else None
+        with result.timed("prove"):
+            proof = prove(pair.pre, pair.post, layout) if options.prove != "off" else None
         fuzzed = options.engine == "afl" and not (proof is not None and proof.settles)
         try:
-            harness = prepare_pair(pair, dataclasses.replace(judging, afl=fuzzed, cmplog=options.cmplog or
-                                                             options.afl_jobs > 1), (constraints, layout)).harness
+            with result.timed("build"):
+                harness = prepare_pair(pair, dataclasses.replace(judging, afl=fuzzed, cmplog=options.cmplog or
+                                                                 options.afl_jobs > 1), (constraints, layout)).harness
         except BuildError as exc:
             if exc.side != "hg_post":
                 if _blocked(exc, pair, options, result):
@@ -165,13 +173,18 @@ class SdfgSubject(Subject):
 
     def after_verdict(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
         if result.verdict in STATIC_OUTCOMES:
-            self._confirm_static(spec, inst, options, result, judge)
+            with result.timed("whole_program_static"):
+                self._confirm_static(spec, inst, options, result, judge)
         else:
-            self._audit(spec, inst, options, result)
+            with result.timed("audit"):
+                self._audit(spec, inst, options, result)
         if result.verdict == CUTOUT_MISSED:
-            self._grow_after_audit(inst, result, judge)
-        self._simplify_params(spec, inst, options, result)
-        self._bisect(spec, inst, options, result)
+            with result.timed("grown"):
+                self._grow_after_audit(inst, result, judge)
+        with result.timed("params"):
+            self._simplify_params(spec, inst, options, result)
+        with result.timed("bisect"):
+            self._bisect(spec, inst, options, result)
 
     # ---------------------------------------------------------------- a variant's simplest parameters
     def _simplify_params(self, spec: str, inst: Instance, options, result) -> None:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from .. import __version__
 from ..core import protocol
@@ -183,7 +183,7 @@ class Triage:
         with ReplayWorker(self.build.dir) as worker:
             for crash in raw[:opts.max_raw]:
                 data = crash.path.read_bytes()
-                result = self._classify(worker, data, crash.kind)
+                result = self._classify(worker, data, crash.kind, lambda r: self._key(r) in groups)
                 if result is None:
                     flaky.append(str(crash.path))
                 elif result.outcome == Outcome.INVALID_INPUT:
@@ -194,8 +194,7 @@ class Triage:
                 elif result.outcome.is_finding:
                     if confirmed is None:          # replayed, same signature each time: the verdict stands
                         confirmed = round(time.monotonic() - started, 3)
-                    key = (result.outcome.name, result.container, region(result, self.layout))
-                    groups.setdefault(key, []).append((crash, data, result))
+                    groups.setdefault(self._key(result), []).append((crash, data, result))
                 else:
                     flaky.append(str(crash.path))     # crashed under the engine, passes on replay
             merged: Dict[Key, Dict] = {}
@@ -206,8 +205,15 @@ class Triage:
         return TriageResult(findings=findings, invalid=invalid, flaky=flaky, raw_total=len(raw),
                             seconds=round(time.monotonic() - started, 3), confirmed_seconds=confirmed, errors=errors)
 
-    def _classify(self, worker: ReplayWorker, data: bytes, kind: str) -> Optional[ReplayResult]:
-        """Replay up to three times; None when the replays disagree (FLAKY). A crash found in race
+    def _key(self, result: ReplayResult) -> Key:
+        return (result.outcome.name, result.container, region(result, self.layout))
+
+    def _classify(self, worker: ReplayWorker, data: bytes, kind: str,
+                  confirmed: Callable[[ReplayResult], bool]) -> Optional[ReplayResult]:
+        """Replay up to three times; None when the replays disagree (FLAKY). An input whose first
+        replay fails as a finding already confirmed by its own replays did (``confirmed``) joins
+        it after that one replay: a post that crashes restarts the replay worker every time,
+        and the finding stands either way. A crash found in race
         mode is replayed in race mode, each replay on another thread count, until it raced and
         three replays ran, at most ``race_replays`` times: one RACE among them makes it a race."""
         tol = self.options.tolerance
@@ -229,6 +235,8 @@ class Triage:
             worker.timeout_s = HANG_TIMEOUT_S
         try:
             results = [worker.run(data, tol)]
+            if results[0].outcome.is_finding and confirmed(results[0]):
+                return results[0]
             for _ in range(self.options.replays - 1):
                 results.append(worker.run(data, tol))
                 if signature(results[-1]) != signature(results[0]):

@@ -1,0 +1,46 @@
+"""Copies of a loaded program: from its pickle (fast) they are the SDFG a copy through JSON gives."""
+import json
+
+import dace
+import pytest
+
+from harnessgen import subjects
+from harnessgen.dacecompat import copy_sdfg, keep_template, sdfg_json
+
+
+def _text(sdfg) -> str:
+    """The SDFG as a file holds it, without empty debug records (a nested SDFG's, which DaCe
+    writes or leaves out depending on how the object came to be: it says nothing)."""
+    return json.dumps(_without_empty_debuginfo(sdfg_json(sdfg)), sort_keys=True, default=str)
+
+
+def _without_empty_debuginfo(value):
+    if isinstance(value, dict):
+        return {k: _without_empty_debuginfo(v) for k, v in value.items()
+                if not (k == "debuginfo" and (v is None or (not v.get("filename") and not v.get("start_line"))))}
+    if isinstance(value, list):
+        return [_without_empty_debuginfo(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("program", ["kernels:jacobi2d", "kernels:clip_small", "kernels:two_phase"])
+@pytest.mark.parametrize("simplified", [True, False])
+def test_a_kept_program_copies_to_the_sdfg_json_gives(program, simplified):
+    subject = subjects.load(program)
+    loaded = subject.sdfg(program.split(":")[1], simplified)      # kept by the subject as it loads it
+    fast = copy_sdfg(loaded, "renamed")
+    assert fast is not loaded and fast.name == "renamed"
+    fast.name = loaded.name
+    assert _text(fast) == _text(loaded)
+    fast.validate()
+    # a copy shares nothing with the program: changing it leaves the next copy as loaded
+    fast.add_array("hg_scribble", [4], dace.float64, transient=True)
+    assert "hg_scribble" not in copy_sdfg(loaded).arrays
+    assert "hg_scribble" not in loaded.arrays
+
+
+def test_a_kept_program_is_copied_as_it_was_kept():
+    loaded = copy_sdfg(subjects.load("kernels:gemm").sdfg("gemm"))
+    keep_template(loaded)
+    loaded.add_array("hg_later", [2], dace.float64, transient=True)   # nobody should; a copy ignores it
+    assert "hg_later" not in copy_sdfg(loaded).arrays
