@@ -48,6 +48,7 @@ class CutoutPair:
     # the match that held only in a larger cutout
     aliases: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     grown_for: str = ""
+    whole_program: bool = False      # pre is the whole program (``whole_program_pair``)
 
     @property
     def ok(self) -> bool:
@@ -703,7 +704,7 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
     everything = sorted(n for n, d in program_sdfg.arrays.items() if not d.transient)
     pair = CutoutPair(instance=inst, pre=plain_copy(program_sdfg, PRE_NAME), post=None,
                       input_config=everything, output_config=everything, program_sdfg=program_sdfg,
-                      translated_match={})
+                      translated_match={}, whole_program=True)
     if changed is None:
         pair.post = plain_copy(program_sdfg, POST_NAME)
     if transform is not None or changed is not None:

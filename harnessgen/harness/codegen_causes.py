@@ -10,7 +10,9 @@ and the generated line it points at, both with the side's own name and the layou
 text taken out. The first instance that meets a cause records it (``CauseRegistry``) and
 writes it as a finding against DaCe's code generator; every later pre is checked against the
 known causes right after DaCe generated its code, before the compiler runs, and an instance
-whose pre holds a known construct is ``BLOCKED`` at once, naming the cause.
+whose pre holds a known construct is ``BLOCKED`` at once, naming the cause. Where pre is a
+whole program, the program itself is recorded as blocked by the cause: the next instance
+judged on the whole program (a pass at the top level) is BLOCKED before its change is applied.
 
 Causes are kept per DaCe version and compiler under ``<work>/codegen-causes/``: a new DaCe
 or compiler meets each construct afresh.
@@ -118,6 +120,19 @@ class CauseRegistry:
 
     def get(self, cause_id: str) -> Optional[Cause]:
         return next((cause for cause in self.known() if cause.id == cause_id), None)
+
+    def blocking_program(self, program_key: str) -> Optional[Cause]:
+        """The cause that keeps a whole program (``program_key``: its content and form) from
+        building before any change, where one was met: every instance judged on that whole
+        program is BLOCKED by it, without applying its change or generating code."""
+        try:
+            entry = json.loads((self.root / "programs" / f"{program_key}.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+        return self.get(entry.get("cause", ""))
+
+    def record_program(self, program_key: str, cause: Cause) -> None:
+        write_json(self.root / "programs" / f"{program_key}.json", {"cause": cause.id})
 
     def record(self, cause: Cause) -> Cause:
         """Keep ``cause`` (the first record of one stays)."""

@@ -139,6 +139,9 @@ class SdfgSubject(Subject):
 
     # ---------------------------------------------------------------- one instance
     def prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0):
+        whole_key = self._whole_program_key(inst)
+        if self.change(spec).judged_whole(inst, past) and _blocked_program(whole_key, inst, options, result):
+            return None
         with result.timed("cutout"):
             pair = self.change(spec).extract(self.program_of(inst), inst, past)
         result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
@@ -152,13 +155,15 @@ class SdfgSubject(Subject):
         with result.timed("prove"):
             proof = prove(pair.pre, pair.post, layout) if options.prove != "off" else None
         fuzzed = options.engine == "afl" and not (proof is not None and proof.settles)
+        if pair.whole_program and _blocked_program(whole_key, inst, options, result):
+            return None
         try:
             with result.timed("build"):
                 harness = prepare_pair(pair, dataclasses.replace(judging, afl=fuzzed, cmplog=options.cmplog or
                                                                  options.afl_jobs > 1), (constraints, layout)).harness
         except BuildError as exc:
             if exc.side != "hg_post":
-                if _blocked(exc, pair, options, result):
+                if _blocked(exc, pair, options, result, whole_key if pair.whole_program else ""):
                     return None
                 what = "the program as its frontend wrote it" if not inst.simplified and self.change(spec).judged_whole(
                     inst, past) else "the cutout itself"
@@ -170,6 +175,12 @@ class SdfgSubject(Subject):
         if proof is not None:
             keep_proof(harness.dir, proof)
         return harness
+
+    def _whole_program_key(self, inst: Instance) -> str:
+        """What names the instance's whole program, as it is judged (its content and form);
+        '' where its content has no identity."""
+        identity = self.target.programs[inst.program].identity
+        return f"{identity}-{'simplified' if inst.simplified else 'as-given'}" if identity else ""
 
     def after_verdict(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
         if result.verdict in STATIC_OUTCOMES:
@@ -456,11 +467,28 @@ def transformation_specs(target, xform_spec: Optional[str]) -> List[str]:
     return specs
 
 
-def _blocked(exc: BuildError, pair: CutoutPair, options, result) -> bool:
+def _blocked_program(whole_key: str, inst: Instance, options, result) -> bool:
+    """The instance is judged on a whole program known not to build before any change (its
+    cause recorded by an earlier instance): BLOCKED by that cause, with nothing applied or
+    generated. False where the program is not known to be blocked."""
+    if not whole_key:
+        return False
+    cause = cause_registry(options.work_dir, afl=options.engine == "afl").blocking_program(whole_key)
+    folder = cause.folder(options.crashes_root, inst.target) if cause is not None else None
+    if folder is None or not (folder / "meta.json").is_file():
+        return False           # this run has no finding for it yet: the instance writes it
+    result.verdict, result.blocked_by, result.crashes = BLOCKED, cause.id, [str(folder)]
+    result.message = (f"pre does not build: DaCe's code generator emits {cause.describe()} (a known cause, first "
+                      f"met in {cause.first_instance}, in this whole program: the change was not applied, pre not "
+                      "generated again); nothing about the change can be judged here")
+    return True
+
+
+def _blocked(exc: BuildError, pair: CutoutPair, options, result, whole_key: str = "") -> bool:
     """Pre does not compile because of a construct DaCe's code generator cannot build: the
     instance is BLOCKED by that cause, whose finding against DaCe is written once per run's
     crashes folder (the run's bug analysis reduces it). False where the failure shows no
-    compiler error."""
+    compiler error. ``whole_key``: pre is that whole program, recorded as blocked by it."""
     registry = cause_registry(options.work_dir, afl=options.engine == "afl")
     cause = registry.get(exc.cause) if exc.cause else None
     if cause is None:
@@ -469,6 +497,8 @@ def _blocked(exc: BuildError, pair: CutoutPair, options, result) -> bool:
             return False
         cause = registry.get(found.id) or registry.record(dataclasses.replace(
             found, log=diagnostics(exc.log), first_instance=pair.instance.id))
+    if whole_key:
+        registry.record_program(whole_key, cause)
     folder = cause.folder(options.crashes_root, pair.instance.target)
     if not (folder / "meta.json").is_file():
         write_codegen_finding(folder, pair.pre, cause, cause.log, pair.instance.id, pair.instance.target,

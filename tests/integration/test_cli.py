@@ -162,11 +162,13 @@ def test_several_transformations_in_parallel_with_a_budget_then_resumed(tmp_path
 def test_a_program_dace_cannot_build_is_one_finding_and_blocks_every_instance_it_holds(tmp_path):
     """DaCe 1.0.2 emits `if (d > 0.0)` for a branch on a returned scalar it keeps as `double
     d[1]`: the first instance writes that cause as a finding against DaCe's code generator;
-    every other instance holding the construct is BLOCKED without being compiled; the run's bug
-    analysis reduces the program and writes its BUG.md."""
+    every other instance holding the construct is BLOCKED without being compiled, and an instance
+    judged on the whole program after the program itself was found blocked (two passes at the
+    top level, one after the other) without even applying its change; the run's bug analysis
+    reduces the program and writes its BUG.md."""
     program = PROGRAMS / "scalar_branch.py"
     proc = run_cli(["fuzz", "--program", f"{program}:scalar_branch", "--transformation", "MapTiling,simplify,FuseStates",
-                    "--time", "1", "--reduce-time", "60"], tmp_path)
+                    "--time", "1", "--reduce-time", "60", "--jobs", "1"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     summary = summary_of(tmp_path)
     assert {e["verdict"] for e in summary["instances"]} == {"BLOCKED"} and len(summary["instances"]) >= 3
@@ -174,6 +176,7 @@ def test_a_program_dace_cannot_build_is_one_finding_and_blocks_every_instance_it
     assert cause["instances"] == len(summary["instances"])
     messages = [e["message"] for e in summary["instances"]]
     assert sum("a known cause, first met in" in m for m in messages) == len(messages) - 1
+    assert any("the change was not applied" in m for m in messages), messages
     assert all(row["findings"] == 0 for row in summary["per_transformation"])   # not the transformations' bug
     [bug] = summary["distinct_bugs"]
     assert bug["kind"] == "CODEGEN_FAILURE" and bug["transformation"] == "DaCe code generator"

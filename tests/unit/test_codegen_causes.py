@@ -34,6 +34,16 @@ def test_the_registry_keeps_the_first_record_per_versions(tmp_path):
     assert CauseRegistry(tmp_path, "dace 2.0.0").known() == []     # another DaCe meets it afresh
 
 
+def test_a_whole_program_recorded_as_blocked_names_its_cause_per_content_and_versions(tmp_path):
+    registry = CauseRegistry(tmp_path, "dace 1.0.2")
+    cause = registry.record(Cause("m", "l", first_instance="simplify-1"))
+    assert registry.blocking_program("abc-as-given") is None
+    registry.record_program("abc-as-given", cause)
+    assert registry.blocking_program("abc-as-given") == cause
+    assert registry.blocking_program("abc-simplified") is None                  # the other form builds
+    assert CauseRegistry(tmp_path, "dace 2.0.0").blocking_program("abc-as-given") is None
+
+
 def test_diagnostics_drop_the_command_and_this_machines_folders():
     text = diagnostics(LOG)
     assert text.splitlines()[0].startswith("hg_pre.cpp:7892:18: error:") and "/home/user/" not in text
