@@ -6,13 +6,15 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Callable
 
 from ..core import envs
 from ..core.errors import ConfigError
-from ..dacecompat import copy_sdfg
+from ..dacecompat import copy_sdfg, sdfg_json
 from .base import Program, Target, with_afl_configs
 from .reference import python_reference
 
@@ -67,11 +69,17 @@ def cached_program(label: str, source: bytes, parse, simplify: bool = True, fron
         if frontend_form and not other.is_file():
             sdfg = parse()
             sdfg.expand_library_nodes()
-            _publish(_through_json(sdfg), folder / f"{label}-{key}-unsimplified.sdfg")
+            written = _publish_beside(sdfg, folder / f"{label}-{key}-unsimplified.sdfg")
             sdfg.simplify()
-            _publish(_through_json(sdfg), folder / f"{label}-{key}.sdfg")
+            made = _through_json(sdfg)
+            won = _publish(made, folder / f"{label}-{key}.sdfg")
+            written()
+            if simplify and won:
+                return made
         else:
-            _publish(prepare_sdfg(parse(), simplify), cached)
+            made = prepare_sdfg(parse(), simplify)
+            if _publish(made, cached):
+                return made            # what the file holds, read from JSON as the file would be
     return dace.SDFG.from_file(str(cached))
 
 
@@ -79,17 +87,49 @@ def _through_json(sdfg):
     return copy_sdfg(sdfg)
 
 
-def _publish(sdfg, cached: Path) -> None:
-    """Save ``sdfg`` as ``cached`` unless another process published it first."""
+def _publish(sdfg, cached: Path) -> bool:
+    """Save ``sdfg`` as ``cached`` unless another process published it first (False then)."""
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(f".tmp{os.getpid()}")
     sdfg.save(str(tmp))
     try:
         os.link(tmp, cached)        # never replaces a file another process may have read
     except FileExistsError:
-        pass
+        return False
     finally:
         tmp.unlink()
+    return True
+
+
+def _publish_beside(sdfg, cached: Path) -> Callable[[], None]:
+    """Start publishing ``sdfg`` (through JSON) as ``cached`` in a process of its own and return
+    what waits for it: the frontend's form of a large program takes seconds to read back and
+    write (CLOUDSC: 8 s), and the simplified form, which a run starts from, is made meanwhile.
+    Only the JSON text is made here; the file is what ``_publish(_through_json(sdfg))`` writes."""
+    import dace
+
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    text = cached.with_suffix(f".json{os.getpid()}")
+    text.write_text(dace.serialize.dumps(sdfg_json(sdfg)))
+    process = subprocess.Popen([sys.executable, "-c", "import sys; from harnessgen.targets.loaders import "
+                                "publish_json; publish_json(*sys.argv[1:])", str(text), str(cached)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def wait() -> None:
+        process.wait()
+        if not cached.is_file():     # the process failed: here, then
+            publish_json(str(text), str(cached))
+        text.unlink(missing_ok=True)
+    return wait
+
+
+def publish_json(text: str, cached: str) -> None:
+    """Publish the SDFG an SDFG's JSON file holds, read back (``_publish_beside``'s process)."""
+    import json
+
+    import dace
+
+    _publish(dace.SDFG.from_json(json.loads(Path(text).read_text())), Path(cached))
 
 
 def load_module(path: Path) -> ModuleType:
