@@ -44,7 +44,8 @@ from harnessgen.campaign.runner import InstanceRunner
 from harnessgen.core.records import FuzzOptions
 from harnessgen.core.runtime import Tolerance, compare
 from harnessgen.cutout.extract import extract
-from harnessgen.harness.build import HarnessBuild, build
+from harnessgen.harness.build import build
+from harnessgen.harness.built import HarnessBuild
 from harnessgen.inputs.constraints import derive
 from harnessgen.inputs.layout import build_layout
 from harnessgen.subjects import plan

@@ -23,7 +23,7 @@ from ..core.outcome import Outcome
 from ..core.records import AUTO_RACE_MIN_S, AUTO_RACE_THREADS, FuzzOptions, InstanceResult, engine_dir
 from ..engines import FuzzJob, RawCrash, get_engine
 from ..engines.afl import read_options
-from ..harness.build import HarnessBuild
+from ..harness.built import HarnessBuild
 from ..inputs import seeds as seedlib
 from ..plan.instances import Instance
 from ..subjects import Subject

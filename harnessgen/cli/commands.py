@@ -18,7 +18,7 @@ from ..checks.reference_check import describe_checks
 from ..core.errors import ConfigError, HarnessgenError, InternalError, Unsupported
 from ..core.files import write_json
 from ..gpukernels import barriers, spec as kernels
-from ..harness.build import HarnessBuild
+from ..harness.built import HarnessBuild
 from ..harness.judge import JudgeOptions
 from ..harness.replay import replay
 from ..plan.params import ParamOptions, parse_mode

@@ -4,4 +4,4 @@ code (``parallel_code``), the cffi replay (``replay``), and the one sequence tha
 inputs (``judge``).
 """
 
-__all__ = ["build", "codegen_causes", "emit", "judge", "parallel_code", "replay"]
+__all__ = ["build", "built", "codegen_causes", "emit", "judge", "parallel_code", "replay"]

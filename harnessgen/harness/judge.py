@@ -21,7 +21,8 @@ from ..cutout.extract import CutoutPair
 from ..inputs import seeds as seedlib
 from ..inputs.constraints import Constraints, derive
 from ..inputs.layout import InputLayout, build_layout
-from .build import HarnessBuild, build
+from .build import build
+from .built import HarnessBuild
 
 Inputs = List[Tuple[str, bytes]]
 

@@ -30,7 +30,7 @@ from ..core.errors import Unsupported
 from ..core.outcome import Outcome
 from ..core.runtime import GuardedBuffer, SideLibrary, Tolerance, compare, first_corrupted, set_threads
 from ..inputs.layout import DecodedInput, InputLayout
-from .build import HarnessBuild
+from .built import HarnessBuild
 
 DEFAULT_TIMEOUT_S = 20.0
 

@@ -29,7 +29,6 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 from ..core import expr as ex
 from ..core.errors import ConfigError, Unsupported
 from ..core.records import DEFAULT_FLOAT_BOUND, DEFAULT_MAX_SIZE
-from ..dacecompat import control_flow_code, for_loops
 
 # values with a smaller magnitude are flushed to (signed) zero: subnormals
 # make correct reassociations differ by orders of magnitude
@@ -126,7 +125,11 @@ class ProgramAnalysis:
 
     # -- collection
     def _scan_sdfg(self, sd) -> None:
+        # DaCe here, not at the top: the replay worker decodes inputs with this module and
+        # starts again after every input that kills it (without DaCe, a second faster)
         import dace
+
+        from ..dacecompat import control_flow_code, for_loops
 
         for desc in sd.arrays.values():
             for dim in list(desc.shape) + [desc.total_size]:

@@ -37,7 +37,8 @@ from ..core.protocol import Exit, HarnessEnv, Marker
 from ..core.runtime import Tolerance
 from ..cutout.extract import CutoutPair
 from ..engines import RawCrash
-from ..harness.build import CXX, CXXFLAGS, HarnessBuild
+from ..harness.build import CXX, CXXFLAGS
+from ..harness.built import HarnessBuild
 from ..harness.replay import ReplayResult, ReplayWorker
 from ..inputs.layout import InputLayout
 from ..plan.instances import MATCH_PLACE_KEYS, Instance, match_settings

@@ -22,7 +22,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ..core import envs, protocol
 from ..core.errors import BuildError, ToolMissing
-from ..harness.build import CXX, CXXFLAGS, HarnessBuild, Job, dace_include, publish_dir, run_jobs
+from ..harness.build import CXX, CXXFLAGS, Job, dace_include, publish_dir, run_jobs
+from ..harness.built import HarnessBuild
 
 TSAN_FLAGS = [f for f in CXXFLAGS if f != "-O2"] + ["-O1", "-g", "-fsanitize=thread"]
 _ACCESS = re.compile(r"^  (?P<access>(?:Previous )?(?:[Aa]tomic )?(?:[Rr]ead|[Ww]rite)) of size (?P<size>\d+)")

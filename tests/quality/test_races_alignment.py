@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessgen.harness.build import HarnessBuild
+from harnessgen.harness.built import HarnessBuild
 from tests.conftest import PROGRAMS, instances_of, run_cli, summary_of
 
 
