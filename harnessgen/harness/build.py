@@ -157,14 +157,14 @@ def publish_dir(final: Path, fill) -> None:
 def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tolerance: Tolerance,
                 afl: bool, cmplog: bool) -> Dict:
     started = time.perf_counter()
+    pre = generate_side(pair.pre, out)
+    _refuse_known_cause(out, pre, afl)          # before anything else is written: seconds for a whole program
     pair.pre.save(str(out / "pre.sdfg"))
     pair.post.save(str(out / "post.sdfg"))
     layout.save(out / "layout.json")
     (out / "instance.json").write_text(json.dumps(pair.instance.to_json(), indent=1))
     (out / "transformation.json").write_text(json.dumps(pair.translated_match, indent=1, default=str))
     # DaCe generates post (Python) while pre compiles
-    pre = generate_side(pair.pre, out)
-    _refuse_known_cause(out, pre, afl)
     with cf.ThreadPoolExecutor(max_workers=1) as early:
         pre_library = _library_job(out, pre, "libpre.so")
         pre_cuda = _cuda_jobs(out, pre)
