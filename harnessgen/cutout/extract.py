@@ -790,13 +790,8 @@ def extract_change(program_sdfg, instance: Instance, apply: AppliedOnce, past: i
 
 
 def _nested_change(program_sdfg, instance: Instance, apply: AppliedOnce, path: str) -> Optional[CutoutPair]:
-    try:
-        whole_post = apply(program_sdfg)(program_sdfg.name)
-    except Exception:       # the whole program's pair says how the pass fails
-        return None
-    after = passes.sdfg_paths(whole_post).get(path)
-    if after is None:
-        return None
+    # what needs no pass first: a nested SDFG that cannot be cut out alone never pays for the
+    # pass on the whole program (half a minute on CLOUDSC as its frontend wrote it)
     state, node = passes.nested_node(program_sdfg, path)
     try:
         cutout = _cut_around(state, node)
@@ -818,7 +813,14 @@ def _nested_change(program_sdfg, instance: Instance, apply: AppliedOnce, path: s
     except Exception:
         return None
     made = passes.sdfg_paths(post).get(inside[0])
-    if made is None or passes.fingerprint(made) != passes.fingerprint(after):
+    if made is None:
+        return None
+    try:
+        whole_post = apply(program_sdfg)(program_sdfg.name)
+    except Exception:       # the whole program's pair says how the pass fails
+        return None
+    after = passes.sdfg_paths(whole_post).get(path)
+    if after is None or passes.fingerprint(made) != passes.fingerprint(after):
         return None                 # the pass does something else here than in the program
     input_config, output_config = _configs(cutout)
     pair = CutoutPair(instance=instance, pre=pre, post=None, input_config=input_config,
