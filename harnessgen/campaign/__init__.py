@@ -36,7 +36,7 @@ from ..harness.judge import JudgeOptions
 from . import planning, run_report as report
 from .executors import ExecutorSpec, open_executor
 from .planning import MAIN, VARIANTS, WHOLE, DeferredPlanner, Plan, PlanProgress
-from .schedule import Scheduler
+from .schedule import Scheduler, median_walls
 from .state import CampaignState
 from .worker import RESULTS_DIR, Task, error_result, remember, result_file, run_task, worker_subject
 
@@ -244,8 +244,9 @@ class _Feed:
                  planner: Optional[DeferredPlanner], progress):
         subject = worker_subject(config.program)
         self.state, self.selection, self.planner, self.progress = state, selection, planner, progress
+        done = [row for row in state.instances() if row["state"] == "done"]
         self.scheduler = Scheduler(lambda row: _queue_of(subject, row), config.options.whole_share,
-                                   config.options.variant_share)
+                                   config.options.variant_share, expected=median_walls(done))
         self.scheduler.add(state.pending(selection))
 
     @property

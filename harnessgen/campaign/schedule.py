@@ -12,7 +12,9 @@ from the start, instead of finding them all at the end of the plan or none at al
 
 Within a queue the transformations share its time alike: the next instance is the first
 pending one of the transformation that has used the least time in that queue so far (plan
-order on a tie, so every transformation starts early). A transformation whose instances take
+order on a tie, or the transformation whose finished instances of earlier runs were quickest:
+a run that continues gives its first verdicts within seconds, so every transformation starts
+early). A transformation whose instances take
 two seconds then judges ten for every one of a transformation whose instances take twenty,
 instead of each waiting its turn behind the slow one. Instances put back in front (requeued
 after a lost worker) go first.
@@ -35,8 +37,9 @@ SLOW_FACTOR = 8.0
 
 class Scheduler:
     def __init__(self, queue_of: Callable[[Dict], str], whole_share: float = DEFAULT_WHOLE_SHARE,
-                 variant_share: float = DEFAULT_VARIANT_SHARE):
+                 variant_share: float = DEFAULT_VARIANT_SHARE, expected: Optional[Dict[str, float]] = None):
         self.queue_of = queue_of
+        self.expected = expected or {}               # spec -> median wall seconds of earlier runs
         whole = min(max(whole_share, 0.0), 1.0)
         variants = min(max(variant_share, 0.0), 1.0 - whole)
         self.shares = {MAIN: 1.0 - whole - variants, VARIANTS: variants, WHOLE: whole}
@@ -97,7 +100,8 @@ class Scheduler:
         first: Dict[str, int] = {}
         for index, row in enumerate(rows):
             first.setdefault(row["spec"], index)
-        return min(first.values(), key=lambda index: (used.get((queue, rows[index]["spec"]), 0.0), index))
+        return min(first.values(), key=lambda index: (used.get((queue, rows[index]["spec"]), 0.0),
+                                                      self.expected.get(rows[index]["spec"], 0.0), index))
 
     def _workers_for(self, queue: str, workers: int) -> int:
         """A queue's share of the workers: at least one where its share is not zero."""
@@ -138,14 +142,24 @@ def estimate_seconds(pending: List[Dict], done: List[Dict], workers: int) -> Opt
     """How long the ``pending`` instance rows would take on ``workers`` workers, from the wall
     time of the ``done`` ones (rows with their ``result``): per transformation where it has
     finished instances, else the median of all. None when nothing has finished yet."""
-    walls: Dict[str, List[float]] = {}
-    for row in done:
-        result = row.get("result") or {}
-        if result.get("wall_seconds") is not None:
-            walls.setdefault(row["spec"], []).append(float(result["wall_seconds"]))
+    walls = _walls(done)
     everything = [w for values in walls.values() for w in values]
     if not everything and pending:
         return None
     overall = statistics.median(everything) if everything else 0.0
     total = sum(statistics.median(walls[row["spec"]]) if row["spec"] in walls else overall for row in pending)
     return total / max(1, workers)
+
+
+def median_walls(done: List[Dict]) -> Dict[str, float]:
+    """Per transformation, the median wall seconds of the ``done`` instance rows."""
+    return {spec: statistics.median(values) for spec, values in _walls(done).items()}
+
+
+def _walls(done: List[Dict]) -> Dict[str, List[float]]:
+    walls: Dict[str, List[float]] = {}
+    for row in done:
+        result = row.get("result") or {}
+        if result.get("wall_seconds") is not None:
+            walls.setdefault(row["spec"], []).append(float(result["wall_seconds"]))
+    return walls

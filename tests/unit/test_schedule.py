@@ -2,7 +2,7 @@
 import time
 
 from harnessgen.campaign.planning import MAIN, WHOLE
-from harnessgen.campaign.schedule import Scheduler, estimate_seconds
+from harnessgen.campaign.schedule import Scheduler, estimate_seconds, median_walls
 
 
 def rows(queue: str, n: int):
@@ -94,3 +94,14 @@ def test_transformations_share_a_queues_time_alike_so_a_cheap_one_judges_more():
     assert started.count("cheap") == 11 and started.count("dear") == 2
     scheduler.add([{"id": "again", "spec": "dear"}], front=True)
     assert scheduler.next()["id"] == "again"            # put back in front: first, whatever its share
+
+
+def test_a_run_that_continues_starts_with_the_transformations_that_were_quickest():
+    """Where earlier runs finished instances, a tie (nothing spent yet) goes to the cheapest
+    transformation by their median: the first verdicts come within seconds."""
+    done = [{"spec": "dear", "result": {"wall_seconds": 40.0}}, {"spec": "cheap", "result": {"wall_seconds": 1.5}},
+            {"spec": "cheap", "result": {"wall_seconds": 2.5}}]
+    assert median_walls(done) == {"dear": 40.0, "cheap": 2.0}
+    scheduler = Scheduler(lambda row: MAIN, expected=median_walls(done))
+    scheduler.add([{"id": f"{spec}-{i}", "spec": spec} for i in range(3) for spec in ("dear", "new", "cheap")])
+    assert [scheduler.next()["spec"] for _ in range(3)] == ["new", "cheap", "dear"]   # unknown: 0 s expected
