@@ -716,7 +716,8 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
         except Unsupported:
             raise
         except Exception as exc:
-            pair.post = pair.post or plain_copy(program_sdfg, POST_NAME)
+            if pair.post is None:         # ``changed`` raised: post as it was before the change
+                pair.post = plain_copy(program_sdfg, POST_NAME)
             return _failed(pair, Outcome.FAILED_TO_APPLY, exc)
         try:
             pair.post.validate()
@@ -739,7 +740,8 @@ class AppliedOnce:
 
     def __init__(self, apply: Callable[[Any], None]):
         self.apply = apply
-        self._made: Dict[int, tuple] = {}      # id(program) -> (program, program after it, exception)
+        # (program, program after it, exception): one program at a time, CLOUDSC's copies are large
+        self._made: Optional[tuple] = None
 
     def __call__(self, program_sdfg) -> Callable[[str], Any]:
         """``changed(name)`` for ``whole_program_pair``: the program after the change, named."""
@@ -751,7 +753,7 @@ class AppliedOnce:
         return changed
 
     def _after(self, program_sdfg) -> tuple:
-        made = self._made.get(id(program_sdfg))
+        made = self._made
         if made is None or made[0] is not program_sdfg:
             post = plain_copy(program_sdfg, program_sdfg.name)
             try:
@@ -764,7 +766,7 @@ class AppliedOnce:
                 after = copy_sdfg(post)          # read back from JSON: what a copy of it is kept from
                 keep_template(after)
                 made = (program_sdfg, after, None)
-            self._made = {id(program_sdfg): made}   # one program at a time: CLOUDSC's copies are large
+            self._made = made
         return made
 
 

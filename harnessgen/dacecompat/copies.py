@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import pickle
+import weakref
 from typing import Dict, Tuple
 
 import dace
 
-# id(sdfg) -> (sdfg, its pickle): the object is kept with it, so that its id is never reused
-_TEMPLATES: Dict[int, Tuple[object, bytes]] = {}
+# id(sdfg) -> (a weak reference to it, its pickle); the entry goes when the SDFG does, before
+# its id can be reused (a whole program after a pass is kept only while a pass instance needs it)
+_TEMPLATES: Dict[int, Tuple[weakref.ref, bytes]] = {}
 
 
 def sdfg_json(sdfg) -> dict:
@@ -50,7 +52,9 @@ def keep_template(sdfg) -> None:
     JSON (a file, or ``copy_sdfg``) that nothing changes in place afterwards: a program as
     loaded, or a program after a pass kept to be copied. A copy is then that SDFG as it was
     kept, whatever happens to the object later."""
-    _TEMPLATES[id(sdfg)] = (sdfg, pickle.dumps(sdfg, protocol=pickle.HIGHEST_PROTOCOL))
+    key = id(sdfg)
+    _TEMPLATES[key] = (weakref.ref(sdfg), pickle.dumps(sdfg, protocol=pickle.HIGHEST_PROTOCOL))
+    weakref.finalize(sdfg, _TEMPLATES.pop, key, None)
 
 
 def copy_sdfg(sdfg, name: str = None):
@@ -58,7 +62,7 @@ def copy_sdfg(sdfg, name: str = None):
     Through text, as a file would be: DaCe's in-memory JSON may hold objects it reads back
     differently; from its pickle where it was kept (``keep_template``)."""
     kept = _TEMPLATES.get(id(sdfg))
-    if kept is not None and kept[0] is sdfg:
+    if kept is not None and kept[0]() is sdfg:
         copied = pickle.loads(kept[1])
     else:
         copied = dace.SDFG.from_json(json.loads(dace.serialize.dumps(sdfg_json(sdfg))))

@@ -70,10 +70,12 @@ def cached_program(label: str, source: bytes, parse, simplify: bool = True, fron
             sdfg = parse()
             sdfg.expand_library_nodes()
             written = _publish_beside(sdfg, folder / f"{label}-{key}-unsimplified.sdfg")
-            sdfg.simplify()
-            made = _through_json(sdfg)
-            won = _publish(made, folder / f"{label}-{key}.sdfg")
-            written()
+            try:
+                sdfg.simplify()
+                made = _through_json(sdfg)
+                won = _publish(made, folder / f"{label}-{key}.sdfg")
+            finally:
+                written()            # its process waited for and its JSON text removed, whatever happened
             if simplify and won:
                 return made
         else:

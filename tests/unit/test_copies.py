@@ -1,11 +1,12 @@
 """Copies of a loaded program: from its pickle (fast) they are the SDFG a copy through JSON gives."""
+import gc
 import json
 
 import dace
 import pytest
 
 from harnessgen import subjects
-from harnessgen.dacecompat import copy_sdfg, keep_template, sdfg_json
+from harnessgen.dacecompat import copies, copy_sdfg, keep_template, sdfg_json
 
 
 def _text(sdfg) -> str:
@@ -44,3 +45,7 @@ def test_a_kept_program_is_copied_as_it_was_kept():
     keep_template(loaded)
     loaded.add_array("hg_later", [2], dace.float64, transient=True)   # nobody should; a copy ignores it
     assert "hg_later" not in copy_sdfg(loaded).arrays
+    key = id(loaded)
+    del loaded                          # a kept SDFG that goes takes its pickle with it
+    gc.collect()                        # (an SDFG's states point back at it)
+    assert key not in copies._TEMPLATES
