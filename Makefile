@@ -47,7 +47,7 @@ TORCH        ?=
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
+.PHONY: setup setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv shipped-parses fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -86,6 +86,8 @@ help:
 	@echo "make test                                               the whole test suite, then its bounded set on DaCe $(OTHER_DACE)"
 	@echo "make setup-dace DACE=2.0.0b1                           another DaCe in its own environment; DACE=2.0.0b1 on any"
 	@echo "                                                         target (fuzz, campaign, bugs...) runs there"
+	@echo "make shipped-parses                                     parse the built-in programs that ship (CLOUDSC) again on"
+	@echo "                                                         every pinned DaCe: after an edit to the port or the loader"
 	@echo "make bench                                              performance figures: table, bench/results/perf.json,"
 	@echo "                                                         README section Performance (about 30 min)"
 	@echo "make bench-quick                                        the same, one repetition each (a smoke run, no README)"
@@ -231,6 +233,13 @@ bench-zoo: $(SETUP)
 bench-prove: $(SETUP)
 	$(BIN)/python bench/prove.py --program kernels
 	$(BIN)/python bench/prove.py --program cloudsc --transformation '' --budget 900
+
+# the parsed built-in programs that ship (harnessgen/targets/parsed/), on every pinned DaCe:
+# after an edit to a built-in program's source or to harnessgen/targets/loaders.py
+shipped-parses: setup
+	@$(MAKE) --no-print-directory setup-dace DACE=$(OTHER_DACE)
+	$(VENV)/bin/python -m harnessgen.targets.shipped
+	$(OTHER_BIN)/python -m harnessgen.targets.shipped
 
 test-unit: $(SETUP)
 	$(BIN)/pytest -n 2 tests/unit docs $(TEST_ARGS)

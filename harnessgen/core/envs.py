@@ -13,6 +13,8 @@ KNOBS: Dict[str, str] = {
     "HARNESSGEN_AFL_FUZZ": "afl-fuzz executable (default afl-fuzz)",
     "HARNESSGEN_ARCHER": "LLVM's OpenMP ThreadSanitizer tool libarcher.so (default: found beside the compiler)",
     "HARNESSGEN_PROGRAM_CACHE": "where built-in targets cache their parsed SDFGs (default .harnessgen/programs)",
+    "HARNESSGEN_SHIPPED_PARSES": "1 (default) starts a built-in program's cache from the parse shipped for this "
+                                 "source and DaCe (harnessgen/targets/parsed/); 0 always parses",
     "HARNESSGEN_CUT_ALIASES_APART": "tests only: 1 cuts aliased nested-SDFG connectors apart again (an unfaithful "
                                     "cutout, which the whole-program audit must catch)",
     "HARNESSGEN_RTOL": "read by a built harness at start-up: overrides the relative tolerance it was built with",
@@ -35,6 +37,7 @@ DEFAULTS = {
     "HARNESSGEN_AFL_CXX": "afl-clang-fast++",
     "HARNESSGEN_AFL_FUZZ": "afl-fuzz",
     "HARNESSGEN_PROGRAM_CACHE": ".harnessgen/programs",
+    "HARNESSGEN_SHIPPED_PARSES": "1",
     "HARNESSGEN_CUDA_ARCH": "90",
 }
 

@@ -241,9 +241,11 @@ def _library_job(out: Path, side: SideSource, soname: str) -> "Job":
     frame code, its CUDA objects and the CUDA runtime, found beside the library)."""
     host = (cuda_toolkit.dace_host_flags() if side.on_gpu
             else header_pch(_work_dir(out), CXX, side.cpp))
+    exports = out / f"exports_{side.name}.map"
     return Job([CXX, *_flags(out), *host, *SIDE_FLAGS, str(side.cpp), *_cuda_link(out, side), "-shared",
-                f"-Wl,--version-script={out / f'exports_{side.name}.map'}", f"-Wl,-soname,{soname}", RPATH, "-o",
-                str(out / soname)], side.name, after=tuple(o.name for o in _cuda_objects(out, side)))
+                f"-Wl,--version-script={exports}", f"-Wl,-soname,{soname}", RPATH, "-o",
+                str(out / soname)], side.name, after=tuple(o.name for o in _cuda_objects(out, side)),
+               reuse=None if side.on_gpu else _reusable(out, out / soname, side.cpp, exports, FRESH_STATE_HEADER))
 
 
 def _cuda_objects(out: Path, side: SideSource) -> List[Path]:
@@ -290,7 +292,9 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
         jobs.update(_cuda_jobs(out, post))
         jobs[libraries[post.name]] = _library_job(out, post, libraries[post.name])
     jobs["harness.o"] = Job([harness_cxx, *flags, *harness_flags, *harness_pch, "-c", str(harness_cpp), "-o",
-                             str(out / "harness.o")], "harness", harness_env)
+                             str(out / "harness.o")], "harness", harness_env,
+                            reuse=None if gpu else _reusable(out, out / "harness.o", harness_cpp,
+                                                             *([out / "afl_denylist.txt"] if afl else [])))
     jobs["harness_replay"] = Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
                                   *(str(out / lib) for lib in libraries.values()), *_cuda_link(out, posts[0])[-1:],
                                   RPATH, "-o", str(out / "harness_replay")], "harness", AFL_ENV if afl else {},
@@ -301,7 +305,8 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
         # harness's decoder was coverage that depends on the run before: 70 % stability, and the
         # planted FastExpBand went unfound in 1.8 million executions)
         jobs["fresh_state.o"] = Job([CXX, *CXXFLAGS, "-x", "c++", "-c", str(FRESH_STATE_HEADER), "-o",
-                                     str(out / "fresh_state.o")], "harness")
+                                     str(out / "fresh_state.o")], "harness",
+                                    reuse=_reusable(out, out / "fresh_state.o", FRESH_STATE_HEADER))
     cmplog_env = {**AFL_ENV, "AFL_LLVM_CMPLOG": "1"}
     for variant, env in (("afl", AFL_ENV), ("cmplog", cmplog_env)):
         if not (afl if variant == "afl" else cmplog):
@@ -310,7 +315,8 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
         for post in posts:
             obj = f"post_{variant}.o" if len(posts) == 1 else f"{post.name}_{variant}.o"
             post_host = cuda_toolkit.dace_host_flags() if post.on_gpu else header_pch(work_dir, AFL_CXX, post.cpp, env)
-            jobs[obj] = Job([AFL_CXX, *flags, *post_host, "-c", str(post.cpp), "-o", str(out / obj)], "hg_post", env)
+            jobs[obj] = Job([AFL_CXX, *flags, *post_host, "-c", str(post.cpp), "-o", str(out / obj)], "hg_post", env,
+                            reuse=None if post.on_gpu else _reusable(out, out / obj, post.cpp))
             objects.append(obj)
         cuda_objects = tuple(o.name for post in posts for o in _cuda_objects(out, post))
         jobs[f"harness_{variant}"] = Job([AFL_CXX, "-fopenmp", str(out / "harness.o"), *(str(out / o) for o in objects),
@@ -404,12 +410,85 @@ def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[s
 @dataclasses.dataclass
 class Job:
     """One compiler call: its command, the side a failure is blamed on, extra environment,
-    and the jobs whose outputs it needs."""
+    and the jobs whose outputs it needs. ``reuse``: a compile whose output depends on nothing
+    but its command and these files (``ObjectCache``)."""
 
     cmd: List[str]
     side: str
     env: Dict[str, str] = dataclasses.field(default_factory=dict)
     after: Tuple[str, ...] = ()
+    reuse: Optional["Reusable"] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Reusable:
+    """What a compile's output is made from: the build folder (its path is not part of what is
+    compiled), the output file, and every file of the build folder it reads."""
+
+    out: Path
+    output: Path
+    inputs: Tuple[Path, ...]
+
+
+class ObjectCache:
+    """Compiled outputs shared between builds (``<work>/objects/``), keyed by the command (the
+    build folder's path left out), its environment, the compiler's version, DaCe's version and
+    the content of every input. Builds of one program repeat most of their compiles: the
+    parameter variants of a match share pre and the harness, and transformations that match
+    the same place cut out the same pre (CLOUDSC: 264 distinct pre libraries and 284 distinct
+    harness objects in 574 builds). A source file's first line, the comment that names the
+    instance it was generated for, is left out of its content."""
+
+    def __init__(self, work_dir: Path):
+        self.root = Path(work_dir) / "objects"
+
+    def key(self, job: Job) -> str:
+        import dace
+
+        out = str(job.reuse.out)
+        digest = hashlib.sha256(json.dumps([
+            [part.replace(out, "<out>") for part in job.cmd],
+            sorted((k, v.replace(out, "<out>")) for k, v in job.env.items()),
+            _tool_version(job.cmd[0]), dace.__version__, __version__,
+        ]).encode())
+        for path in sorted(job.reuse.inputs):
+            digest.update(str(path).replace(out, "<out>").encode() + b"\0")
+            digest.update(hashlib.sha256(_without_first_comment(path.read_bytes())).digest())
+        return digest.hexdigest()[:24]
+
+    def fetch(self, job: Job) -> bool:
+        """Copy a cached output into place; False when there is none."""
+        cached = self.root / f"{self.key(job)}-{job.reuse.output.name}"
+        if not cached.is_file():
+            return False
+        shutil.copy2(cached, job.reuse.output)
+        return True
+
+    def keep(self, job: Job) -> None:
+        """Keep a fresh output (written atomically: another builder may read it meanwhile)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        cached = self.root / f"{self.key(job)}-{job.reuse.output.name}"
+        tmp = cached.with_name(f".{cached.name}.tmp-{os.getpid()}-{id(job)}")
+        shutil.copy2(job.reuse.output, tmp)
+        os.replace(tmp, cached)
+
+
+def _without_first_comment(text: bytes) -> bytes:
+    """A source's content less its first line where that is a ``//`` comment (kept as an empty
+    line, so every line keeps its number)."""
+    if not text.startswith(b"//"):
+        return text
+    newline = text.find(b"\n")
+    return b"\n" + text[newline + 1:] if newline >= 0 else b""
+
+
+def _reusable(out: Path, output: Path, *sources: Path) -> Reusable:
+    """A compile of ``sources`` (with their own headers beside them and the build's ``include/``)
+    into ``output``."""
+    found = set((out / "include").glob("*"))
+    for source in sources:
+        found |= set(source.parent.glob(f"{source.stem}.h*"))
+    return Reusable(out, output, tuple(sorted(set(sources) | {p for p in found if p.is_file()})))
 
 
 # longest first: the harness and the generated sources, then the links
@@ -425,6 +504,16 @@ def _pch_refused(stderr: str) -> bool:
 
 
 def _run_job(name: str, job: "Job"):
+    cache = ObjectCache(_work_dir(job.reuse.out)) if job.reuse is not None else None
+    if cache is not None and cache.fetch(job):
+        return name, subprocess.CompletedProcess(job.cmd, 0, "", "")
+    name, proc = _compile(name, job)
+    if cache is not None and proc.returncode == 0:
+        cache.keep(job)
+    return name, proc
+
+
+def _compile(name: str, job: "Job"):
     env = {**os.environ, "AFL_QUIET": "1", **job.env}
     proc = subprocess.run(job.cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0 and "-include-pch" in job.cmd and _pch_refused(proc.stderr):

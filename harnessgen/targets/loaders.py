@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import lzma
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from typing import Callable, Optional
 
 from ..core import envs
 from ..core.errors import ConfigError
@@ -34,11 +36,46 @@ def prepare_sdfg(sdfg, simplify: bool = True):
     return _through_json(sdfg)
 
 
-def program_key(source: bytes) -> str:
-    """What a cached program is keyed by: its source, this file (how it is prepared) and DaCe."""
+# parsed built-in programs that ship with harnessgen, one folder per DaCe version
+# (``python -m harnessgen.targets.shipped`` writes them)
+SHIPPED = Path(__file__).parent / "parsed"
+
+
+def program_key(source: bytes, dace_version: Optional[str] = None) -> str:
+    """What a cached program is keyed by: its source, this file (how it is prepared) and DaCe
+    (the running one unless named)."""
+    if dace_version is None:
+        import dace
+
+        dace_version = dace.__version__
+    return hashlib.sha256(source + Path(__file__).read_bytes() + dace_version.encode()).hexdigest()[:16]
+
+
+def shipped_parse(cache_name: str, dace_version: str) -> Path:
+    """Where the shipped parse of a cache file (``<label>-<key>[-unsimplified].sdfg``) lies."""
+    return SHIPPED / f"dace-{dace_version}" / f"{cache_name}.xz"
+
+
+def _install_shipped(cached: Path) -> None:
+    """Put the shipped parse of ``cached`` into the cache where one ships: a fresh machine
+    starts from the parse DaCe's frontend made once (CLOUDSC: a minute of parsing), not from a
+    parse of its own. The key names the source, this file and DaCe: a shipped file is never
+    used for another version of any of them."""
     import dace
 
-    return hashlib.sha256(source + Path(__file__).read_bytes() + dace.__version__.encode()).hexdigest()[:16]
+    shipped = shipped_parse(cached.name, dace.__version__)
+    if envs.get("HARNESSGEN_SHIPPED_PARSES") != "1" or not shipped.is_file():
+        return
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(f".tmp{os.getpid()}")
+    with lzma.open(shipped) as packed, open(tmp, "wb") as out:
+        shutil.copyfileobj(packed, out)
+    try:
+        os.link(tmp, cached)        # never replaces a file another process may have read
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
 
 
 def content_identity(*parts: bytes) -> str:
@@ -64,6 +101,8 @@ def cached_program(label: str, source: bytes, parse, simplify: bool = True, fron
     key = program_key(source)
     folder = Path(envs.get("HARNESSGEN_PROGRAM_CACHE"))
     cached = folder / f"{label}-{key}{'' if simplify else '-unsimplified'}.sdfg"
+    if not cached.is_file():
+        _install_shipped(cached)
     if not cached.is_file():
         other = folder / f"{label}-{key}{'-unsimplified' if simplify else ''}.sdfg"
         if frontend_form and not other.is_file():

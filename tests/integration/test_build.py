@@ -50,6 +50,7 @@ def _rebuild_after_spoiling(cache: Path, pattern: str, spoil) -> None:
     for path in spoiled:
         spoil(path)
     shutil.rmtree(cache / "builds")
+    shutil.rmtree(cache / "objects")         # else the compiles come from the object cache, no PCH loaded
     again = build(pair, layout, cache, afl=False)
     assert again.libpost.is_file() and again.harness_replay.is_file()
 
@@ -99,3 +100,44 @@ def test_a_pre_that_does_not_compile_is_not_compiled_again(tmp_path, monkeypatch
     with pytest.raises(BuildError) as again:
         build(other_post, layout, tmp_path, afl=False, cmplog=True)
     assert again.value.first_error == failed.value.first_error
+
+
+def test_a_compile_another_build_made_is_reused_and_still_runs(tmp_path, monkeypatch):
+    """Another oracle changes the harness, not pre or post: their libraries come from the
+    object cache, byte for byte, and the replay binary linked from them runs."""
+    from harnessgen.core import protocol
+    from harnessgen.harness import build as build_stage
+
+    pair = make_pair("elementwise_chain", "MapTiling")
+    layout = layout_of(pair)
+    first = build(pair, layout, tmp_path, afl=False)
+    compiled = []
+    real = build_stage._compile
+    monkeypatch.setattr(build_stage, "_compile", lambda name, job: compiled.append(name) or real(name, job))
+    exact = build(pair, layout, tmp_path, Tolerance(exact=True), afl=False)
+    assert exact.dir != first.dir
+    assert sorted(compiled) == ["harness.o", "harness_replay"]      # the link is never kept
+    for name in ("libpre.so", "libpost.so"):
+        assert (exact.dir / name).read_bytes() == (first.dir / name).read_bytes()
+    assert protocol.run_native(exact.harness_replay, bytes(256)).exit == protocol.Exit.PASS
+
+
+def test_the_object_key_follows_every_input_but_not_the_instance_comment(tmp_path):
+    from harnessgen.harness.build import CXX, Job, ObjectCache, _reusable
+
+    def key_after(edit) -> str:
+        out = tmp_path / "builds" / "b.tmp-1"
+        shutil.rmtree(out, ignore_errors=True)
+        (out / "include").mkdir(parents=True)
+        (out / "include" / "hash.h").write_text("#pragma once\n")
+        (out / "side.cpp").write_text("// generated for instance A\nint f() { return 1; }\n")
+        (out / "side.h").write_text("int f();\n")
+        edit(out)
+        job = Job([CXX, "-c", str(out / "side.cpp"), "-o", str(out / "side.o")], "hg_pre",
+                  reuse=_reusable(out, out / "side.o", out / "side.cpp"))
+        return ObjectCache(tmp_path).key(job)
+
+    plain = key_after(lambda out: None)
+    assert key_after(lambda out: (out / "side.cpp").write_text("// generated for instance B\nint f() { return 1; }\n")) == plain
+    for changed in ("side.cpp", "side.h", "include/hash.h"):
+        assert key_after(lambda out: (out / changed).write_text("int g();\n")) != plain, changed
