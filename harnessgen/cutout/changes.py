@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import hashlib
+import inspect
 import json
 import warnings
+from pathlib import Path
 from typing import Callable, Dict, Iterator, List
 
 from ..core.errors import ConfigError, Unsupported
@@ -135,7 +138,7 @@ class Passes(Change):
 
     def __init__(self, pspec: "passes.PassSpec"):
         self.pspec, self.spec, self.name = pspec, pspec.spec, pspec.name
-        self.applied = AppliedOnce(self.apply)
+        self.applied = AppliedOnce(self.apply, _pass_identity(pspec))
 
     def apply(self, sdfg) -> None:
         passes.run_pass(self.pspec, sdfg)
@@ -148,11 +151,12 @@ class Passes(Change):
         for program in programs:
             pre = sdfg_of(program.name, False)
             try:
-                changed = passes.changed_paths(pre, passes.applied_copy(self.pspec, pre))
+                post = passes.applied_copy(self.pspec, pre)
             except Exception as exc:  # noqa: BLE001 -- judged as the whole program: FAILED_TO_APPLY
                 changed, failure = [""], f" (it raises: {type(exc).__name__})"
             else:
-                failure = ""
+                changed, failure = passes.changed_paths(pre, post), ""
+                self.applied.offer(pre, post)      # every instance judged starts from it
             for path in changed:
                 match = {"pass": self.name, "sdfg": path}
                 where = (f"nested SDFG {path}" if path else "the top-level SDFG") + failure
@@ -173,6 +177,13 @@ class Passes(Change):
 
     def judged_whole(self, inst, past) -> bool:
         return past > 0 or not inst.match.get("sdfg")
+
+
+def _pass_identity(pspec: "passes.PassSpec") -> str:
+    """A pass by its spec and the code of the file that defines it."""
+    source = inspect.getsourcefile(pspec.cls)
+    code = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:24] if source and Path(source).is_file() else ""
+    return json.dumps([pspec.spec, pspec.cls.__module__, pspec.cls.__qualname__, code])
 
 
 def _defaults_match(inst: Instance) -> Dict:

@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
+import json
+import pickle
 import traceback
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .. import __version__
 from ..core import envs
 from ..core.errors import Unsupported
 from ..core.expr import to_sympy
+from ..core.files import write_atomic
 from ..core.outcome import Outcome
 from ..cuda.toolkit import uses_gpu
-from ..dacecompat import copy_sdfg, find_new_name, keep_template
+from ..dacecompat import copy_sdfg, find_new_name, keep_template, template_identity
 from ..plan import passes
 from ..plan.instances import Instance, rebuild_transformation
 from .aliasing import alias_groups, alibi_groups, joint_layout
@@ -733,13 +739,16 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
 
 
 class AppliedOnce:
-    """A change to a whole program (a pass), applied once per process and program: every call
-    gives a copy of its own of the program after it, or raises what applying it raised. Every
-    instance of a pass meets the same program (CLOUDSC as its frontend wrote it: simplify takes
-    half a minute on it each time)."""
+    """A change to a whole program (a pass), applied once per program: every call gives a copy
+    of its own of the program after it, or raises what applying it raised. Every instance of a
+    pass meets the same program (CLOUDSC as its frontend wrote it: simplify takes half a minute
+    on it each time). The program after it is also kept on disk (``<program cache>/applied/``)
+    where the program's content has an identity (``template_identity``): the plan, which applies
+    the pass to find its instances, hands it to every worker of every later run."""
 
-    def __init__(self, apply: Callable[[Any], None]):
+    def __init__(self, apply: Callable[[Any], None], identity: str):
         self.apply = apply
+        self.identity = identity          # the pass's name and code: what the kept program is for
         # (program, program after it, exception): one program at a time, CLOUDSC's copies are large
         self._made: Optional[tuple] = None
 
@@ -752,22 +761,64 @@ class AppliedOnce:
             return copy_sdfg(after, name)
         return changed
 
+    def offer(self, program_sdfg, post) -> None:
+        """``post``: the program after the change, made elsewhere (the plan's enumeration);
+        kept on disk unless it is there already."""
+        kept = self._kept(program_sdfg)
+        if kept is not None and not kept.is_file():
+            self._keep(kept, copy_sdfg(post))
+
     def _after(self, program_sdfg) -> tuple:
         made = self._made
         if made is None or made[0] is not program_sdfg:
-            post = plain_copy(program_sdfg, program_sdfg.name)
-            try:
-                self.apply(post)
-            except Unsupported:
-                raise
-            except Exception as exc:  # noqa: BLE001 -- every instance of the pass fails alike
-                made = (program_sdfg, None, exc)
-            else:
-                after = copy_sdfg(post)          # read back from JSON: what a copy of it is kept from
-                keep_template(after)
-                made = (program_sdfg, after, None)
+            kept = self._kept(program_sdfg)
+            after = self._load(kept) if kept is not None and kept.is_file() else None
+            made = (program_sdfg, after, None) if after is not None else self._apply(program_sdfg, kept)
             self._made = made
         return made
+
+    @staticmethod
+    def _load(kept: Path):
+        """The program kept there, as its template; None where the file does not load (it is
+        then made again and written over)."""
+        pickled = kept.read_bytes()
+        try:
+            after = pickle.loads(pickled)
+        except Exception:  # noqa: BLE001 -- a damaged file only costs the pass's time
+            return None
+        keep_template(after, pickled=pickled)
+        return after
+
+    def _apply(self, program_sdfg, kept: Optional[Path]) -> tuple:
+        post = plain_copy(program_sdfg, program_sdfg.name)
+        try:
+            self.apply(post)
+        except Unsupported:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- every instance of the pass fails alike
+            return (program_sdfg, None, exc)
+        after = copy_sdfg(post)          # read back from JSON: what a copy of it is kept from
+        if kept is not None:
+            self._keep(kept, after)
+        else:
+            keep_template(after)
+        return (program_sdfg, after, None)
+
+    def _kept(self, program_sdfg) -> Optional[Path]:
+        """Where the program after the change is kept; None where the program has no identity."""
+        program = template_identity(program_sdfg)
+        if not program:
+            return None
+        import dace
+
+        digest = hashlib.sha256(json.dumps([program, self.identity, __version__, dace.__version__]).encode()).hexdigest()[:24]
+        return Path(envs.get("HARNESSGEN_PROGRAM_CACHE")) / "applied" / f"{digest}.pickle"
+
+    @staticmethod
+    def _keep(kept: Path, after) -> None:
+        """Keep ``after`` (an SDFG just read from JSON) as its template and on disk, atomically."""
+        pickled = keep_template(after)
+        write_atomic(kept, pickled)
 
 
 def extract_change(program_sdfg, instance: Instance, apply: AppliedOnce, past: int = 0) -> CutoutPair:

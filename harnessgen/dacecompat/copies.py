@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import pickle
 import weakref
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import dace
 
-# id(sdfg) -> (a weak reference to it, its pickle); the entry goes when the SDFG does, before
-# its id can be reused (a whole program after a pass is kept only while a pass instance needs it)
-_TEMPLATES: Dict[int, Tuple[weakref.ref, bytes]] = {}
+# id(sdfg) -> (a weak reference to it, its pickle, its identity); the entry goes when the SDFG
+# does, before its id can be reused (a whole program after a pass is kept only while a pass
+# instance needs it)
+_TEMPLATES: Dict[int, Tuple[weakref.ref, bytes, str]] = {}
 
 
 def sdfg_json(sdfg) -> dict:
@@ -47,14 +48,24 @@ def _forget_file_numbers(sdfg) -> None:
         forget(edge)
 
 
-def keep_template(sdfg) -> None:
-    """Copies of ``sdfg`` come from a pickle of it as it is now. Only for an SDFG just read from
+def keep_template(sdfg, identity: str = "", pickled: Optional[bytes] = None) -> bytes:
+    """Copies of ``sdfg`` come from a pickle of it as it is now (``pickled``: that pickle, where
+    the SDFG was just loaded from it); returns the pickle. Only for an SDFG just read from
     JSON (a file, or ``copy_sdfg``) that nothing changes in place afterwards: a program as
     loaded, or a program after a pass kept to be copied. A copy is then that SDFG as it was
-    kept, whatever happens to the object later."""
+    kept, whatever happens to the object later. ``identity`` names its content where it is
+    known (``template_identity``): what work done on it may be kept under."""
     key = id(sdfg)
-    _TEMPLATES[key] = (weakref.ref(sdfg), pickle.dumps(sdfg, protocol=pickle.HIGHEST_PROTOCOL))
+    pickled = pickled if pickled is not None else pickle.dumps(sdfg, protocol=pickle.HIGHEST_PROTOCOL)
+    _TEMPLATES[key] = (weakref.ref(sdfg), pickled, identity)
     weakref.finalize(sdfg, _TEMPLATES.pop, key, None)
+    return pickled
+
+
+def template_identity(sdfg) -> str:
+    """The identity ``sdfg`` was kept with; '' where none was given or it was not kept."""
+    kept = _TEMPLATES.get(id(sdfg))
+    return kept[2] if kept is not None and kept[0]() is sdfg else ""
 
 
 def copy_sdfg(sdfg, name: str = None):

@@ -79,7 +79,7 @@ class SdfgSubject(Subject):
         key = (name, simplified)
         if key not in self._sdfgs:
             self._sdfgs[key] = self.target.programs[name].sdfg(simplified)
-            keep_template(self._sdfgs[key])
+            keep_template(self._sdfgs[key], identity=self._program_identity(name, simplified))
         return self._sdfgs[key]
 
     def program_of(self, inst: Instance):
@@ -179,8 +179,11 @@ class SdfgSubject(Subject):
     def _whole_program_key(self, inst: Instance) -> str:
         """What names the instance's whole program, as it is judged (its content and form);
         '' where its content has no identity."""
-        identity = self.target.programs[inst.program].identity
-        return f"{identity}-{'simplified' if inst.simplified else 'as-given'}" if identity else ""
+        return self._program_identity(inst.program, inst.simplified)
+
+    def _program_identity(self, name: str, simplified: bool) -> str:
+        identity = self.target.programs[name].identity
+        return f"{identity}-{'simplified' if simplified else 'as-given'}" if identity else ""
 
     def after_verdict(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
         if result.verdict in STATIC_OUTCOMES:

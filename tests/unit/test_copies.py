@@ -49,3 +49,37 @@ def test_a_kept_program_is_copied_as_it_was_kept():
     del loaded                          # a kept SDFG that goes takes its pickle with it
     gc.collect()                        # (an SDFG's states point back at it)
     assert key not in copies._TEMPLATES
+
+
+def test_a_program_after_a_pass_is_kept_for_every_later_process(tmp_path, monkeypatch):
+    """The plan's enumeration applies each pass once; every worker then starts from what it
+    kept (``AppliedOnce``), never from a pass of its own: the same SDFG, the pass not run."""
+    from harnessgen.cutout.extract import AppliedOnce
+    from tests.conftest import program_sdfg
+
+    monkeypatch.setenv("HARNESSGEN_PROGRAM_CACHE", str(tmp_path))
+    program = copy_sdfg(program_sdfg("softmax"))
+    keep_template(program, identity="softmax-as-given")
+    runs = []
+
+    def apply(sdfg):
+        runs.append(sdfg)
+        sdfg.simplify()
+
+    first = AppliedOnce(apply, "simplify")(program)("post")
+    assert len(runs) == 1 and len(list((tmp_path / "applied").glob("*.pickle"))) == 1
+    later = AppliedOnce(apply, "simplify")(program)("post")             # another worker, another run
+    assert len(runs) == 1 and _text(later) == _text(first)
+    AppliedOnce(apply, "another pass")(program)("post")                 # kept apart, per pass
+    assert len(runs) == 2
+
+    offered = AppliedOnce(apply, "offered")
+    made = copy_sdfg(program)
+    made.simplify()
+    offered.offer(program, made)
+    assert _text(AppliedOnce(apply, "offered")(program)("post")) == _text(first)
+    assert len(runs) == 2
+
+    nameless = copy_sdfg(program_sdfg("softmax"))                        # no identity: nothing kept
+    AppliedOnce(apply, "simplify")(nameless)("post")
+    assert len(runs) == 3 and len(list((tmp_path / "applied").glob("*.pickle"))) == 3
