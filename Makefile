@@ -235,7 +235,7 @@ bench-prove: $(SETUP)
 	$(BIN)/python bench/prove.py --program cloudsc --transformation '' --budget 900
 
 # the parsed built-in programs that ship (harnessgen/targets/parsed/), on every pinned DaCe:
-# after an edit to a built-in program's source or to harnessgen/targets/loaders.py
+# after an edit to a built-in program's source or to how harnessgen/targets/loaders.py prepares it
 shipped-parses: setup
 	@$(MAKE) --no-print-directory setup-dace DACE=$(OTHER_DACE)
 	$(VENV)/bin/python -m harnessgen.targets.shipped

@@ -15,7 +15,7 @@ import inspect
 import json
 import warnings
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List
+from typing import Callable, Dict, Iterator, List, Optional
 
 from ..core.errors import ConfigError, Unsupported
 from ..plan import params, passes
@@ -42,8 +42,11 @@ class Change(abc.ABC):
         ``param_options``: which parameter variants of each match."""
 
     @abc.abstractmethod
-    def extract(self, program_sdfg, inst: Instance, past: int) -> CutoutPair:
-        """The instance's pre and post (``past``: how many smaller cutouts were judged already)."""
+    def extract(self, program_sdfg, inst: Instance, past: int,
+                before_whole: Optional[Callable[[], None]] = None) -> CutoutPair:
+        """The instance's pre and post (``past``: how many smaller cutouts were judged already).
+        ``before_whole()`` runs before the whole program is made the pair (it may raise to
+        stop there: a whole program known not to build)."""
 
     @abc.abstractmethod
     def whole_program(self, program_sdfg, inst: Instance) -> CutoutPair:
@@ -109,8 +112,8 @@ class Patterns(Change):
                                    description=f"{inst.description.split(PARAMS_MARK)[0]}{PARAMS_MARK}"
                                                f"{params.describe(values)}")
 
-    def extract(self, program_sdfg, inst, past):
-        return extract(program_sdfg, inst, self.cls, past=past)
+    def extract(self, program_sdfg, inst, past, before_whole=None):
+        return extract(program_sdfg, inst, self.cls, past=past)      # its cutouts are never the whole program
 
     def whole_program(self, program_sdfg, inst):
         return transformed_program(program_sdfg, inst, self.cls)
@@ -166,8 +169,8 @@ class Passes(Change):
         found.sort(key=lambda inst: (inst.program, inst.id))
         return found
 
-    def extract(self, program_sdfg, inst, past):
-        return extract_change(program_sdfg, inst, self.applied, past=past)
+    def extract(self, program_sdfg, inst, past, before_whole=None):
+        return extract_change(program_sdfg, inst, self.applied, past=past, before_whole=before_whole)
 
     def whole_program(self, program_sdfg, inst):
         pair = whole_program_pair(program_sdfg, f"{inst.id}-whole", changed=self.applied(program_sdfg))

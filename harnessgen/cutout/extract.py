@@ -821,7 +821,8 @@ class AppliedOnce:
         write_atomic(kept, pickled)
 
 
-def extract_change(program_sdfg, instance: Instance, apply: AppliedOnce, past: int = 0) -> CutoutPair:
+def extract_change(program_sdfg, instance: Instance, apply: AppliedOnce, past: int = 0,
+                   before_whole: Optional[Callable[[], None]] = None) -> CutoutPair:
     """A pass at one SDFG of a program (``instance.match``: ``{"pass", "sdfg"}``, the SDFG's path
     in ``passes.sdfg_paths``). A nested SDFG is cut out with the state around it, and the pass
     applied to that cutout, where the pass then makes of the nested SDFG exactly what it makes
@@ -835,6 +836,8 @@ def extract_change(program_sdfg, instance: Instance, apply: AppliedOnce, past: i
             return pair
     if past > (1 if path else 0):
         raise Unsupported(f"{instance.id}: the whole program was judged already; no larger cutout exists")
+    if before_whole is not None:
+        before_whole()
     pair = whole_program_pair(program_sdfg, instance.id, changed=apply(program_sdfg))
     pair.instance, pair.translated_match = instance, copy.deepcopy(instance.match)
     pair.grown_for = "the pass: the whole program" + (" (after the audit)" if past else "")

@@ -142,8 +142,16 @@ class SdfgSubject(Subject):
         whole_key = self._whole_program_key(inst)
         if self.change(spec).judged_whole(inst, past) and _blocked_program(whole_key, inst, options, result):
             return None
-        with result.timed("cutout"):
-            pair = self.change(spec).extract(self.program_of(inst), inst, past)
+
+        def before_whole() -> None:       # a nested cutout that falls back to the whole program
+            if _blocked_program(whole_key, inst, options, result):
+                raise _Blocked
+
+        try:
+            with result.timed("cutout"):
+                pair = self.change(spec).extract(self.program_of(inst), inst, past, before_whole)
+        except _Blocked:
+            return None
         result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
         result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
         if not pair.ok:
@@ -470,6 +478,10 @@ def transformation_specs(target, xform_spec: Optional[str]) -> List[str]:
     return specs
 
 
+class _Blocked(Exception):
+    """The cutout came to the whole program, which is known not to build (the result says so)."""
+
+
 def _blocked_program(whole_key: str, inst: Instance, options, result) -> bool:
     """The instance is judged on a whole program known not to build before any change (its
     cause recorded by an earlier instance): BLOCKED by that cause, with nothing applied or
@@ -482,8 +494,8 @@ def _blocked_program(whole_key: str, inst: Instance, options, result) -> bool:
         return False           # this run has no finding for it yet: the instance writes it
     result.verdict, result.blocked_by, result.crashes = BLOCKED, cause.id, [str(folder)]
     result.message = (f"pre does not build: DaCe's code generator emits {cause.describe()} (a known cause, first "
-                      f"met in {cause.first_instance}, in this whole program: the change was not applied, pre not "
-                      "generated again); nothing about the change can be judged here")
+                      f"met in {cause.first_instance}, in this whole program: the change was not applied to it, pre "
+                      "not generated again); nothing about the change can be judged here")
     return True
 
 

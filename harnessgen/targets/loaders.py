@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import lzma
 import os
 import shutil
@@ -16,6 +17,7 @@ from typing import Callable, Optional
 
 from ..core import envs
 from ..core.errors import ConfigError
+from ..core.files import write_atomic
 from ..dacecompat import copy_sdfg, sdfg_json
 from .base import Program, Target, with_afl_configs
 from .reference import python_reference
@@ -42,13 +44,18 @@ SHIPPED = Path(__file__).parent / "parsed"
 
 
 def program_key(source: bytes, dace_version: Optional[str] = None) -> str:
-    """What a cached program is keyed by: its source, this file (how it is prepared) and DaCe
-    (the running one unless named)."""
+    """What a cached program is keyed by: its source, how it is prepared (the code of the
+    functions that make a cache file's content) and DaCe (the running one unless named)."""
     if dace_version is None:
         import dace
 
         dace_version = dace.__version__
-    return hashlib.sha256(source + Path(__file__).read_bytes() + dace_version.encode()).hexdigest()[:16]
+    return hashlib.sha256(source + _preparation_code() + dace_version.encode()).hexdigest()[:16]
+
+
+def _preparation_code() -> bytes:
+    """The code that decides what a cache file holds (not how it is found, read or shipped)."""
+    return "".join(inspect.getsource(f) for f in (prepare_sdfg, cached_program, _through_json)).encode()
 
 
 def shipped_parse(cache_name: str, dace_version: str) -> Path:
@@ -59,7 +66,7 @@ def shipped_parse(cache_name: str, dace_version: str) -> Path:
 def _install_shipped(cached: Path) -> None:
     """Put the shipped parse of ``cached`` into the cache where one ships: a fresh machine
     starts from the parse DaCe's frontend made once (CLOUDSC: a minute of parsing), not from a
-    parse of its own. The key names the source, this file and DaCe: a shipped file is never
+    parse of its own. The key names the source, its preparation and DaCe: a shipped file is never
     used for another version of any of them."""
     import dace
 
@@ -87,7 +94,7 @@ def content_identity(*parts: bytes) -> str:
 
 
 def cached_program(label: str, source: bytes, parse, simplify: bool = True, frontend_form: bool = False) -> "dace.SDFG":
-    """A built-in program's prepared SDFG, parsed once per version of its source, of this file
+    """A built-in program's prepared SDFG, parsed once per version of its source, of its preparation
     and of DaCe (``HARNESSGEN_PROGRAM_CACHE``) and always read back from that file. DaCe's
     frontend is not deterministic (the same source gave gemm and softmax two different node
     orders in two runs), and an instance's id hashes its match: reading one file, every run
@@ -96,8 +103,6 @@ def cached_program(label: str, source: bytes, parse, simplify: bool = True, fron
     ``frontend_form``: ``parse()`` gives the frontend's form whatever the form asked for, so
     one parse makes both forms (the frontend's written first, then the same object simplified:
     what two separate parses would give, at half the parsing time)."""
-    import dace
-
     key = program_key(source)
     folder = Path(envs.get("HARNESSGEN_PROGRAM_CACHE"))
     cached = folder / f"{label}-{key}{'' if simplify else '-unsimplified'}.sdfg"
@@ -121,7 +126,31 @@ def cached_program(label: str, source: bytes, parse, simplify: bool = True, fron
             made = prepare_sdfg(parse(), simplify)
             if _publish(made, cached):
                 return made            # what the file holds, read from JSON as the file would be
-    return dace.SDFG.from_file(str(cached))
+    return read_cached(cached)
+
+
+def read_cached(cached: Path):
+    """The SDFG a cache file holds, from a pickle of it taken the first time it was read where
+    that pickle is of this very file (its size and modification time): every worker of every
+    run loads the program, and CLOUDSC takes seconds to read from JSON. The pickle of an SDFG
+    just read from JSON is that SDFG (``tests/unit/test_copies.py``)."""
+    import pickle
+
+    import dace
+
+    stat = cached.stat()
+    stamp = [stat.st_size, stat.st_mtime_ns]
+    pickled = cached.with_name(f"{cached.name}.pickle")
+    if pickled.is_file():
+        try:
+            kept_stamp, sdfg = pickle.loads(pickled.read_bytes())
+        except Exception:  # noqa: BLE001 -- a damaged pickle only costs the read from JSON
+            kept_stamp = None
+        if kept_stamp == stamp:
+            return sdfg
+    sdfg = dace.SDFG.from_file(str(cached))
+    write_atomic(pickled, pickle.dumps((stamp, sdfg), protocol=pickle.HIGHEST_PROTOCOL))
+    return sdfg
 
 
 def _through_json(sdfg):

@@ -3,7 +3,7 @@
 
 A fresh machine then starts ``make fuzz TARGET=cloudsc`` from these files instead of a minute
 of DaCe's frontend (``loaders._install_shipped``). Each file is what the program cache holds
-after a parse, compressed; its name carries the cache key (the program's source, the loader,
+after a parse, compressed; its name carries the cache key (the program's source, its preparation,
 DaCe's version), so an edit to any of them makes it unused until it is written again
 (``tests/unit/test_shipped_parses.py`` says when)."""
 from __future__ import annotations

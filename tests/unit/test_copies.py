@@ -83,3 +83,18 @@ def test_a_program_after_a_pass_is_kept_for_every_later_process(tmp_path, monkey
     nameless = copy_sdfg(program_sdfg("softmax"))                        # no identity: nothing kept
     AppliedOnce(apply, "simplify")(nameless)("post")
     assert len(runs) == 3 and len(list((tmp_path / "applied").glob("*.pickle"))) == 3
+
+
+def test_a_cache_file_is_read_from_its_pickle_only_while_it_is_that_file(tmp_path):
+    from harnessgen.targets.loaders import read_cached
+    from tests.conftest import program_sdfg
+
+    cached = tmp_path / "softmax.sdfg"
+    program_sdfg("softmax").save(str(cached))
+    first = read_cached(cached)
+    assert (tmp_path / "softmax.sdfg.pickle").is_file()
+    again = read_cached(cached)                       # from the pickle
+    assert again is not first and _text(again) == _text(first)
+    other = copy_sdfg(program_sdfg("softmax"), "another_program")
+    other.save(str(cached))                           # the file written again: its pickle is stale
+    assert read_cached(cached).name == "another_program"

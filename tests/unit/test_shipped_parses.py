@@ -28,7 +28,7 @@ def test_every_pinned_dace_has_the_current_parse_and_nothing_stale():
         expected = {shipped_parse(f"cloudsc-{key}{form}.sdfg", version) for form in ("", "-unsimplified")}
         present = set((SHIPPED / f"dace-{version}").glob("*.xz"))
         assert present == expected, (f"the shipped CLOUDSC parse for DaCe {version} is not the current one "
-                                     "(the port or targets/loaders.py changed): run `make shipped-parses`")
+                                     "(the port, or how targets/loaders.py prepares it, changed): run `make shipped-parses`")
     assert {p.name for p in SHIPPED.iterdir()} == {f"dace-{v}" for v in versions}
 
 
