@@ -116,7 +116,7 @@ class SdfgSubject(Subject):
         for program in self.target.select(self.program):
             for simplified in forms:
                 form = "simplified" if simplified else "as its frontend wrote it"
-                steps.append((f"program {program.name}, {form} (parsed by DaCe on first use, then cached)",
+                steps.append((f"program {program.name}, {form} (cached, or its shipped parse; else parsed by DaCe)",
                               lambda name=program.name, simplified=simplified: self.sdfg(name, simplified)))
         return steps
 
