@@ -442,7 +442,8 @@ class ObjectCache:
     def __init__(self, work_dir: Path):
         self.root = Path(work_dir) / "objects"
 
-    def key(self, job: Job) -> str:
+    def path(self, job: Job) -> Path:
+        """Where the output of ``job`` is kept."""
         import dace
 
         out = str(job.reuse.out)
@@ -454,23 +455,22 @@ class ObjectCache:
         for path in sorted(job.reuse.inputs):
             digest.update(str(path).replace(out, "<out>").encode() + b"\0")
             digest.update(hashlib.sha256(_without_first_comment(path.read_bytes())).digest())
-        return digest.hexdigest()[:24]
+        return self.root / f"{digest.hexdigest()[:24]}-{job.reuse.output.name}"
 
-    def fetch(self, job: Job) -> bool:
-        """Copy a cached output into place; False when there is none."""
-        cached = self.root / f"{self.key(job)}-{job.reuse.output.name}"
-        if not cached.is_file():
-            return False
-        shutil.copy2(cached, job.reuse.output)
-        return True
-
-    def keep(self, job: Job) -> None:
-        """Keep a fresh output (written atomically: another builder may read it meanwhile)."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        cached = self.root / f"{self.key(job)}-{job.reuse.output.name}"
-        tmp = cached.with_name(f".{cached.name}.tmp-{os.getpid()}-{id(job)}")
-        shutil.copy2(job.reuse.output, tmp)
-        os.replace(tmp, cached)
+    def run(self, name: str, job: Job):
+        """The compile's output copied from the cache, or compiled and then kept (written
+        atomically: another builder may read it meanwhile)."""
+        cached = self.path(job)
+        if cached.is_file():
+            shutil.copy2(cached, job.reuse.output)
+            return name, subprocess.CompletedProcess(job.cmd, 0, "", "")
+        name, proc = _compile(name, job)
+        if proc.returncode == 0:
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_name(f".{cached.name}.tmp-{os.getpid()}-{id(job)}")
+            shutil.copy2(job.reuse.output, tmp)
+            os.replace(tmp, cached)
+        return name, proc
 
 
 def _without_first_comment(text: bytes) -> bytes:
@@ -504,13 +504,9 @@ def _pch_refused(stderr: str) -> bool:
 
 
 def _run_job(name: str, job: "Job"):
-    cache = ObjectCache(_work_dir(job.reuse.out)) if job.reuse is not None else None
-    if cache is not None and cache.fetch(job):
-        return name, subprocess.CompletedProcess(job.cmd, 0, "", "")
-    name, proc = _compile(name, job)
-    if cache is not None and proc.returncode == 0:
-        cache.keep(job)
-    return name, proc
+    if job.reuse is not None:
+        return ObjectCache(_work_dir(job.reuse.out)).run(name, job)
+    return _compile(name, job)
 
 
 def _compile(name: str, job: "Job"):

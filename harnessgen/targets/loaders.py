@@ -73,16 +73,12 @@ def _install_shipped(cached: Path) -> None:
     shipped = shipped_parse(cached.name, dace.__version__)
     if envs.get("HARNESSGEN_SHIPPED_PARSES") != "1" or not shipped.is_file():
         return
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(f".tmp{os.getpid()}")
-    with lzma.open(shipped) as packed, open(tmp, "wb") as out:
-        shutil.copyfileobj(packed, out)
-    try:
-        os.link(tmp, cached)        # never replaces a file another process may have read
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink()
+
+    def unpack(tmp: Path) -> None:
+        with lzma.open(shipped) as packed, open(tmp, "wb") as out:
+            shutil.copyfileobj(packed, out)
+
+    _publish_file(unpack, cached)
 
 
 def content_identity(*parts: bytes) -> str:
@@ -159,9 +155,15 @@ def _through_json(sdfg):
 
 def _publish(sdfg, cached: Path) -> bool:
     """Save ``sdfg`` as ``cached`` unless another process published it first (False then)."""
+    return _publish_file(lambda tmp: sdfg.save(str(tmp)), cached)
+
+
+def _publish_file(write: Callable[[Path], None], cached: Path) -> bool:
+    """``write`` a temporary file and link it into place as ``cached`` unless another process
+    published it first (False then)."""
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(f".tmp{os.getpid()}")
-    sdfg.save(str(tmp))
+    write(tmp)
     try:
         os.link(tmp, cached)        # never replaces a file another process may have read
     except FileExistsError:

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from . import cloudsc
-from .loaders import shipped_parse
+from .loaders import SHIPPED, shipped_parse
 
 # label -> the builder that parses (and caches) both of its forms
 SHIPPED_PROGRAMS = {"cloudsc": cloudsc.build_sdfg}
@@ -40,7 +40,7 @@ def write(out=sys.stdout) -> None:
             target = shipped_parse(path.name, dace.__version__)
             with open(path, "rb") as src, lzma.open(target, "wb", preset=9) as dst:
                 shutil.copyfileobj(src, dst)
-            print(f"wrote {target.relative_to(folder.parent.parent.parent.parent)} "
+            print(f"wrote {target.relative_to(SHIPPED.parents[2])} "
                   f"({target.stat().st_size // 1024} KiB)", file=out, flush=True)
 
 

@@ -125,7 +125,7 @@ def test_a_compile_another_build_made_is_reused_and_still_runs(tmp_path, monkeyp
 def test_the_object_key_follows_every_input_but_not_the_instance_comment(tmp_path):
     from harnessgen.harness.build import CXX, Job, ObjectCache, _reusable
 
-    def key_after(edit) -> str:
+    def key_after(edit) -> Path:
         out = tmp_path / "builds" / "b.tmp-1"
         shutil.rmtree(out, ignore_errors=True)
         (out / "include").mkdir(parents=True)
@@ -135,7 +135,7 @@ def test_the_object_key_follows_every_input_but_not_the_instance_comment(tmp_pat
         edit(out)
         job = Job([CXX, "-c", str(out / "side.cpp"), "-o", str(out / "side.o")], "hg_pre",
                   reuse=_reusable(out, out / "side.o", out / "side.cpp"))
-        return ObjectCache(tmp_path).key(job)
+        return ObjectCache(tmp_path).path(job)
 
     plain = key_after(lambda out: None)
     assert key_after(lambda out: (out / "side.cpp").write_text("// generated for instance B\nint f() { return 1; }\n")) == plain
