@@ -10,14 +10,16 @@ ones' so far), the main queue first on a tie. A budget-bound run thus spends mos
 time where verdicts come quickly and still judges the expensive instances, interleaved
 from the start, instead of finding them all at the end of the plan or none at all.
 
-Within a queue the transformations share its time alike: the next instance is the first
-pending one of the transformation that has used the least time in that queue so far (plan
-order on a tie, or the transformation whose finished instances of earlier runs were quickest:
-a run that continues gives its first verdicts within seconds, so every transformation starts
-early). A transformation whose instances take
-two seconds then judges ten for every one of a transformation whose instances take twenty,
-instead of each waiting its turn behind the slow one. Instances put back in front (requeued
-after a lost worker) go first.
+Within a queue a transformation's share of the time is inversely proportional to what its
+instances cost: the next instance is the first pending one of the transformation with the
+least time used so far times the median seconds of its finished instances (in this run, else
+in earlier runs; plan order on a tie, or the transformation whose finished instances of
+earlier runs were quickest: a run that continues gives its first verdicts within seconds, so
+every transformation starts early). A transformation whose instances take two seconds thus
+gets ten times the time of one whose instances take twenty, and judges a hundred for each
+one of the slow one, which still judges its share from the start instead of waiting behind
+the cheap ones: a bound is spent where verdicts come quickly, and every transformation is
+judged in it. Instances put back in front (requeued after a lost worker) go first.
 """
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ DEFAULT_VARIANT_SHARE = 0.15
 # (median) and this many times the median of the other transformations' instances
 SLOW_SECONDS = 20.0
 SLOW_FACTOR = 8.0
+# a transformation's instances are taken to cost at least this much (seconds) when shares are weighed
+MIN_COST = 0.5
 
 
 class Scheduler:
@@ -49,6 +53,7 @@ class Scheduler:
         self.walls: Dict[str, List[float]] = {}     # spec -> wall seconds of its finished main instances
         self.slow: List[str] = []                    # specs moved to the expensive queue, in order
         self.spec_spent: Dict[tuple, float] = {}     # (queue, spec) -> seconds of its finished instances
+        self.spec_walls: Dict[tuple, List[float]] = {}  # (queue, spec) -> wall seconds of each finished one
         self.urgent: set = set()                     # ids put back in front
 
     def add(self, rows: List[Dict], front: bool = False) -> None:
@@ -90,7 +95,7 @@ class Scheduler:
 
     def _pick(self, queue: str, now: float) -> int:
         """The index in ``queue`` of the next instance: one put back in front, else the first
-        of the transformation that has used the least of the queue's time."""
+        of the transformation with the least time used times the cost of its instances."""
         rows = self.queues[queue]
         if rows[0]["id"] in self.urgent:
             return 0
@@ -100,8 +105,24 @@ class Scheduler:
         first: Dict[str, int] = {}
         for index, row in enumerate(rows):
             first.setdefault(row["spec"], index)
-        return min(first.values(), key=lambda index: (used.get((queue, rows[index]["spec"]), 0.0),
-                                                      self.expected.get(rows[index]["spec"], 0.0), index))
+
+        def weighed(index: int) -> tuple:
+            spec = rows[index]["spec"]
+            return (used.get((queue, spec), 0.0) * self._cost(queue, spec), self.expected.get(spec, 0.0), index)
+        return min(first.values(), key=weighed)
+
+    def _cost(self, queue: str, spec: str) -> float:
+        """What an instance of ``spec`` in ``queue`` is expected to take: the median of its
+        finished ones in this run, else in earlier runs, else of the queue's finished ones."""
+        walls = self.spec_walls.get((queue, spec))
+        if walls:
+            cost = statistics.median(walls)
+        elif spec in self.expected:
+            cost = self.expected[spec]
+        else:
+            everything = [w for (q, _), values in self.spec_walls.items() if q == queue for w in values]
+            cost = statistics.median(everything) if everything else MIN_COST
+        return max(cost, MIN_COST)
 
     def _workers_for(self, queue: str, workers: int) -> int:
         """A queue's share of the workers: at least one where its share is not zero."""
@@ -116,6 +137,7 @@ class Scheduler:
         wall = time.monotonic() - started
         self.spent[queue] += wall
         self.spec_spent[(queue, spec)] = self.spec_spent.get((queue, spec), 0.0) + wall
+        self.spec_walls.setdefault((queue, spec), []).append(wall)
         if queue == MAIN and spec:
             self.walls.setdefault(spec, []).append(wall)
             self._move_if_slow(spec)

@@ -78,20 +78,23 @@ def test_a_queue_that_is_behind_catches_up_one_worker_at_a_time():
     assert scheduler.next(workers=2)["spec"] == WHOLE
 
 
-def test_transformations_share_a_queues_time_alike_so_a_cheap_one_judges_more():
-    """In plan order (interleaved) each transformation starts once; after that the one that has
-    used the least time goes next: ten cheap instances for one that takes ten times as long."""
+def test_a_transformations_share_of_time_falls_as_its_instances_cost_more():
+    """In plan order (interleaved) each transformation starts once; after that the one with the
+    least time used times its instances' cost goes next: one whose instances cost four times as
+    much gets a quarter of the time, so the cheap one judges sixteen for each of its."""
     scheduler = Scheduler(lambda row: MAIN)
-    scheduler.add([{"id": f"{spec}-{i}", "spec": spec} for i in range(20) for spec in ("cheap", "dear")])
-    walls = {"cheap": 1.0, "dear": 10.0}
+    scheduler.add([{"id": f"{spec}-{i}", "spec": spec} for i in range(200) for spec in ("cheap", "dear")])
+    walls = {"cheap": 1.0, "dear": 4.0}
     started = []
-    for _ in range(13):
+    for _ in range(102):
         row = scheduler.next()
         started.append(row["spec"])
         scheduler.running[row["id"]] = (MAIN, time.monotonic() - walls[row["spec"]], row["spec"])
         scheduler.finished(row["id"])
     assert started[:2] == ["cheap", "dear"]             # each starts once, in plan order
-    assert started.count("cheap") == 11 and started.count("dear") == 2
+    assert (started.count("cheap"), started.count("dear")) == (96, 6)
+    spent = {spec: started.count(spec) * wall for spec, wall in walls.items()}
+    assert abs(spent["cheap"] / spent["dear"] - 4.0) < 0.2
     scheduler.add([{"id": "again", "spec": "dear"}], front=True)
     assert scheduler.next()["id"] == "again"            # put back in front: first, whatever its share
 
