@@ -120,8 +120,20 @@ class ProgramAnalysis:
         self._need_cache: Dict[str, Tuple[List, List]] = {}
         # (free symbols, max size) -> (their ranges, need() cache after deriving them)
         self._ranges_memo: Dict[Tuple, Tuple[Dict, Dict]] = {}
+        self._names: Optional[Set[str]] = None
         for sd in sdfg.all_sdfgs_recursive():
             self._scan_sdfg(sd)
+
+    @property
+    def names(self) -> Set[str]:
+        """Every symbol and container the program knows, at any nesting depth (what a
+        constraints file may name): asked for by every instance, so found once."""
+        if self._names is None:
+            names = {str(s) for s in self.sdfg.free_symbols} | set(self.sdfg.arrays)
+            for sd in self.sdfg.all_sdfgs_recursive():
+                names |= set(sd.symbols) | set(sd.arrays)
+            self._names = names
+        return self._names
 
     # -- collection
     def _scan_sdfg(self, sd) -> None:
@@ -317,7 +329,7 @@ def derive(pair, max_size: int = DEFAULT_MAX_SIZE, user_file: Optional[Path] = N
     user = {}
     if user_file:
         data = read_user_file(user_file)
-        user = user_ranges(data, Path(user_file).name, pair.program_sdfg, strict_names)
+        user = user_ranges(data, Path(user_file).name, analysis.names, strict_names)
         float_tiny = user_settings(data, Path(user_file).name).get("_float_tiny", float_tiny)
     symbols = _symbol_ranges(analysis, free, max_size)
     values = {}
@@ -527,11 +539,9 @@ def user_settings(data: Dict, file_name: str) -> Dict[str, float]:
     return out
 
 
-def user_ranges(data: Dict, file_name: str, program_sdfg, strict_names: bool) -> Dict[str, Range]:
-    """``{"name": ["lo", "hi"]}`` entries; the message names the file and key to fix."""
-    known = {str(s) for s in program_sdfg.free_symbols} | set(program_sdfg.arrays)
-    for sd in program_sdfg.all_sdfgs_recursive():
-        known |= set(sd.symbols) | set(sd.arrays)
+def user_ranges(data: Dict, file_name: str, known: Set[str], strict_names: bool) -> Dict[str, Range]:
+    """``{"name": ["lo", "hi"]}`` entries naming one of the ``known`` symbols and containers;
+    the message names the file and key to fix."""
     out = {}
     for name, bounds in data.items():
         if name.startswith("_"):

@@ -360,17 +360,20 @@ class SdfgSubject(Subject):
             return
         started = time.monotonic()
         sdfg = self.program_of(inst)
+        build_failure = result.verdict == Outcome.BUILD_FAILURE.name
+        if build_failure and not (options.audit if options.audit is not None else is_cheap(sdfg)):
+            # applying the change to the whole program (seconds on CLOUDSC) would not say
+            # whether its code compiles, the only question a build failure asks of it
+            result.audit = {"verdict": SKIPPED, "reason": "whether the whole program's code compiles is not "
+                            "checked: it is too large to compile by default (--audit checks it)"}
+            return
         try:
             whole = change.whole_program(sdfg, inst)
         except Unsupported as exc:
             result.audit = {"verdict": SKIPPED, "reason": f"the whole program: {exc}"}
             return
         shows = whole.verdict.name if not whole.ok else None
-        if shows is None and result.verdict == Outcome.BUILD_FAILURE.name:
-            if not (options.audit if options.audit is not None else is_cheap(sdfg)):
-                result.audit = {"verdict": SKIPPED, "reason": "whether the whole program's code compiles is not "
-                                "checked: it is too large to compile by default (--audit checks it)"}
-                return
+        if shows is None and build_failure:
             shows = Outcome.BUILD_FAILURE.name if compile_errors(whole.post) else None
         record = {"verdict": shows or "TAKES_THE_CHANGE", "seconds": round(time.monotonic() - started, 3),
                   "reason": (whole.error.splitlines()[0][:300] if whole.error else "")}
