@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import math
 from typing import Dict, FrozenSet, Tuple, Union
 
@@ -218,11 +219,18 @@ _SYMPY_FUNCS = {"Min", "Max", "int_floor", "floor", "ceiling", "Mod", "Abs", "in
 
 def to_sympy(text):
     """sympify with every identifier a plain symbol (sympy would read N, S, E, I, Q as its own objects)."""
+    return _text_to_sympy(str(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _text_to_sympy(text: str):
+    """``to_sympy`` of a text, parsed once: the constraint derivation asks for the same index
+    expressions of a program thousands of times (sympy's parser is most of its time), and
+    sympy's objects are immutable."""
     import re
 
     import sympy
 
-    text = str(text)
     names = set(re.findall(r"[A-Za-z_]\w*", text)) - _SYMPY_FUNCS
     local = {n: sympy.Symbol(n) for n in names}
     local.update({"int_floor": lambda a, b: sympy.floor(a / b), "Min": sympy.Min, "Max": sympy.Max})

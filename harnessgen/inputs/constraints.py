@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import json
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
@@ -67,6 +68,19 @@ def _sympify(text):
 
 def _solve(expr_text, sym: str, lo, hi) -> Optional[Tuple[object, object]]:
     """Bounds on ``sym`` such that ``lo <= expr <= hi``, if expr is ``±sym + c``."""
+    split = _linear_in(str(expr_text), sym)
+    if split is None:
+        return None
+    a, rest = split
+    if a == 1:
+        return lo - rest, hi - rest
+    return rest - hi, rest - lo
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _linear_in(expr_text: str, sym: str) -> Optional[Tuple[int, object]]:
+    """(a, rest) where ``expr`` is ``a * sym + rest`` with ``a`` 1 or -1 and ``rest`` free of
+    ``sym``; else None. Asked for the same uses of a program for every cutout: kept."""
     import sympy
 
     try:
@@ -80,9 +94,7 @@ def _solve(expr_text, sym: str, lo, hi) -> Optional[Tuple[object, object]]:
     rest = sympy.expand(e - a * s)
     if s in rest.free_symbols or a not in (1, -1):
         return None
-    if a == 1:
-        return lo - rest, hi - rest
-    return rest - hi, rest - lo
+    return (1 if a == 1 else -1), rest
 
 
 def _to_expr(value) -> Optional[ex.Expr]:
@@ -233,18 +245,22 @@ class ProgramAnalysis:
                 los.append(solved[0])
                 his.append(solved[1])
         if _depth < 6:
+            folded: Dict[str, Tuple] = {}   # name -> max of its lower, min of its upper bounds
             for name, iters in self.iterators.items():
                 for it in iters:
                     for bound, is_low in ((it.low, True), (it.high, False)):
                         if sym not in {str(s) for s in _free(bound)}:
                             continue
                         plo, phi = self.need(name, _depth + 1)
+                        if name not in folded:   # a loop variable of many loops: fold its bounds once
+                            folded[name] = (_max(plo), _min(phi))
+                        lowest, highest = folded[name]
                         if is_low:
-                            window_lo = _max(plo)
-                            window_hi = _min(phi) + 1 if phi else None
+                            window_lo = lowest
+                            window_hi = highest + 1 if phi else None
                         else:
-                            window_lo = _max(plo) - 1 if plo else None
-                            window_hi = _min(phi)
+                            window_lo = lowest - 1 if plo else None
+                            window_hi = highest
                         if window_lo is not None:
                             s = _solve(bound, sym, window_lo, 10**18)
                             if s:
