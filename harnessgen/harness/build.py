@@ -56,6 +56,11 @@ CXXFLAGS = [f"-std=c++{cpp_standard()}", "-O2", "-fPIC", "-fopenmp", "-ffp-contr
 # heap block starts as the same bytes, so a transient read before it is written is a
 # deterministic difference, not whatever the other side left in the block it freed.
 SIDE_FLAGS = ["-include", str(FRESH_STATE_HEADER)]
+# a harness that only replays (no afl-fuzz: a pair proven equal) compiles its own code, the
+# decoder and the comparison, without optimisation: they run a few hundred times there, and
+# -O2 was half of its compile (0.4 s of every such build). The sides keep CXXFLAGS: what is
+# judged is compiled alike in every build.
+REPLAY_ONLY_HARNESS_OPT = "-O0"
 # afl-cc adds -g and -funroll-loops unless told not to: our flags stay the only ones, so the
 # instrumented post is compiled as libpost.so is (and without debug info, a third faster)
 AFL_ENV = {"AFL_DONT_OPTIMIZE": "1"}
@@ -284,15 +289,17 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
     # persistent loop) and links it (its runtime), the replay binary included
     harness_cxx, harness_env = (AFL_CXX, {**AFL_ENV, "AFL_LLVM_DENYLIST": str(out / "afl_denylist.txt")}) \
         if afl else (CXX, {})
-    harness_pch = [] if gpu else header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None)
+    harness_opt = CXXFLAGS if afl or cmplog else _replay_only(CXXFLAGS)
+    harness_pch = [] if gpu else header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None,
+                                            cxxflags=harness_opt)
     harness_flags = ["-DHG_CUDA", "-isystem", str(cuda_toolkit.find().include)] if gpu else []
     libraries = {post.name: "libpost.so" if len(posts) == 1 else f"lib{post.name}.so" for post in posts}
     jobs: Dict[str, Job] = {}
     for post in posts:
         jobs.update(_cuda_jobs(out, post))
         jobs[libraries[post.name]] = _library_job(out, post, libraries[post.name])
-    jobs["harness.o"] = Job([harness_cxx, *flags, *harness_flags, *harness_pch, "-c", str(harness_cpp), "-o",
-                             str(out / "harness.o")], "harness", harness_env,
+    jobs["harness.o"] = Job([harness_cxx, *harness_opt, *flags[len(CXXFLAGS):], *harness_flags, *harness_pch, "-c",
+                             str(harness_cpp), "-o", str(out / "harness.o")], "harness", harness_env,
                             reuse=None if gpu else _reusable(out, out / "harness.o", harness_cpp,
                                                              *([out / "afl_denylist.txt"] if afl else [])))
     jobs["harness_replay"] = Job([harness_cxx, "-fopenmp", str(out / "harness.o"), str(out / "libpre.so"),
@@ -368,7 +375,12 @@ def build_variants(pairs: List[CutoutPair], layout: InputLayout, work_dir: Path,
     return HarnessBuild.open(final)
 
 
-def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[str, str]] = None) -> List[str]:
+def _replay_only(cxxflags: List[str]) -> List[str]:
+    return [REPLAY_ONLY_HARNESS_OPT if flag.startswith("-O") else flag for flag in cxxflags]
+
+
+def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[str, str]] = None,
+               cxxflags: Optional[List[str]] = None) -> List[str]:
     """Flags that use a precompiled header of the ``#include <...>`` lines of ``source``
     (DaCe's runtime for generated code, the C++ library for the harness), built once per
     compiler, flags and header text under ``<work>/pch/``; no flags when it cannot be built.
@@ -376,6 +388,7 @@ def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[s
     harness); it never changes what is compiled."""
     import dace
 
+    cxxflags = list(CXXFLAGS if cxxflags is None else cxxflags)
     extra = dict(env or {})
     includes = "".join(line for line in Path(source).read_text().splitlines(keepends=True)
                        if line.startswith("#include <"))
@@ -388,7 +401,7 @@ def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[s
     # a PCH names its header by absolute path: the real folder is part of the key, so a work
     # directory reached through a link, or moved, gets PCHs of its own instead of broken ones
     root = (Path(work_dir) / "pch").resolve()
-    key = hashlib.sha256(json.dumps([compiler, version, CXXFLAGS, dace.__version__, str(dace_include()), extra,
+    key = hashlib.sha256(json.dumps([compiler, version, cxxflags, dace.__version__, str(dace_include()), extra,
                                      includes, str(root)]).encode()).hexdigest()[:16]
     folder = root / key
     pch = folder / "headers.h.pch"
@@ -397,7 +410,7 @@ def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[s
         if not header.is_file():   # rewriting it would give other builders' PCHs a newer input file
             write_atomic(header, includes.encode())
         tmp = folder / f".headers.h.pch.tmp-{os.getpid()}"
-        proc = subprocess.run([compiler, *CXXFLAGS, "-I", str(dace_include()), "-c", "-x", "c++-header", str(header),
+        proc = subprocess.run([compiler, *cxxflags, "-I", str(dace_include()), "-c", "-x", "c++-header", str(header),
                                "-o", str(tmp)], capture_output=True, text=True,
                               env={**os.environ, "AFL_QUIET": "1", **extra})
         if proc.returncode != 0:
