@@ -50,7 +50,6 @@ class Scheduler:
         self.queues: Dict[str, List[Dict]] = {q: [] for q in QUEUES}
         self.spent: Dict[str, float] = {q: 0.0 for q in QUEUES}
         self.running: Dict[str, tuple] = {}          # id -> (queue, started, spec)
-        self.walls: Dict[str, List[float]] = {}     # spec -> wall seconds of its finished main instances
         self.slow: List[str] = []                    # specs moved to the expensive queue, in order
         self.spec_spent: Dict[tuple, float] = {}     # (queue, spec) -> seconds of its finished instances
         self.spec_walls: Dict[tuple, List[float]] = {}  # (queue, spec) -> wall seconds of each finished one
@@ -139,16 +138,16 @@ class Scheduler:
         self.spec_spent[(queue, spec)] = self.spec_spent.get((queue, spec), 0.0) + wall
         self.spec_walls.setdefault((queue, spec), []).append(wall)
         if queue == MAIN and spec:
-            self.walls.setdefault(spec, []).append(wall)
             self._move_if_slow(spec)
 
     def _move_if_slow(self, spec: str) -> None:
         """A transformation whose instances prove slow goes on in the expensive queue: it keeps
         its share there instead of holding the main queue's workers."""
-        others = [w for name, walls in self.walls.items() if name != spec for w in walls]
+        others = [w for (queue, name), walls in self.spec_walls.items()
+                  if queue == MAIN and name and name != spec for w in walls]
         if spec in self.slow or not others:
             return
-        if statistics.median(self.walls[spec]) < max(SLOW_SECONDS, SLOW_FACTOR * statistics.median(others)):
+        if statistics.median(self.spec_walls[(MAIN, spec)]) < max(SLOW_SECONDS, SLOW_FACTOR * statistics.median(others)):
             return
         moving = [row for row in self.queues[MAIN] if row["spec"] == spec]
         self.queues[MAIN] = [row for row in self.queues[MAIN] if row["spec"] != spec]

@@ -231,8 +231,8 @@ def _cuda_manifest(*sides: SideSource) -> Optional[Dict]:
             "runtime": toolkit.cudart.name}
 
 
-def _flags(out: Path) -> List[str]:
-    return CXXFLAGS + ["-I", str(dace_include()), "-I", str(out / "include")]
+def _flags(out: Path, cxxflags: List[str] = CXXFLAGS) -> List[str]:
+    return cxxflags + ["-I", str(dace_include()), "-I", str(out / "include")]
 
 
 def _work_dir(out: Path) -> Path:
@@ -298,7 +298,7 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
     for post in posts:
         jobs.update(_cuda_jobs(out, post))
         jobs[libraries[post.name]] = _library_job(out, post, libraries[post.name])
-    jobs["harness.o"] = Job([harness_cxx, *harness_opt, *flags[len(CXXFLAGS):], *harness_flags, *harness_pch, "-c",
+    jobs["harness.o"] = Job([harness_cxx, *_flags(out, harness_opt), *harness_flags, *harness_pch, "-c",
                              str(harness_cpp), "-o", str(out / "harness.o")], "harness", harness_env,
                             reuse=None if gpu else _reusable(out, out / "harness.o", harness_cpp,
                                                              *([out / "afl_denylist.txt"] if afl else [])))

@@ -132,20 +132,17 @@ class ProgramAnalysis:
         self._need_cache: Dict[str, Tuple[List, List]] = {}
         # (free symbols, max size) -> (their ranges, need() cache after deriving them)
         self._ranges_memo: Dict[Tuple, Tuple[Dict, Dict]] = {}
-        self._names: Optional[Set[str]] = None
         for sd in sdfg.all_sdfgs_recursive():
             self._scan_sdfg(sd)
 
-    @property
+    @functools.cached_property
     def names(self) -> Set[str]:
         """Every symbol and container the program knows, at any nesting depth (what a
         constraints file may name): asked for by every instance, so found once."""
-        if self._names is None:
-            names = {str(s) for s in self.sdfg.free_symbols} | set(self.sdfg.arrays)
-            for sd in self.sdfg.all_sdfgs_recursive():
-                names |= set(sd.symbols) | set(sd.arrays)
-            self._names = names
-        return self._names
+        names = {str(s) for s in self.sdfg.free_symbols} | set(self.sdfg.arrays)
+        for sd in self.sdfg.all_sdfgs_recursive():
+            names |= set(sd.symbols) | set(sd.arrays)
+        return names
 
     # -- collection
     def _scan_sdfg(self, sd) -> None:
