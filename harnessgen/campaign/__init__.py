@@ -339,17 +339,22 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
     broken = False
     live = getattr(progress, "live_stats", None) if opened.in_process else None
     scheduler = feed.scheduler
-    while ((scheduler or feed.planning) and not broken and _may_start(config, started)) or inflight:
-        feed.poll()
+
+    def fill() -> None:
         while scheduler and not broken and len(inflight) < opened.capacity and _may_start(config, started):
             row = scheduler.next(opened.capacity)
             attempt = state.start(row["id"], run)
             task = Task(config.program, row["spec"], row["instance"], _instance_options(config), attempt)
             inflight[opened.executor.submit(run_task, task, live)] = task
+
+    while ((scheduler or feed.planning) and not broken and _may_start(config, started)) or inflight:
+        feed.poll()
+        fill()
         if not inflight:
             feed.wait_for_planner(timeout=1.0)
             continue
         done, _ = cf.wait(list(inflight), timeout=1.0, return_when=cf.FIRST_COMPLETED)
+        results = []
         for future in done:
             task = inflight.pop(future)
             scheduler.finished(task.instance["id"])
@@ -358,7 +363,13 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
                 broken = True
                 continue
             state.finish(task.instance["id"], result)
-            ran += 1
+            results.append(result)
+        # the idle workers get their next instance before the terminal and summary.json are
+        # brought up to date: that bookkeeping grows with the run (0.7 s at 1,200 results)
+        if not opened.in_process:
+            fill()
+        ran += len(results)
+        for result in results:
             if progress:
                 progress.finished(result)
         if progress:

@@ -5,11 +5,12 @@ transformations, ``jobs`` at a time: in this process for one job (live afl-fuzz 
 forked local workers for more, or any other executor (Dask, Slurm). The state is the run
 directory's ``campaign.db``: the same command again continues with the instances not yet
 done. ``summary.json`` (the contract scripts rely on, ``records.run_summary``) is rewritten
-after every instance; ``report.html`` and ``report.md`` are written at the end.
+as instances finish (``SummaryWriter``) and at the end, with ``report.html`` and ``report.md``.
 """
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Callable, Dict, List, Optional
 
 from .. import campaign
@@ -59,9 +60,36 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
     return hooks.results
 
 
+class SummaryWriter:
+    """Rewrites summary.json as instances finish, for scripts that watch a run. Each rewrite
+    reads every result so far (0.7 s at 1,200 results, in the driver, on a core the workers
+    need): a rewrite waits until the driver has spent at most ``share`` of its time on them.
+    Nothing is lost meanwhile: each result is in campaign.db and results/ as it comes."""
+
+    def __init__(self, share: float = 0.1, clock: Callable[[], float] = time.monotonic):
+        self.share = share
+        self.clock = clock
+        self.next_at = float("-inf")
+        self.dirty = False
+
+    def changed(self, write: Callable[[], None]) -> None:
+        self.dirty = True
+        if self.clock() >= self.next_at:
+            self.flush(write)
+
+    def flush(self, write: Callable[[], None]) -> None:
+        if not self.dirty:
+            return
+        began = self.clock()
+        write()
+        ended = self.clock()
+        self.dirty = False
+        self.next_at = ended + (ended - began) * (1 - self.share) / self.share
+
+
 class _RunHooks:
-    """The driver's progress interface, for the fuzz command: summary.json after every
-    instance, the caller's callbacks, live statistics where the instance runs in this process."""
+    """The driver's progress interface, for the fuzz command: summary.json as instances
+    finish, the caller's callbacks, live statistics where the instance runs in this process."""
 
     def __init__(self, live: Optional[Callable], on_result: Optional[Callable], on_plan: Optional[Callable],
                  on_more: Optional[Callable] = None):
@@ -72,6 +100,7 @@ class _RunHooks:
         self.state = None
         self.directory = None
         self.results: List[InstanceResult] = []
+        self.summary = SummaryWriter()
 
     def planned(self, state, selection: Optional[List[str]]) -> None:
         rows = state.instances(selection)
@@ -92,7 +121,7 @@ class _RunHooks:
     def finished(self, entry) -> None:
         result = InstanceResult.from_json(entry)
         self.results.append(result)
-        report.write_summary(self.directory, self.state)
+        self.summary.changed(self._write_summary)
         if self.on_result:
             self.on_result(result)
 
@@ -101,5 +130,9 @@ class _RunHooks:
             self.on_more(row, seconds, count)
 
     def stop(self) -> None:
-        pass
+        if self.state is not None:
+            self.summary.flush(self._write_summary)
+
+    def _write_summary(self) -> None:
+        report.write_summary(self.directory, self.state)
 

@@ -22,7 +22,7 @@ from ..core.expr import to_sympy
 from ..core.files import write_atomic
 from ..core.outcome import Outcome
 from ..cuda.toolkit import uses_gpu
-from ..dacecompat import copy_sdfg, find_new_name, keep_template, symbol_types, template_identity
+from ..dacecompat import copy_sdfg, find_new_name, keep_template, kept_analyses, template_identity
 from ..plan import passes
 from ..plan.instances import Instance, rebuild_transformation
 from .aliasing import alias_groups, alibi_groups, joint_layout
@@ -80,7 +80,7 @@ def _make_cutout(sdfg, xform, reduce: bool):
     from dace.sdfg.analysis.cutout import SDFGCutout
 
     def cut(alibi: bool):
-        with symbol_types.reading(sdfg):
+        with kept_analyses.reading(sdfg):
             return SDFGCutout.from_transformation(sdfg, xform, make_side_effects_global=True, use_alibi_nodes=alibi,
                                                   reduce_input_config=reduce)
 

@@ -116,3 +116,37 @@ def test_report_lists_static_findings_and_unfinished_instances(tmp_path):
     assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["execs.png", "time_to_finding.png",
                                                                        "verdicts.png"]
     assert path.read_text().count("data:image/png;base64,") == 3
+
+
+def test_a_worker_gets_its_next_instance_before_the_driver_reports_the_last_one(tmp_path, monkeypatch):
+    """The report after each result (the terminal, summary.json) grows with the run: a free
+    worker must not wait for it."""
+    import concurrent.futures as cf
+    import time
+
+    import harnessgen.campaign as campaign
+    from harnessgen.campaign.executors import Opened
+    from harnessgen.campaign.schedule import Scheduler
+    from harnessgen.core.records import FuzzOptions
+
+    state = _planned(tmp_path, n=4)
+    monkeypatch.setattr(campaign, "run_task", lambda task, live: {"id": task.instance["id"], "verdict": "PASS"})
+    scheduler = Scheduler(lambda row: "main", 0.25, 0.15)
+    scheduler.add(state.pending())
+    feed = type("Feed", (), {"scheduler": scheduler, "planning": False, "poll": lambda self: None})()
+    running_when_reported = []
+
+    class Progress:
+        def finished(self, result):
+            running_when_reported.append(state.counts()["running"])
+
+        def update(self, running):
+            pass
+
+    config = campaign.CampaignConfig(program="p", transformations="X", directory=tmp_path,
+                                     budget=Budget(1.0), options=FuzzOptions(out_dir=tmp_path))
+    with cf.ThreadPoolExecutor(max_workers=1) as pool:
+        ran = campaign._drive(config, Opened(pool, 1, "one thread"), state, state.start_run("local", 1, "cmd"), feed,
+                              Progress(), time.monotonic())
+    assert ran == 4 and state.counts()["done"] == 4
+    assert running_when_reported[:3] == [1, 1, 1] and running_when_reported[3] == 0

@@ -72,3 +72,29 @@ def test_a_resumed_run_keeps_finished_instances_except_errors_and_redone_verdict
     state = CampaignState(tmp_path / "other.db")
     state.record_plan(identity, [], [])
     assert state.is_same(identity) and not state.is_same({"program": "p", "transformations": "another"})
+
+
+def test_summary_json_is_rewritten_as_results_come_but_at_most_a_tenth_of_the_drivers_time():
+    from harnessgen.campaign.fuzz_run import SummaryWriter
+
+    now = [0.0]
+    writes = []
+
+    def write():                       # a rewrite that takes one second of the driver's time
+        writes.append(now[0])
+        now[0] += 1.0
+
+    summary = SummaryWriter(share=0.1, clock=lambda: now[0])
+    summary.changed(write)             # the first result: written at once
+    for _ in range(5):                 # results one second apart: the next rewrite waits 9 s
+        now[0] += 1.0
+        summary.changed(write)
+    assert writes == [0.0]
+    now[0] = 10.0
+    summary.changed(write)
+    assert writes == [0.0, 10.0]
+    now[0] += 1.0
+    summary.changed(write)             # not yet due ...
+    summary.flush(write)               # ... the end of the run writes what came since
+    summary.flush(write)               # and nothing twice
+    assert writes == [0.0, 10.0, 12.0]
