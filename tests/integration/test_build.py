@@ -141,3 +141,25 @@ def test_the_object_key_follows_every_input_but_not_the_instance_comment(tmp_pat
     assert key_after(lambda out: (out / "side.cpp").write_text("// generated for instance B\nint f() { return 1; }\n")) == plain
     for changed in ("side.cpp", "side.h", "include/hash.h"):
         assert key_after(lambda out: (out / changed).write_text("int g();\n")) != plain, changed
+
+
+def test_a_side_compiled_with_templates_instantiated_in_the_pch_is_the_same_object(tmp_path, monkeypatch):
+    """PCH_INSTANTIATE only moves work from every compile into the PCH: what is compiled is
+    byte for byte what a PCH without it gives."""
+    from harnessgen.harness import build as build_stage
+    from harnessgen.harness.emit import generate_side
+
+    pair = make_pair("elementwise_chain", "MapTiling")
+    objects = []
+    for early in (build_stage.PCH_INSTANTIATE, []):
+        monkeypatch.setattr(build_stage, "PCH_INSTANTIATE", early)
+        out = tmp_path / f"early{len(early)}" / "builds" / "b"
+        out.mkdir(parents=True)
+        side = generate_side(pair.post, out)
+        pch = build_stage.header_pch(build_stage._work_dir(out), build_stage.CXX, side.cpp)
+        assert pch, "no PCH was built"
+        obj = out / "post.o"
+        subprocess.run([build_stage.CXX, *build_stage._flags(out), *pch, *build_stage.SIDE_FLAGS, "-c", str(side.cpp),
+                        "-o", str(obj)], check=True, capture_output=True)
+        objects.append(obj.read_bytes())
+    assert objects[0] == objects[1]
