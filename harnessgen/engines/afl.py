@@ -13,7 +13,7 @@ from typing import Dict, List, Tuple
 from ..core import envs
 from ..core.errors import ConfigError, ToolMissing
 from ..core.procs import die_with_parent
-from ..core.protocol import HarnessEnv
+from ..core.protocol import OPENMP_WAIT, HarnessEnv
 from . import Engine, EngineResult, FuzzJob, RawCrash
 
 AFL_FUZZ = envs.get("HARNESSGEN_AFL_FUZZ")
@@ -200,7 +200,7 @@ class AflEngine(Engine):
         try:
             for name in names:
                 cmd = self._command(afl, job, out, name, resume, time_s, names)
-                env = {**os.environ, **BASE_ENV}
+                env = {**OPENMP_WAIT, **os.environ, **BASE_ENV}
                 if job.until_crash:
                     env["AFL_BENCH_UNTIL_CRASH"] = "1"
                 if name == "race":

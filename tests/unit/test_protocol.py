@@ -52,3 +52,11 @@ def test_no_module_but_protocol_spells_the_markers_or_the_harness_variables():
                  if path.name not in ("protocol.py", "envs.py") and spelled.search(path.read_text())]
     assert offenders == []
 
+
+
+def test_openmp_threads_spin_briefly_unless_the_caller_says_otherwise(monkeypatch):
+    monkeypatch.delenv("KMP_BLOCKTIME", raising=False)
+    env = HarnessEnv(threads=4).environ()
+    assert env["KMP_BLOCKTIME"] == "1" and env["HARNESSGEN_THREADS"] == "4" and env["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("KMP_BLOCKTIME", "200")
+    assert HarnessEnv(threads=4).environ()["KMP_BLOCKTIME"] == "200"
