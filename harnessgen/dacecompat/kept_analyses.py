@@ -68,74 +68,73 @@ def _install() -> None:
     _keep_substitutions()
 
 
+def _replace(owner, name: str, wrap) -> None:
+    """``owner.name`` becomes ``wrap(original)``, once per process."""
+    original = getattr(owner, name)
+    if getattr(original, "harnessgen_kept", False):
+        return
+    replacement = functools.wraps(original)(wrap(original))
+    replacement.harnessgen_kept = True
+    setattr(owner, name, replacement)
+
+
 def _keep_symbol_types() -> None:
     from dace.sdfg.sdfg import InterstateEdge
 
-    if getattr(InterstateEdge.new_symbols, "harnessgen_kept", False):
-        return
-    infer = InterstateEdge.new_symbols
+    def wrap(infer):
+        def new_symbols(self, sdfg, symbols):
+            if not _of_program(sdfg):
+                return infer(self, sdfg, symbols)
+            try:
+                key = (id(self), tuple(self.assignments.items()), frozenset(symbols.items()))
+                hit = _kept.get(key)
+            except TypeError:        # a symbol's type that cannot be hashed: DaCe answers
+                return infer(self, sdfg, symbols)
+            if hit is None or hit[0] is not self:
+                hit = _kept[key] = (self, infer(self, sdfg, symbols))
+            return dict(hit[1])
+        return new_symbols
 
-    @functools.wraps(infer)
-    def new_symbols(self, sdfg, symbols):
-        if not _of_program(sdfg):
-            return infer(self, sdfg, symbols)
-        try:
-            key = (id(self), tuple(self.assignments.items()), frozenset(symbols.items()))
-            hit = _kept.get(key)
-        except TypeError:        # a symbol's type that cannot be hashed: DaCe answers
-            return infer(self, sdfg, symbols)
-        if hit is None or hit[0] is not self:
-            hit = _kept[key] = (self, infer(self, sdfg, symbols))
-        return dict(hit[1])
-
-    new_symbols.harnessgen_kept = True
-    InterstateEdge.new_symbols = new_symbols
+    _replace(InterstateEdge, "new_symbols", wrap)
 
 
 def _keep_state_reachability() -> None:
     from dace.transformation.passes.analysis import StateReachability
 
-    if getattr(StateReachability.apply_pass, "harnessgen_kept", False):
-        return
-    analyse = StateReachability.apply_pass
+    def wrap(analyse):
+        def apply_pass(self, top_sdfg, pipeline_res):
+            # only the standalone call (SDFGCutout's): a pipeline's results are its own
+            if pipeline_res or not _of_program(top_sdfg):
+                return analyse(self, top_sdfg, pipeline_res)
+            hit = _reach.get(id(top_sdfg))
+            if hit is None or hit[0] is not top_sdfg:
+                hit = _reach[id(top_sdfg)] = (top_sdfg, analyse(self, top_sdfg, pipeline_res))
+            # fresh dictionaries over the kept sets: a caller's lookup of a state with no
+            # successors inserts an empty set into its own copy, never into the kept answer
+            return {cfg_id: defaultdict(set, reach) for cfg_id, reach in hit[1].items()}
+        return apply_pass
 
-    @functools.wraps(analyse)
-    def apply_pass(self, top_sdfg, pipeline_res):
-        # only the standalone call (SDFGCutout's): a pipeline's results are its own
-        if pipeline_res or not _of_program(top_sdfg):
-            return analyse(self, top_sdfg, pipeline_res)
-        hit = _reach.get(id(top_sdfg))
-        if hit is None or hit[0] is not top_sdfg:
-            hit = _reach[id(top_sdfg)] = (top_sdfg, analyse(self, top_sdfg, pipeline_res))
-        # fresh dictionaries over the kept sets: a caller's lookup of a state with no
-        # successors inserts an empty set into its own copy, never into the kept answer
-        return {cfg_id: defaultdict(set, reach) for cfg_id, reach in hit[1].items()}
-
-    apply_pass.harnessgen_kept = True
-    StateReachability.apply_pass = apply_pass
+    _replace(StateReachability, "apply_pass", wrap)
 
 
 def _keep_substitutions() -> None:
     import sympy
 
-    if getattr(sympy.Basic.subs, "harnessgen_kept", False):
-        return
-    substitute = sympy.Basic.subs
+    def wrap(substitute):
+        def subs(self, *args, **kwargs):
+            # only ``expr.subs(mapping)``: sympy orders a mapping's items itself, so its items as
+            # a set name the substitution; sympy's expressions are immutable, so the answer can
+            # be shared
+            if not _active or kwargs or len(args) != 1 or not isinstance(args[0], dict):
+                return substitute(self, *args, **kwargs)
+            try:
+                key = (self, frozenset(args[0].items()))
+                hit = _substituted.get(key)
+            except TypeError:        # an unhashable value: sympy answers
+                return substitute(self, *args, **kwargs)
+            if hit is None:
+                hit = _substituted[key] = substitute(self, *args, **kwargs)
+            return hit
+        return subs
 
-    @functools.wraps(substitute)
-    def subs(self, *args, **kwargs):
-        # only ``expr.subs(mapping)``: sympy orders a mapping's items itself, so its items as a
-        # set name the substitution; sympy's expressions are immutable, so the answer can be shared
-        if not _active or kwargs or len(args) != 1 or not isinstance(args[0], dict):
-            return substitute(self, *args, **kwargs)
-        try:
-            key = (self, frozenset(args[0].items()))
-            hit = _substituted.get(key)
-        except TypeError:        # an unhashable value: sympy answers
-            return substitute(self, *args, **kwargs)
-        if hit is None:
-            hit = _substituted[key] = substitute(self, *args, **kwargs)
-        return hit
-
-    subs.harnessgen_kept = True
-    sympy.Basic.subs = subs
+    _replace(sympy.Basic, "subs", wrap)
