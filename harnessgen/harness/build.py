@@ -94,9 +94,9 @@ def cache_key(pair: CutoutPair, layout: InputLayout, tolerance: Tolerance, afl: 
     blob = json.dumps({
         "harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
         "post": pair.post.hash_sdfg(), "layout": layout.to_json(), "oracle": tolerance.to_json(),
-        "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "flags": CXXFLAGS, "linker": LINKER,
-        "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV, "fresh_state": bool(SIDE_FLAGS),
-        "cuda": _cuda_key(pair),
+        "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "flags": CXXFLAGS,
+        "linker": LINKER, "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV,
+        "fresh_state": bool(SIDE_FLAGS), "cuda": _cuda_key(pair),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
@@ -388,7 +388,7 @@ def _replay_only(cxxflags: List[str]) -> List[str]:
 # instead of 0.14 s, half of a generated side's compile (0.26 s -> 0.13 s with its link). Those
 # instantiations see the headers' declarations only, never the generated code's (which declares
 # nothing in DaCe's or the library's namespaces); the objects are the same bytes (checked on
-# 240 generated sides of CLOUDSC, tests/unit/test_build_cache.py on a DaCe kernel).
+# 240 generated sides of CLOUDSC; tests/integration/test_build.py on a kernel).
 PCH_INSTANTIATE = ["-fpch-instantiate-templates"]
 
 
@@ -414,8 +414,8 @@ def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[s
     # a PCH names its header by absolute path: the real folder is part of the key, so a work
     # directory reached through a link, or moved, gets PCHs of its own instead of broken ones
     root = (Path(work_dir) / "pch").resolve()
-    key = hashlib.sha256(json.dumps([compiler, version, cxxflags, PCH_INSTANTIATE, dace.__version__, str(dace_include()), extra,
-                                     includes, str(root)]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([compiler, version, cxxflags, PCH_INSTANTIATE, dace.__version__,
+                                     str(dace_include()), extra, includes, str(root)]).encode()).hexdigest()[:16]
     folder = root / key
     pch = folder / "headers.h.pch"
     if not pch.is_file():
