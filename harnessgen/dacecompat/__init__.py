@@ -4,8 +4,8 @@ regions), behind one small interface per concern; no stage asks for a version nu
 ``names``: small renamed helpers; ``build``: the C++ standard the runtime needs; ``loops``: the
 for-loops of a program, as state machines or as ``LoopRegion``s; ``regions``: where a block
 sits among the control-flow regions, and the blocks around it; ``kept_analyses``: what
-DaCe infers about an unchanged program (symbol types, state reachability), inferred once while
-cutouts are made."""
+DaCe infers about an unchanged program (symbol types, state reachability, the substitutions
+of its input reduction), inferred once while cutouts are made."""
 from .build import cpp_standard
 from .copies import copy_sdfg, keep_template, sdfg_json, template_identity
 from .loops import ForLoop, for_loops

@@ -12,7 +12,7 @@ DaCe's ``SDFGCutout`` analyses the whole program around every cut it makes:
   into every memlet volume of the state (sympy's ``subs`` with a dict of all of CLOUDSC's
   symbols, 3 ms a call): 0.25 s of every CLOUDSC instance.
 
-Both are asked again for each of hundreds of instances of the same program. While harnessgen
+Each is asked again for each of hundreds of instances of the same program. While harnessgen
 only reads a program (``reading``), the answers are kept: an edge's per edge, its assignments
 and the symbols known before it; reachability per SDFG of the program; a substitution per
 expression and mapping (a pure function of both). Any other SDFG, a copy included, is
