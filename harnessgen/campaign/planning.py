@@ -140,6 +140,9 @@ def enumerate_spec(subject: subjects.Subject, spec: str, position: int, request:
     try:
         instances = subject.instances(spec, list(request.settings) or None, request.param_options)
         row.update(class_name=subject.transformation_name(spec), instances=len(instances))
+        declined = subject.declined(spec)
+        if declined:
+            row["declined"] = declined
         found = [inst.to_json() for inst in instances]
     except ConfigError:
         raise                      # a misspelt --transformation: the user must act

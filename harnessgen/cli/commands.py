@@ -251,6 +251,11 @@ def _add_instances(sub) -> None:
     p.add_argument("--max-size", type=int, default=16, help="largest value of a size symbol (default 16)")
     p.add_argument("--prove", action="store_true",
                    help="prove each cutout pair too (nothing is built: a counterexample is shown, not replayed)")
+    p.add_argument("--builds", action="store_true",
+                   help="compile each cutout's pre (-fsyntax-only) and, where it fails, the program it was cut "
+                        "from: a pre that fails where its program compiles is harnessgen's defect (exit 1)")
+    p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"),
+                   help="precompiled headers and the cause registry, for --builds (default .harnessgen)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_instances)
 
@@ -258,14 +263,22 @@ def _add_instances(sub) -> None:
 def cmd_instances(args) -> int:
     run_plan = plan(args.program, args.transformation, None, args.set, simplify=args.simplify,
                     params=ParamOptions(parse_mode(args.params), args.max_size))
-    rows = [run_plan.subject.describe(spec, inst, prove_max_size=args.max_size if args.prove else None)
+    builds = args.work_dir if args.builds else None
+    rows = [run_plan.subject.describe(spec, inst, prove_max_size=args.max_size if args.prove else None, builds=builds)
             for spec, inst in run_plan.planned]
+    ours = [r for r in rows if r.get("builds", {}).get("pre") is False and not r["builds"]["dace_made"]]
     if args.json:
         print(json.dumps(rows, indent=1))
-        return 0
+        return 1 if ours else 0
     title = f"{args.transformation or 'default transformations'} in {args.program}: {len(rows)} instance(s)"
-    render.Console().print(render.instances_table(rows, title, args.prove))
-    return 0
+    out = render.Console()
+    out.print(render.instances_table(rows, title, args.prove))
+    for line in render.declined_lines(run_plan.xform_rows):
+        out.print(line)
+    if builds is not None:
+        for line in render.build_check_lines(rows):
+            out.print(line)
+    return 1 if ours else 0
 
 
 # ------------------------------------------------------------------ replay

@@ -70,6 +70,8 @@ def result_lines(result: InstanceResult, position: str = "") -> List[str]:
     if r.verdict == "PASS" and evidence is not None:
         warn = evidence.kind == SEEDS_ONLY and evidence.meant_to_fuzz
         lines.append(f"    {'[yellow]' if warn else ''}{escape(evidence.describe())}{'[/]' if warn else ''}")
+    for note in r.notes:
+        lines.append(f"    note: {escape(note)}")
     if r.proof:
         lines.append(f"    proof: {escape(Proof.from_json(r.proof).summary())} ({r.proof['seconds']:.2f} s)")
     for finding in r.findings:
@@ -96,10 +98,37 @@ def enumeration_line(row: Dict, seconds: float, cached: bool = False, count: Opt
     where = ", from the plan cache" if cached else ""
     if row["status"] != "ok":
         return f"  [yellow]{name}: {row['status']}[/] ({escape(row['message'].splitlines()[0][:160])})"
-    return f"  {name}: {found} instance(s) ({seconds:.1f} s{where})"
+    declined = len(row.get("declined", ()))
+    pruned = f"; {declined} parameter variant(s) it declines at their match not planned" if declined else ""
+    return f"  {name}: {found} instance(s) ({seconds:.1f} s{where}{pruned})"
 
 
 # ------------------------------------------------------------------ a run's end
+def declined_lines(xform_rows: List[Dict]) -> List[str]:
+    """The parameter variants each transformation declines at their match (not planned)."""
+    lines = []
+    for row in xform_rows:
+        declined = row.get("declined") or []
+        if declined:
+            lines.append(f"{escape(row.get('class_name') or row['spec'])}: {len(declined)} parameter variant(s) "
+                         "not planned: the transformation declines them at their match")
+            lines += [f"  {escape(d['id'])}: {escape(describe(d['params']))}" for d in declined]
+    return lines
+
+
+def build_check_lines(rows: List[Dict]) -> List[str]:
+    """``instances --builds``: how many pres compile, and each that does not, with whose shape it is."""
+    checked = [r for r in rows if "builds" in r]
+    failing = [r for r in checked if not r["builds"]["pre"]]
+    lines = [f"pre compiles for {len(checked) - len(failing)} of {len(checked)} cutout(s)"]
+    for r in failing:
+        whose = ("DaCe's: its code for the program fails alike" if r["builds"]["dace_made"] else
+                 "[red]harnessgen's: the program compiles[/]" if r["builds"]["program"] else
+                 "[red]harnessgen's: the program fails otherwise[/]")
+        lines.append(f"  {escape(r['id'])}: {escape(r['builds']['error'])} ({whose})")
+    return lines
+
+
 def pass_evidence_text(row: Dict) -> str:
     """A per-transformation row's PASS verdicts by what they rest on (seeds only in yellow
     where afl-fuzz was meant to run)."""

@@ -122,6 +122,7 @@ class InstanceResult:
     seeds_note: str = ""                 # where not every seed input ran within the instance's time
     exec_timing: Dict = dataclasses.field(default_factory=dict)  # measured seed runs, afl-fuzz's -t (runner)
     phases: Dict = dataclasses.field(default_factory=dict)       # seconds per part of the instance (``timed``)
+    notes: List[str] = dataclasses.field(default_factory=list)   # what the verdict was judged with (never a finding)
 
     @contextlib.contextmanager
     def timed(self, phase: str):

@@ -9,6 +9,7 @@ after it, and the variants of it in another program (the reducer's).
 from __future__ import annotations
 
 import abc
+import copy
 import dataclasses
 import hashlib
 import inspect
@@ -22,7 +23,7 @@ from ..plan import params, passes
 from ..plan.instances import (MATCH_PLACE_KEYS, Instance, enumerate_instances, instance_id, load_transformation,
                               match_settings, parse_settings, pattern_matches, rebuild_transformation)
 from ..plan.params import ParamOptions
-from .extract import AppliedOnce, CutoutPair, extract, extract_change, transformed_program, whole_program_pair
+from .extract import AppliedOnce, CutoutPair, can_apply, extract, extract_change, transformed_program, whole_program_pair
 
 # what separates a variant's parameters from its match's description
 PARAMS_MARK = " | with "
@@ -34,6 +35,9 @@ class Change(abc.ABC):
     name: str
     spec: str
     simplified: bool           # which form of the program its instances lie in
+    # parameter variants the last ``instances`` left out: the transformation declines them at
+    # their match (``{"id", "match", "params"}`` each)
+    declined: List[Dict] = []
 
     @abc.abstractmethod
     def instances(self, target, programs, sdfg_of: Callable, settings,
@@ -73,6 +77,7 @@ class Patterns(Change):
     def instances(self, target, programs, sdfg_of, settings,
                   param_options: ParamOptions = ParamOptions()) -> List[Instance]:
         pinned = parse_settings(settings, self.cls) if settings else None
+        self.declined = []
         found = enumerate_instances(target, programs, self.cls, self.spec,
                                     {p.name: sdfg_of(p.name, self.simplified) for p in programs}, pinned)
         if not self.simplified:     # the same match in another SDFG is another instance
@@ -91,14 +96,22 @@ class Patterns(Change):
 
     def param_variants(self, sdfg, inst: Instance, pinned, options: ParamOptions) -> List[Instance]:
         """The instance once per parameter variant ``--params`` asks for, the defaults first; a
-        variant's id is the match's plus a short hash of its parameters."""
+        variant's id is the match's plus a short hash of its parameters. A variant the
+        transformation declines at its match in the program (its ``can_be_applied`` says no
+        with those values) is not planned: it goes to ``declined`` (a verdict would say only
+        that it does not apply there)."""
         space = self.param_space(sdfg, inst, pinned, options.max_size)
         found = []
         for values in params.variants(space, options.mode, options.seed, inst.id):
             try:
-                found.append(self.with_params(inst, values))
+                variant = self.with_params(inst, values)
             except ValueError as exc:    # a value of the wrong type for its property: the domain's defect
                 warnings.warn(f"{inst.id}: parameter variant left out: {exc}")
+                continue
+            if values and not can_apply(rebuild_transformation(self.cls, copy.deepcopy(variant.match), sdfg), sdfg):
+                self.declined.append({"id": variant.id, "match": inst.match_id, "params": dict(values)})
+                continue
+            found.append(variant)
         return found
 
     def with_params(self, inst: Instance, values: Dict) -> Instance:

@@ -21,8 +21,8 @@ from ..core.errors import Unsupported
 from ..core.expr import to_sympy
 from ..core.files import write_atomic
 from ..core.outcome import Outcome
-from ..cuda.toolkit import uses_gpu
 from ..dacecompat import copy_sdfg, find_new_name, keep_template, kept_analyses, template_identity
+from ..dacecompat.code import code_places, index_bare_reads, symbol_types
 from ..plan import passes
 from ..plan.instances import Instance, rebuild_transformation
 from .aliasing import alias_groups, alibi_groups, joint_layout
@@ -55,6 +55,9 @@ class CutoutPair:
     aliases: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     grown_for: str = ""
     whole_program: bool = False      # pre is the whole program (``whole_program_pair``)
+    # what the change did to the interface that the pair is judged with nonetheless
+    # (``_interface_notes``): recorded with the instance, never a finding of its own
+    notes: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -395,54 +398,30 @@ def _written(sdfg, names: List[str]) -> List[str]:
     return [n for n in names if n in written]
 
 
-def scalars_to_arrays(sdfg, names: List[str]) -> None:
-    """Output scalars are passed by value in DaCe's ABI; make them 1-element arrays to read them
-    back. Interstate edges that read such a scalar by name (``__tmp = (x > 235.16)``) then read
-    element 0, or the generated code would compare a pointer."""
+def scalars_to_arrays(sdfg, names: List[str]) -> List[str]:
+    """Scalars passed by value in DaCe's ABI cannot be read back: those of ``names`` that
+    ``sdfg`` writes (nested SDFGs included) become 1-element arrays, and every place its
+    control flow reads one by name (``dacecompat.code_places``: interstate edges, branch
+    conditions, loop statements, nested symbol mappings) then reads element 0, or the
+    generated code would compare a pointer. A scalar it only reads stays a scalar, passed by
+    value as the program passes it. Returns the names converted."""
     import dace
 
     converted = []
-    for name in names:
+    for name in _written(sdfg, names):
         desc = sdfg.arrays[name]
         if isinstance(desc, dace.data.Scalar) and not desc.transient:
             sdfg.arrays[name] = dace.data.Array(desc.dtype, [1], transient=False, storage=desc.storage)
             converted.append(name)
     if converted:
-        for edge in sdfg.all_interstate_edges():      # not recursive: nested SDFGs have their own
-            _index_scalars(edge.data, set(converted))
-
-
-def _index_scalars(edge, names: set) -> None:
-    """Replace every bare read of ``names`` in an interstate edge by ``name[0]``."""
-    import ast
-
-    from dace.properties import CodeBlock
-
-    class Index(ast.NodeTransformer):
-        def visit_Subscript(self, node):
-            node.slice = self.visit(node.slice)     # x[i] stays x[i]; its index may read a scalar
-            return node
-
-        def visit_Name(self, node):
-            if node.id in names and isinstance(node.ctx, ast.Load):
-                return ast.copy_location(ast.Subscript(value=ast.Name(id=node.id, ctx=ast.Load()),
-                                                       slice=ast.Constant(0), ctx=ast.Load()), node)
-            return node
-
-    def rewrite(text: str) -> str:
-        if not any(n in text for n in names):
-            return text
-        return ast.unparse(Index().visit(ast.parse(text, mode="eval")))
-
-    edge.assignments = {k: rewrite(str(v)) for k, v in edge.assignments.items()}
-    if not edge.is_unconditional():
-        condition = rewrite(edge.condition.as_string)
-        if condition != edge.condition.as_string:
-            edge.condition = CodeBlock(condition)
+        for place in code_places(sdfg):      # not nested SDFGs': their code reads their own names
+            place.replace(index_bare_reads(place.text, converted))
+    return converted
 
 
 def _check_interface(pre, post) -> str:
-    """Post must take the same global containers as pre; re-add the ones post dropped."""
+    """Post must take the same global containers as pre; re-add the ones post dropped. A
+    container post made transient is not passed to it (pre's is still compared)."""
     problems = []
     pre_globals = {n: d for n, d in pre.arrays.items() if not d.transient}
     for name, desc in pre_globals.items():
@@ -452,17 +431,53 @@ def _check_interface(pre, post) -> str:
             continue
         other = post.arrays[name]
         if other.transient:
-            problems.append(f"container {name} became transient")
-        elif other.dtype != desc.dtype or str(other.shape) != str(desc.shape):
+            continue
+        if other.dtype != desc.dtype or str(other.shape) != str(desc.shape):
             problems.append(f"container {name} changed from {desc.dtype}{list(desc.shape)} to "
                             f"{other.dtype}{list(other.shape)}")
     for name, desc in post.arrays.items():
         if not desc.transient and name not in pre_globals:
             problems.append(f"post introduced a new global container {name}")
-    extra = set(map(str, post.free_symbols)) - set(map(str, pre.free_symbols))
-    if extra:
-        problems.append(f"post needs new free symbols {sorted(extra)}")
     return "; ".join(problems)
+
+
+def _interface_notes(pre, post) -> List[str]:
+    """What post takes or leaves that pre does not, where the pair can still be judged: a
+    container made transient (the caller's stays as it was: compared with what pre wrote), a
+    symbol post reads as an argument that pre does not (declared in pre, so that the harness
+    decodes a value for it: post's results must not depend on it). DaCe lists a symbol that
+    a transformation left declared but unused among an SDFG's free symbols, not among its
+    arguments: only arguments count."""
+    import dace
+
+    notes = []
+    made_transient = sorted(n for n, d in pre.arrays.items()
+                            if not d.transient and n in post.arrays and post.arrays[n].transient)
+    if made_transient:
+        notes.append(f"post made container(s) {made_transient} transient: it no longer writes the caller's "
+                     "(compared with what pre writes)")
+    types = {**symbol_types(post), **symbol_types(pre)}
+    for name in sorted(_symbol_arguments(post) - set(post.symbols) - set(post.arrays)):
+        # read by post but no longer declared there (the change removed its last assignment,
+        # and DaCe the declaration with it): typed as pre has it, or DaCe cannot generate post
+        post.add_symbol(name, types.get(name, dace.int64))
+    new_symbols = sorted(_symbol_arguments(post) - _symbol_arguments(pre) - set(pre.arrays))
+    for name in new_symbols:
+        if name not in pre.symbols:
+            pre.add_symbol(name, post.symbols[name])
+    if new_symbols:
+        notes.append(f"post takes symbol argument(s) {new_symbols} that pre does not: decoded as inputs "
+                     "(post's results must not depend on them)")
+    return notes
+
+
+def _symbol_arguments(sdfg) -> set:
+    """The symbols ``sdfg`` takes as arguments (what its generated code reads: DaCe's arglist,
+    which cannot be asked where a symbol is read but not declared)."""
+    return {str(name) for name in sdfg.used_symbols(all_symbols=False) if str(name) not in sdfg.arrays}
+
+
+
 
 
 SYMBOL_INPUT_PREFIX = "hg_sym_"
@@ -685,14 +700,14 @@ def _with_post(pair: CutoutPair, post) -> CutoutPair:
         pair.post = post
         pair.verdict, pair.error = Outcome.INVALID_SDFG, f"{INTERFACE_CHANGED}{problem}"
         return pair
+    pair.notes += _interface_notes(pre, post)
     value_inputs = _value_symbols_as_inputs(pre, post)
     pair.input_config = input_config = sorted(set(pair.input_config) | set(value_inputs))
     writable = sorted(set(pair.output_config) | set(input_config))
+    # each side's own: a scalar one side writes and the other only reads is an array on the
+    # first and passed by value to the second (the harness compares the one buffer both get)
     scalars_to_arrays(pre, writable)
-    # a GPU post reads an input scalar inside its kernels, passed by value; made a host array it
-    # would be an illegal host access from the GPU (DaCe 1.0.2 then crashes in IllegalCopy):
-    # only the scalars it writes become arrays, the harness passes the others by value
-    scalars_to_arrays(post, _written(post, writable) if uses_gpu(post) else writable)
+    scalars_to_arrays(post, writable)
     pair.post = post
     return pair
 
@@ -734,6 +749,9 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
         if problem:
             pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the program's interface: {problem}"
             return pair
+        pair.notes += _interface_notes(pair.pre, pair.post)
+        _value_symbols_as_inputs(pair.pre, pair.post)
+        pair.input_config = sorted(n for n, d in pair.pre.arrays.items() if not d.transient)
     scalars_to_arrays(pair.pre, everything)
     scalars_to_arrays(pair.post, everything)
     return pair

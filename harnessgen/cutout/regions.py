@@ -33,6 +33,7 @@ from dace.sdfg import state as sdfg_state
 from dace.sdfg.analysis.cutout import SDFGCutout
 from dace.transformation import transformation as xf
 
+from ..dacecompat.code import symbol_types
 from ..dacecompat import block_at, block_path, copy_sdfg, enclosing_blocks, is_region, region_kind
 from ..plan.instances import Instance, rebuild_transformation
 from .cut import Cut
@@ -242,29 +243,12 @@ def _declare_free_symbols(cutout, program) -> None:
     """The symbols the blocks use, and only those, are the cutout's: the program's own, and
     those their old surroundings defined (an enclosing loop's variable, an earlier
     assignment), typed as they were."""
-    types = _symbol_types(program)
+    types = symbol_types(program)
     for name in list(cutout.symbols):     # the program's declarations: only those still used return
         cutout.remove_symbol(name)
     for name in sorted(map(str, cutout.free_symbols)):
         if name not in cutout.symbols and name not in cutout.arrays:
             cutout.add_symbol(name, types.get(name, dace.int64))
-
-
-def _symbol_types(sdfg) -> Dict[str, Any]:
-    """Every symbol's type: as declared, else as its assignment or loop defines it."""
-    types = dict(sdfg.symbols)
-    for edge in sdfg.all_interstate_edges():
-        try:
-            types.update(edge.data.new_symbols(sdfg, types))
-        except Exception:   # an assignment DaCe cannot type: int64 below
-            continue
-    for block in sdfg.all_control_flow_blocks():
-        if isinstance(block, sdfg_state.LoopRegion) and block.loop_variable:
-            try:
-                types.update(block.new_symbols(types))
-            except Exception:
-                types.setdefault(block.loop_variable, dace.int64)
-    return {**types, **sdfg.symbols}
 
 
 def _states_under(blocks: Sequence) -> List:

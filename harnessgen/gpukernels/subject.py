@@ -61,7 +61,7 @@ class KernelSubject(Subject):
         """What only compute-sanitizer sees, on a few passing seeds."""
         return sanitizer.sweep(harness.harness_replay, passing)
 
-    def describe(self, spec: str, inst, prove_max_size: Optional[int] = None) -> Dict:
+    def describe(self, spec: str, inst, prove_max_size: Optional[int] = None, builds=None) -> Dict:
         kernel = self.kernels[inst.program]       # no cutout: its arrays are its inputs
         return {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description,
                 "status": "KERNEL", "inputs": [a.name for a in kernel.arrays if a.role != "out"],

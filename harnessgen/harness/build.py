@@ -37,10 +37,10 @@ from ..core.files import write_atomic, write_json
 from ..core.runtime import Tolerance
 from ..cuda import toolkit as cuda_toolkit
 from ..cutout.extract import CutoutPair
-from ..dacecompat import cpp_standard
+from ..dacecompat import copy_sdfg, cpp_standard, sdfg_json, template_identity
 from ..inputs.layout import InputLayout
 from .built import HarnessBuild
-from .codegen_causes import CauseRegistry
+from .codegen_causes import Cause, CauseRegistry, all_from_compiler_output
 from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness, template_sources
 
 CXX = envs.get("HARNESSGEN_CXX")
@@ -125,7 +125,8 @@ def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Opti
         try:
             publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, tolerance, afl, cmplog))
         except BuildError as exc:
-            if exc.side == "hg_pre" and exc.first_error:      # a diagnostic, not a killed compiler
+            # a compiler's diagnostic (not a killed compiler, nor a known cause matched without compiling)
+            if exc.side == "hg_pre" and exc.first_error and not exc.cause:
                 write_json(failed, {"message": str(exc), "side": exc.side, "log": exc.log})
             raise
     return HarnessBuild.open(final)
@@ -163,7 +164,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
                 afl: bool, cmplog: bool) -> Dict:
     started = time.perf_counter()
     pre = generate_side(pair.pre, out)
-    _refuse_known_cause(out, pre, afl)          # before anything else is written: seconds for a whole program
+    _refuse_known_cause(out, pre, pair.pre, afl)          # before anything else is written: seconds for a whole program
     pair.pre.save(str(out / "pre.sdfg"))
     pair.post.save(str(out / "post.sdfg"))
     layout.save(out / "layout.json")
@@ -215,11 +216,12 @@ def cause_registry(work_dir: Path, afl: bool) -> CauseRegistry:
     return CauseRegistry(work_dir, versions)
 
 
-def _refuse_known_cause(out: Path, pre: SideSource, afl: bool) -> None:
-    """Pre holds a construct that failed to compile before: stop before the compiler runs."""
+def _refuse_known_cause(out: Path, pre: SideSource, pre_sdfg, afl: bool) -> None:
+    """Pre holds a construct that failed to compile before, in a program DaCe made, with its
+    names of the same kinds: stop before the compiler runs."""
     if pre.cpp is None or not pre.cpp.is_file():
         return
-    cause = cause_registry(_work_dir(out), afl).match(pre.cpp.read_text(), pre.name)
+    cause = cause_registry(_work_dir(out), afl).match(pre.cpp.read_text(), pre.name, pre_sdfg)
     if cause is not None:
         raise BuildError(f"pre holds a construct DaCe's code generator cannot compile: {cause.describe()}",
                          side=pre.name, log=f"not compiled: known cause {cause.id}\n{cause.log}", cause=cause.id)
@@ -581,15 +583,43 @@ def source_files(build_dir: Path) -> List[Path]:
     return sorted(Path(build_dir).rglob("*.cpp"))
 
 
-def compile_errors(sdfg) -> Optional[str]:
+def compile_errors(sdfg, every_error: bool = False, work_dir: Optional[Path] = None) -> Optional[str]:
     """What the compiler says about the code DaCe generates for ``sdfg`` (``-fsyntax-only``,
-    with the flags harnesses build with); None when it compiles."""
+    with the flags harnesses build with; ``every_error``: not only the first twenty;
+    ``work_dir``: with its precompiled headers, a fraction of the time); None when it compiles."""
+    limit = ["-ferror-limit=0"] if every_error and "clang" in Path(CXX).name else []
     with tempfile.TemporaryDirectory(prefix="hg-syntax-") as tmp:
         out = Path(tmp)
         try:
             side = generate_side(sdfg, out)
         except BuildError as exc:
             return f"{exc}\n{exc.log}"
-        proc = subprocess.run([CXX, *_flags(out), *SIDE_FLAGS, "-fsyntax-only", str(side.cpp)],
+        pch = header_pch(work_dir, CXX, side.cpp) if work_dir is not None else []
+        proc = subprocess.run([CXX, *_flags(out), *pch, *SIDE_FLAGS, "-fsyntax-only", *limit, str(side.cpp)],
                               capture_output=True, text=True)
     return None if proc.returncode == 0 else f"building {sdfg.name} failed\n{proc.stderr}"
+
+
+def program_compile_causes(program_sdfg, work_dir: Path, afl: bool) -> List[Cause]:
+    """Every error the compiler reports for the code DaCe generates for a program as DaCe made
+    it (no cutout, no stand-in of harnessgen's); ``[]`` where it compiles. Asked once per
+    program, DaCe and compilers (kept in the cause registry): a build failure of a cutout is
+    DaCe's only where its program fails alike."""
+    registry = cause_registry(work_dir, afl)
+    key = program_key(program_sdfg)
+    known = registry.program_causes(key)
+    if known is not None:
+        return known
+    errors = compile_errors(copy_sdfg(program_sdfg), every_error=True, work_dir=work_dir)
+    causes = [] if errors is None else all_from_compiler_output(errors, program_sdfg.name) or [
+        Cause(message="no compiler error", line=errors.splitlines()[0][:300])]
+    registry.record_program_causes(key, causes)
+    return causes
+
+
+def program_key(program_sdfg) -> str:
+    """A program's content, as a key: the identity it was loaded with, else its JSON's hash."""
+    identity = template_identity(program_sdfg)
+    if identity:
+        return hashlib.sha256(identity.encode()).hexdigest()[:24]
+    return hashlib.sha256(json.dumps(sdfg_json(program_sdfg), sort_keys=True, default=str).encode()).hexdigest()[:24]

@@ -46,6 +46,11 @@ class Cause:
     line: str                       # the generated line it points at (normalized)
     log: str = ""                   # the compiler's diagnostics (``diagnostics``)
     first_instance: str = ""        # the instance that met it first
+    # what each name of the line is where it failed (``line_context``): the same text compiles
+    # where a name has another kind (``if (x < lo)`` with a scalar ``lo``, not ``double lo[1]``)
+    context: Dict[str, str] = dataclasses.field(default_factory=dict)
+    # the program DaCe made that fails alike (``CauseRegistry.dace_made``): what the finding is against
+    program: str = ""
 
     @property
     def id(self) -> str:
@@ -66,9 +71,12 @@ class Cause:
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in entry.items() if k in fields})
 
-    def matches_source(self, source: str, side_name: str) -> bool:
-        """Whether a generated file holds this cause's line."""
-        return any(normalized(line, side_name) == self.line for line in source.splitlines() if line.strip())
+    def matches_source(self, source: str, side_name: str, sdfg=None) -> bool:
+        """Whether a generated file holds this cause's line, its names of the same kinds as
+        where it failed (``sdfg``: the SDFG the file was generated from)."""
+        if not any(normalized(line, side_name) == self.line for line in source.splitlines() if line.strip()):
+            return False
+        return sdfg is None or line_context(self.line, sdfg) == self.context
 
     def matches_log(self, log: str, side_name: str) -> bool:
         """Whether a compiler's output shows this cause (its message at its line)."""
@@ -79,13 +87,35 @@ class Cause:
 def from_compiler_output(log: str, side_name: str) -> Optional[Cause]:
     """The cause a compiler's diagnostics show first: its first error and the source line it
     quotes (clang and gcc print the line right after the message); None without one."""
+    return next(iter(all_from_compiler_output(log, side_name)), None)
+
+
+def all_from_compiler_output(log: str, side_name: str) -> List[Cause]:
+    """Every error a compiler's diagnostics show, with the source line it quotes, in order."""
     lines = log.splitlines()
+    found = []
     for index, text in enumerate(lines):
         match = _ERROR.match(text.strip())
         if match and index + 1 < len(lines) and lines[index + 1].strip():
             message = normalized(re.sub(r" \[-W[^\]]*\]$", "", match.group("message")), side_name)
-            return Cause(message=message, line=normalized(lines[index + 1], side_name))
-    return None
+            found.append(Cause(message=message, line=normalized(lines[index + 1], side_name)))
+    return found
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def line_context(line: str, sdfg) -> Dict[str, str]:
+    """What each name of a generated line is in ``sdfg`` (nested SDFGs included): the kind,
+    element type and rank of a container, the type of a symbol; names it does not have are
+    left out (keywords, DaCe's own)."""
+    kinds: Dict[str, set] = {}
+    for graph in sdfg.all_sdfgs_recursive():
+        for name, desc in graph.arrays.items():
+            kinds.setdefault(name, set()).add(f"{type(desc).__name__} {desc.dtype} rank {len(desc.shape)}")
+        for name, dtype in graph.symbols.items():
+            kinds.setdefault(name, set()).add(f"symbol {dtype}")
+    return {name: " | ".join(sorted(kinds[name])) for name in sorted(set(_NAME.findall(line))) if name in kinds}
 
 
 def diagnostics(log: str) -> str:
@@ -115,8 +145,10 @@ class CauseRegistry:
                 continue        # a file being written: its cause is met again, and recorded again
         return causes
 
-    def match(self, source: str, side_name: str) -> Optional[Cause]:
-        return next((cause for cause in self.known() if cause.matches_source(source, side_name)), None)
+    def match(self, source: str, side_name: str, sdfg=None) -> Optional[Cause]:
+        """A cause of a program DaCe made that ``source`` holds (``sdfg``: what it was generated from)."""
+        return next((cause for cause in self.known() if cause.program and
+                     cause.matches_source(source, side_name, sdfg)), None)
 
     def get(self, cause_id: str) -> Optional[Cause]:
         return next((cause for cause in self.known() if cause.id == cause_id), None)
@@ -134,10 +166,21 @@ class CauseRegistry:
     def record_program(self, program_key: str, cause: Cause) -> None:
         write_json(self.root / "programs" / f"{program_key}.json", {"cause": cause.id})
 
+    def program_causes(self, program_key: str) -> Optional[List[Cause]]:
+        """What the compiler said of a program's own code, where it was asked (``[]``: it compiles)."""
+        try:
+            entries = json.loads((self.root / "compiled" / f"{program_key}.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+        return [Cause.from_json(e) for e in entries]
+
+    def record_program_causes(self, program_key: str, causes: List[Cause]) -> None:
+        write_json(self.root / "compiled" / f"{program_key}.json", [c.to_json() for c in causes])
+
     def record(self, cause: Cause) -> Cause:
-        """Keep ``cause`` (the first record of one stays)."""
+        """Keep ``cause`` (the first record of one confirmed in a program DaCe made stays)."""
         existing = self.get(cause.id)
-        if existing is not None:
+        if existing is not None and (existing.program or not cause.program):
             return existing
         write_json(self.root / f"{cause.id}.json", cause.to_json())
         return cause

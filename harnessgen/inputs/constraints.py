@@ -128,6 +128,9 @@ class ProgramAnalysis:
         self.uses: Dict[str, List[_Use]] = {}
         self.iterators: Dict[str, List[_Iterator]] = {}
         self.array_reads: Dict[str, Set[str]] = {}   # array -> symbols assigned from its elements
+        # containers the control flow reads by name (a loop bound, a condition): they decide how
+        # often and whether code runs, as a symbol would
+        self.control_reads: Set[str] = set()
         self.size_symbols: Set[str] = set()
         self._need_cache: Dict[str, Tuple[List, List]] = {}
         # (free symbols, max size) -> (their ranges, need() cache after deriving them)
@@ -218,6 +221,8 @@ class ProgramAnalysis:
             tree = _parse_py(text)
             if tree is None:
                 continue
+            self.control_reads |= {_outer_name(sd, n.id) for n in ast.walk(tree)
+                                   if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in sd.arrays}
             for node in ast.walk(tree):
                 if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
                         and node.value.id in sd.arrays:
@@ -347,7 +352,7 @@ def derive(pair, max_size: int = DEFAULT_MAX_SIZE, user_file: Optional[Path] = N
     symbols = _symbol_ranges(analysis, free, max_size)
     values = {}
     for name in pair.containers:
-        derived = _value_range(name, pair, analysis, set(free), float_bound)
+        derived = _value_range(name, pair, analysis, set(free), float_bound, max_size)
         if derived is not None:
             values[name] = derived
     derived_symbols = dict(symbols)
@@ -441,7 +446,8 @@ def _container_for(name: str, pair) -> List[str]:
     return [c for c in pair.containers if c == name or _original_name(c, pair) == name]
 
 
-def _value_range(name: str, pair, analysis: ProgramAnalysis, free: Set[str], float_bound: float) -> Optional[Range]:
+def _value_range(name: str, pair, analysis: ProgramAnalysis, free: Set[str], float_bound: float,
+                 max_size: int = DEFAULT_MAX_SIZE) -> Optional[Range]:
     desc = pair.pre.arrays[name]
     kind = desc.dtype.as_numpy_dtype().kind
     if kind in "fc":
@@ -456,9 +462,13 @@ def _value_range(name: str, pair, analysis: ProgramAnalysis, free: Set[str], flo
         los += sl
         his += sh
     lo, hi = _fold(_only(los, free), "max"), _fold(_only(his, free), "min")
-    if lo is None or hi is None:
-        return None  # full range of the integer type
-    return Range(lo, hi, "values index other containers", "safety")
+    if lo is not None and hi is not None:
+        return Range(lo, hi, "values index other containers", "safety")
+    if original in analysis.control_reads:
+        # a loop bound or a condition read from data: any int64 would run for ages
+        return Range(ex.Expr.num(0), ex.Expr.num(max_size), "read by the control flow, as an unconstrained "
+                     "symbol (--max-size)", "default")
+    return None  # full range of the integer type
 
 
 def _within_cutout(user: Range, derived: Range, free: Set[str]) -> Range:

@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import platform
 import warnings
 from typing import Any, Dict, Iterator, List, Optional
 
@@ -102,6 +103,8 @@ _NOT_CPU_MODULES = {"gpu": "makes GPU code (--transformation gpu)", "fpga": "mak
                     "hbm": "FPGA high-bandwidth memory", "bank_split": "FPGA memory banks",
                     "warp_tiling": "GPU warps", "copy_to_device": "copies to a GPU",
                     "streaming_memory": "FPGA streams", "stream_transient": "streams (FPGA)"}
+# code only some machines compile: left out elsewhere (its build failure would be the machine's)
+_MACHINE_ONLY = {"sve": ("aarch64", "makes ARM SVE code, which only an aarch64 compiler with SVE builds")}
 _NOT_TRANSFORMATIONS = {"DetectLoop": "an abstract base of loop transformations",
                         "ExpandTransformation": "the base of library-node expansions"}
 
@@ -122,6 +125,9 @@ def exclusion_reason(cls: type) -> Optional[str]:
     word = next((w for w in _NOT_CPU_MODULES if w in module), None)
     if word is not None:
         return _NOT_CPU_MODULES[word]
+    for word, (machine, why) in _MACHINE_ONLY.items():
+        if word in module.split(".") and platform.machine() != machine:
+            return f"{why} (this machine is {platform.machine()})"
     if package not in ("dataflow", "interstate"):
         return f"lives in dace.transformation.{package}, not among the dataflow or interstate transformations"
     return None

@@ -60,6 +60,11 @@ class Subject(abc.ABC):
         """The instances (``instances.Instance``) of one selected transformation, in a fixed order;
         ``params``: which parameter variants of each match (``--params``)."""
 
+    def declined(self, spec: str) -> List[Dict]:
+        """The parameter variants of ``spec`` the last ``instances`` left out of the plan because
+        the transformation declines them at their match (each ``{"id", "match", "params"}``)."""
+        return []
+
     def transformation_name(self, spec: str) -> str:
         """What a transformation spec is called in reports (loading it, where that is needed)."""
         return spec
@@ -112,9 +117,10 @@ class Subject(abc.ABC):
         ``judge(inst, past)`` judges a variant of the instance again."""
 
     @abc.abstractmethod
-    def describe(self, spec: str, inst, prove_max_size: Optional[int] = None) -> Dict:
+    def describe(self, spec: str, inst, prove_max_size: Optional[int] = None, builds: Optional[Path] = None) -> Dict:
         """The instance's row in ``harnessgen instances`` (id, program, match, status, ...);
-        ``prove_max_size``: prove its pair too, sizes up to that (a kind without pairs ignores it)."""
+        ``prove_max_size``: prove its pair too, sizes up to that (a kind without pairs ignores it);
+        ``builds``: compile its pre too, with that work directory's headers (``row["builds"]``)."""
 
     # ---------------------------------------------------------------- triage
     @classmethod

@@ -27,8 +27,8 @@ from ..cutout.changes import Change, Passes, load_change
 from ..cutout.extract import PRE_NAME, CutoutPair, volume_at_probe
 from ..dacecompat import keep_template
 from ..engines import RawCrash
-from ..harness.build import CXX, CXXFLAGS, cause_registry, compile_errors
-from ..harness.codegen_causes import diagnostics, from_compiler_output
+from ..harness.build import CXX, CXXFLAGS, cause_registry, compile_errors, program_compile_causes
+from ..harness.codegen_causes import diagnostics, from_compiler_output, line_context
 from ..harness.judge import JudgeOptions, constrain, prepare as prepare_pair
 from ..inputs.layout import InputLayout
 from ..inputs.seeds import screen_seeds
@@ -70,6 +70,7 @@ class SdfgSubject(Subject):
             self.simplify = self.target.simplify_by_default
         self._sdfgs: Dict[tuple, object] = {}
         self._changes: Dict[str, Change] = {}
+        self._compiled: Dict[str, Optional[str]] = {}     # pre's content -> compiler errors (``_pre_builds``)
 
     # ---------------------------------------------------------------- programs and transformations
     def sdfg(self, name: str, simplified: bool = True):
@@ -95,6 +96,9 @@ class SdfgSubject(Subject):
 
     def transformation_name(self, spec: str) -> str:
         return self.change(spec).name
+
+    def declined(self, spec: str) -> List[Dict]:
+        return list(self.change(spec).declined)
 
     def warm(self, instance: Dict) -> None:
         self.sdfg(instance["program"], instance.get("simplified", True))
@@ -152,6 +156,7 @@ class SdfgSubject(Subject):
                 pair = self.change(spec).extract(self.program_of(inst), inst, past, before_whole)
         except _Blocked:
             return None
+        result.notes += [n for n in pair.notes if n not in result.notes]
         result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
         result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
         if not pair.ok:
@@ -171,8 +176,11 @@ class SdfgSubject(Subject):
                                                                  options.afl_jobs > 1), (constraints, layout)).harness
         except BuildError as exc:
             if exc.side != "hg_post":
-                if _blocked(exc, pair, options, result, whole_key if pair.whole_program else ""):
+                origin = _blocked(exc, pair, options, result, whole_key if pair.whole_program else "")
+                if origin == DACE_MADE:
                     return None
+                if origin == CUTOUT_MADE:
+                    return self._larger_after_build_failure(spec, inst, options, result, started, past, pair, exc)
                 what = "the program as its frontend wrote it" if not inst.simplified and self.change(spec).judged_whole(
                     inst, past) else "the cutout itself"
                 raise Unsupported(f"{what} does not build ({exc}: {exc.first_error})") from exc
@@ -183,6 +191,22 @@ class SdfgSubject(Subject):
         if proof is not None:
             keep_proof(harness.dir, proof)
         return harness
+
+    def _larger_after_build_failure(self, spec: str, inst: Instance, options, result, started: float, past: int,
+                                    pair: CutoutPair, exc: BuildError):
+        """Pre did not compile where DaCe compiles the program itself: the failing shape is
+        harnessgen's (its cutout or stand-ins), never filed against DaCe. The instance is
+        judged in the next larger cutout; where there is none, UNSUPPORTED with the reason."""
+        first = (exc.first_error or str(exc)).strip()[:200]
+        said = (f"pre of {'the whole-program pair' if pair.whole_program else f'cutout {past}'} did not compile "
+                f"({first}), though DaCe's own code for the program compiles: harnessgen's cutout made that shape")
+        result.notes.append(f"{said}; judged in the next larger cutout")
+        if pair.whole_program:
+            raise Unsupported(f"{said} (a harnessgen defect: its stand-ins; please report it)") from exc
+        try:
+            return self.prepare(spec, inst, options, result, started, past + 1)
+        except Unsupported as larger:
+            raise Unsupported(f"{said}, and no larger cutout could be judged ({larger})") from exc
 
     def _whole_program_key(self, inst: Instance) -> str:
         """What names the instance's whole program, as it is judged (its content and form);
@@ -288,11 +312,14 @@ class SdfgSubject(Subject):
         for finding in result.findings:
             _record_in_finding(Path(finding["path"]), "bisect", record.to_json())
 
-    def describe(self, spec: str, inst: Instance, prove_max_size: Optional[int] = None) -> Dict:
+    def describe(self, spec: str, inst: Instance, prove_max_size: Optional[int] = None,
+                 builds: Optional[Path] = None) -> Dict:
         row = {"id": inst.id, "transformation": spec, "program": inst.program, "match": inst.description,
                "form": "simplified" if inst.simplified else "as given"}
         try:
             pair = self.change(spec).extract(self.program_of(inst), inst, 0)
+            if builds is not None:
+                row["builds"] = self._pre_builds(pair, builds)
             row.update(before=pair.input_volume_before, after=pair.input_volume_after,
                        before_at_20=volume_at_probe(pair.input_volume_before),
                        after_at_20=volume_at_probe(pair.input_volume_after),
@@ -306,6 +333,22 @@ class SdfgSubject(Subject):
         except Unsupported as exc:
             row.update(status="UNSUPPORTED", reason=str(exc))
         return row
+
+    def _pre_builds(self, pair: CutoutPair, work_dir: Path) -> Dict:
+        """Whether the pair's pre compiles (``-fsyntax-only``), and where it does not, whether the
+        program it was cut from does: a pre that fails where its program compiles is a shape
+        harnessgen made (``instances --builds``)."""
+        key = pair.pre.hash_sdfg()
+        if key not in self._compiled:
+            self._compiled[key] = compile_errors(pair.pre, work_dir=work_dir)
+        errors = self._compiled[key]
+        if errors is None:
+            return {"pre": True}
+        first = from_compiler_output(errors, PRE_NAME)
+        program = program_compile_causes(pair.program_sdfg, work_dir, afl=False)
+        dace_made = first is not None and any((c.message, c.line) == (first.message, first.line) for c in program)
+        return {"pre": False, "program": not program, "dace_made": dace_made,
+                "error": first.describe() if first is not None else errors.strip().splitlines()[-1][:300]}
 
     @classmethod
     def triage_class(cls) -> type:
@@ -502,19 +545,33 @@ def _blocked_program(whole_key: str, inst: Instance, options, result) -> bool:
     return True
 
 
-def _blocked(exc: BuildError, pair: CutoutPair, options, result, whole_key: str = "") -> bool:
-    """Pre does not compile because of a construct DaCe's code generator cannot build: the
-    instance is BLOCKED by that cause, whose finding against DaCe is written once per run's
-    crashes folder (the run's bug analysis reduces it). False where the failure shows no
-    compiler error. ``whole_key``: pre is that whole program, recorded as blocked by it."""
-    registry = cause_registry(options.work_dir, afl=options.engine == "afl")
-    cause = registry.get(exc.cause) if exc.cause else None
+# where a construct that does not compile comes from (``_blocked``)
+DACE_MADE = "dace"          # DaCe's own code for the program fails alike: a finding against DaCe
+CUTOUT_MADE = "cutout"      # DaCe's code for the program compiles: harnessgen's cutout made the shape
+
+
+def _blocked(exc: BuildError, pair: CutoutPair, options, result, whole_key: str = "") -> Optional[str]:
+    """Pre does not compile. Where DaCe's own code for the program (as DaCe made it: no cutout,
+    no stand-in) fails with the same error at the same line, the construct is DaCe's: the
+    instance is BLOCKED by that cause, whose finding against DaCe's code generator is written
+    once per run's crashes folder (the run's bug analysis reduces it); returns DACE_MADE.
+    Where the program's code compiles, or fails otherwise, the shape is harnessgen's: nothing
+    is filed; returns CUTOUT_MADE. None where the failure shows no compiler error.
+    ``whole_key``: pre is that whole program, recorded as blocked by a cause of DaCe's."""
+    afl = options.engine == "afl"
+    registry = cause_registry(options.work_dir, afl)
+    cause = registry.get(exc.cause) if exc.cause else None      # a known cause of DaCe's, matched before compiling
     if cause is None:
         found = from_compiler_output(exc.log, PRE_NAME)
         if found is None:
-            return False
-        cause = registry.get(found.id) or registry.record(dataclasses.replace(
-            found, log=diagnostics(exc.log), first_instance=pair.instance.id))
+            return None
+        program = pair.program_sdfg
+        if not any((c.message, c.line) == (found.message, found.line)
+                   for c in program_compile_causes(program, options.work_dir, afl)):
+            return CUTOUT_MADE
+        cause = registry.record(dataclasses.replace(
+            found, log=diagnostics(exc.log), first_instance=pair.instance.id,
+            context=line_context(found.line, pair.pre), program=_program_label(pair)))
     if whole_key:
         registry.record_program(whole_key, cause)
     folder = cause.folder(options.crashes_root, pair.instance.target)
@@ -524,9 +581,16 @@ def _blocked(exc: BuildError, pair: CutoutPair, options, result, whole_key: str 
     result.verdict, result.blocked_by, result.crashes = BLOCKED, cause.id, [str(folder)]
     how = (f"finding {folder}" if cause.first_instance == pair.instance.id else
            f"a known cause, first met in {cause.first_instance}: pre was not compiled again")
-    result.message = (f"pre does not build: DaCe's code generator emits {cause.describe()} ({how}); nothing about "
-                      "the change can be judged here")
-    return True
+    result.message = (f"pre does not build: DaCe's code generator emits {cause.describe()}, as it does for the "
+                      f"program {cause.program or pair.program_sdfg.name} itself ({how}); nothing about the change "
+                      "can be judged here")
+    return DACE_MADE
+
+
+def _program_label(pair: CutoutPair) -> str:
+    """The program DaCe made, as a finding names it."""
+    form = "simplified" if pair.instance.simplified else "as its frontend wrote it"
+    return f"{pair.program_sdfg.name} ({form})"
 
 
 def _static_finding(options, pair: CutoutPair, verdict: Outcome, message: str, result, started: float) -> None:

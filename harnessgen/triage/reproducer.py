@@ -200,7 +200,8 @@ def write_codegen_finding(folder: Path, sdfg, cause, log: str, instance: str, ta
     sdfg.save(str(tmp / "program.sdfg"))
     (tmp / "error.txt").write_text(log + "\n")
     context = dict(message=cause.message, line=cause.line, first_instance=instance, target=target,
-                   dace_version=dace.__version__, harnessgen_version=__version__, cxx=cxx, reduction=reduction)
+                   dace_version=dace.__version__, harnessgen_version=__version__, cxx=cxx, reduction=reduction,
+                   program=getattr(cause, "program", ""))
     meta = {**cause.to_json(), "instance": instance, "outcome": "CODEGEN_FAILURE", "target": target, "dace": dace.__version__,
             "harnessgen": __version__, "compiler": cxx, "flags": cxxflags, "reduction": reduction}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -1,6 +1,9 @@
 """A program DaCe cannot build, recognised by its cause: the compiler's first error and the
 generated line it points at, whatever the side is called or how the line is laid out."""
-from harnessgen.harness.codegen_causes import Cause, CauseRegistry, diagnostics, from_compiler_output
+import dace
+
+from harnessgen.harness.codegen_causes import (Cause, CauseRegistry, all_from_compiler_output, diagnostics,
+                                               from_compiler_output, line_context)
 
 LOG = """clang++ -std=c++17 -O2 /home/user/project/.harnessgen/builds/abc.tmp-1/src/cpu/hg_pre.cpp -shared -o libpre.so
 /home/user/project/.harnessgen/builds/abc.tmp-1/src/cpu/hg_pre.cpp:7892:18: error: invalid operands to binary expression ('double[1]' and 'double')
@@ -26,12 +29,47 @@ def test_a_generated_file_holding_the_line_matches_in_any_layout():
 
 
 def test_the_registry_keeps_the_first_record_per_versions(tmp_path):
-    first = Cause("m", "l", first_instance="A-1")
+    first = Cause("m", "l", first_instance="A-1", program="p (simplified)")
     registry = CauseRegistry(tmp_path, "dace 1.0.2")
     assert registry.record(first) == first
-    assert registry.record(Cause("m", "l", first_instance="B-2")).first_instance == "A-1"
+    assert registry.record(Cause("m", "l", first_instance="B-2", program="p")).first_instance == "A-1"
     assert registry.match("l\n", "hg_pre").first_instance == "A-1"
     assert CauseRegistry(tmp_path, "dace 2.0.0").known() == []     # another DaCe meets it afresh
+
+
+def test_only_a_cause_met_in_a_program_dace_made_blocks_without_compiling(tmp_path):
+    registry = CauseRegistry(tmp_path, "dace 1.0.2")
+    registry.record(Cause("m", "l", first_instance="A-1"))          # not confirmed against the program
+    assert registry.match("l\n", "hg_pre") is None
+    registry.record(Cause("m", "l", first_instance="B-2", program="p"))  # confirmed: it replaces the first
+    assert registry.match("l\n", "hg_pre").first_instance == "B-2"
+
+
+def _with_lo(as_array: bool):
+    sdfg = dace.SDFG("side")
+    if as_array:
+        sdfg.add_array("lo", [1], dace.float64)
+    else:
+        sdfg.add_scalar("lo", dace.float64)
+    sdfg.add_symbol("x_index", dace.float64)
+    return sdfg
+
+
+def test_the_same_line_with_its_names_of_other_kinds_is_another_construct(tmp_path):
+    line = "if ((x_index < lo)) {"
+    context = line_context(line, _with_lo(as_array=True))
+    assert set(context) == {"x_index", "lo"} and "Array" in context["lo"]
+    cause = Cause("invalid operands", line, program="p", context=context)
+    assert cause.matches_source(f"  {line}\n", "hg_pre", _with_lo(as_array=True))
+    # a scalar lo compiles: the line alone does not say it fails
+    assert not cause.matches_source(f"  {line}\n", "hg_pre", _with_lo(as_array=False))
+
+
+def test_every_error_of_a_log_is_read_with_its_line():
+    second = LOG.replace("1 error generated.", "/x/hg_pre.cpp:9:1: error: use of undeclared identifier 'q'\n"
+                                               "    q = 1;\n2 errors generated.")
+    causes = all_from_compiler_output(second, "hg_pre")
+    assert [c.line for c in causes] == ["if ((! (zdqs > 0.0))) {", "q = 1;"]
 
 
 def test_a_whole_program_recorded_as_blocked_names_its_cause_per_content_and_versions(tmp_path):
