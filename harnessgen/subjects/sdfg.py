@@ -582,7 +582,7 @@ def _blocked(exc: BuildError, pair: CutoutPair, options, result, whole_key: str 
     how = (f"finding {folder}" if cause.first_instance == pair.instance.id else
            f"a known cause, first met in {cause.first_instance}: pre was not compiled again")
     result.message = (f"pre does not build: DaCe's code generator emits {cause.describe()}, as it does for the "
-                      f"program {cause.program or pair.program_sdfg.name} itself ({how}); nothing about the change "
+                      f"program {cause.program or _program_label(pair)} itself ({how}); nothing about the change "
                       "can be judged here")
     return DACE_MADE
 
@@ -590,7 +590,7 @@ def _blocked(exc: BuildError, pair: CutoutPair, options, result, whole_key: str 
 def _program_label(pair: CutoutPair) -> str:
     """The program DaCe made, as a finding names it."""
     form = "simplified" if pair.instance.simplified else "as its frontend wrote it"
-    return f"{pair.program_sdfg.name} ({form})"
+    return f"{pair.instance.program or pair.program_sdfg.name} ({form})"
 
 
 def _static_finding(options, pair: CutoutPair, verdict: Outcome, message: str, result, started: float) -> None:

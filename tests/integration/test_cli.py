@@ -186,6 +186,8 @@ def test_a_program_dace_cannot_build_is_one_finding_and_blocks_every_instance_it
     assert "double[1]" in meta["message"] and meta["reduction"].startswith("reduced from")
     report = (tmp_path / "out" / bug["report"]).read_text()
     assert "does not compile" in report and str(REPO) not in report.split("## Compiler output")[1]
+    # the construct is DaCe's: its own code for the program fails alike
+    assert "the program **scalar_branch (" in report, report
     repro = subprocess.run([sys.executable, "repro.py"], cwd=reduced, capture_output=True, text=True, timeout=600)
     assert repro.returncode == 1 and "STILL PRESENT: the same error" in repro.stdout, repro.stdout + repro.stderr
 
