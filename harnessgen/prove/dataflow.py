@@ -169,8 +169,8 @@ class Dataflow:
         return self._read_cases(identity, deps, nosrc, sink, container, [], contributions)
 
     def _read_cases(self, inst, deps, nosrc, access, container: str, stack: List[str],
-                    contributions=()) -> List[Tuple[object, tuple]]:
-        out = self._plain_cases(inst, deps, nosrc, access, container, stack)
+                    contributions=(), earlier: bool = False) -> List[Tuple[object, tuple]]:
+        out = self._plain_cases(inst, deps, nosrc, access, container, stack, earlier)
         return self._reduced(inst, out, contributions, container, stack)
 
     def _reduced(self, inst, cases, contributions, container: str, stack: List[str]) -> List[Tuple[object, tuple]]:
@@ -222,11 +222,18 @@ class Dataflow:
             out.append((region.unwrap().domain(), rebased))
         return out
 
-    def _plain_cases(self, inst, deps, nosrc, access, container: str, stack: List[str]) -> List[Tuple[object, tuple]]:
+    def _plain_cases(self, inst, deps, nosrc, access, container: str, stack: List[str],
+                     earlier: bool = False) -> List[Tuple[object, tuple]]:
+        """``earlier``: the read is a predicated statement's value before its write: where it
+        comes from an instance of a statement being resolved (a loop around the branch), the
+        value is an unknown earlier one (an ``undef`` leaf), used only where the predicate fails."""
         out = []
         for writer, dep in deps:
             reached = inst.apply_range(dep)
             if reached.is_empty():
+                continue
+            if writer in stack and earlier:
+                out.append((reached.domain(), ("undef", container, f"{self.side}, an earlier value")))
                 continue
             if writer in stack:
                 raise NotAffine(f"a value carried from one instance of {self.by_name[writer].origin} to another "
@@ -247,7 +254,7 @@ class Dataflow:
         for k in sorted(_reads_used(st.expr)):
             cases = self._read_cases(inst, self.deps[(st.name, k)], self.no_source[(st.name, k)],
                                      self.reads[(st.name, k)], st.reads[k].container, stack,
-                                     self.contributions[(st.name, k)])
+                                     self.contributions[(st.name, k)], earlier=k == st.old_read)
             merged = []
             for region, chosen in combos:
                 for sub_region, tree in cases:

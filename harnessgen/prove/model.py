@@ -52,6 +52,9 @@ class Statement:
     maps: Tuple[Tuple[object, int], ...]   # (map entry, dims it adds) around it, outermost first
     wcr: str = ""                    # write-conflict resolution: the statement contributes to a reduction
     loops: int = 0                   # how many of dims are loop iterations (the first ones)
+    # in a branch whose condition reads data: the read of the element's value before the write
+    # (what it keeps where the condition fails)
+    old_read: Optional[int] = None
 
 
 @dataclasses.dataclass
@@ -224,11 +227,11 @@ class _Builder:
     def walk(self, sdfg) -> List[object]:
         """Every state, with where it runs: the loops around it (their iteration variables
         become dimensions) and the symbols assigned before it. Returns the states in order."""
-        from dace.sdfg.state import ControlFlowRegion, LoopRegion, SDFGState
+        from dace.sdfg.state import ConditionalBlock, ControlFlowRegion, LoopRegion, SDFGState
 
         for block in sdfg.all_control_flow_blocks():
-            # states, counted loops, and plain regions (a sequence of blocks); not branches
-            if not (isinstance(block, (SDFGState, LoopRegion)) or type(block) is ControlFlowRegion):
+            # states, counted loops, plain regions (a sequence of blocks) and conditionals
+            if not (isinstance(block, (SDFGState, LoopRegion, ConditionalBlock)) or type(block) is ControlFlowRegion):
                 raise NotAffine(f"control flow block {type(block).__name__} {block.label}")
         self.sdfg, self.order, self.guards = sdfg, [], []
         self.region(sdfg.start_block, None, None, _Place(dict(self.size_names), {}, [], [], []), [])
@@ -239,15 +242,17 @@ class _Builder:
     def region(self, cur, stop, came, place: "_Place", guards: List[object]):
         """States from ``cur`` in sequence until the edge back to ``stop`` (a loop's guard),
         which is returned."""
-        from dace.sdfg.state import ControlFlowRegion, LoopRegion
+        from dace.sdfg.state import ConditionalBlock, ControlFlowRegion, LoopRegion
 
         position = 0
         while cur is not None:
             if any(cur is s for s in self.order + self.guards):
                 raise NotAffine(f"control flow into state {cur.label} the prover does not recognise")
             out = cur.parent_graph.out_edges(cur)
-            if isinstance(cur, ControlFlowRegion):
-                if isinstance(cur, LoopRegion):
+            if isinstance(cur, (ControlFlowRegion, ConditionalBlock)):
+                if isinstance(cur, ConditionalBlock):
+                    self.conditional(cur, place, guards, position)
+                elif isinstance(cur, LoopRegion):
                     self.loop_region(cur, place, guards, position)
                     place = place.dropped(cur.loop_variable)
                 else:       # a sequence of blocks, one step of this sequence (with a constant dimension)
@@ -255,7 +260,8 @@ class _Builder:
                     self.region(cur.start_block, None, None, inner, guards)
                 position += 1
                 if len(out) > 1 or (out and not out[0].data.is_unconditional()):
-                    raise NotAffine(f"a branch after the loop {cur.label}")
+                    raise NotAffine(f"a branch after the {'conditional' if isinstance(cur, ConditionalBlock) else 'loop'} "
+                                    f"{cur.label}")
                 if not out:
                     return None
                 place = place.assigned(self.assign(place, out[0].data.assignments, out[0]))
@@ -354,6 +360,60 @@ class _Builder:
             if watched & set(edge.data.assignments):
                 raise NotAffine(f"the body of the loop {loop.label} assigns {sorted(watched & set(edge.data.assignments))}")
         self.region(loop.start_block, None, None, body_place, guards)
+
+    def conditional(self, block, place: "_Place", guards: List[object], position: int) -> None:
+        """A ``ConditionalBlock``: each branch runs where its condition holds and no earlier
+        one's did. A condition over the sizes and the loops' variables restricts the domain of
+        the branch's statements (exactly); one that reads data (a value symbol, a scalar) is a
+        predicate: each statement of the branch then writes ``select(predicate, its value, the
+        element's value before)``, what a write that may not happen leaves."""
+        earlier_domain: List[str] = []          # the earlier conditions, negated, where affine
+        earlier_data: List[tuple] = []          # and where they read data
+        reads = list(place.predicate_reads)
+        for k, (condition, branch) in enumerate(block.branches):
+            domain, data = list(earlier_domain), list(earlier_data)
+            if condition is not None:
+                cond = _parse(condition.as_string, self.constants)
+                try:
+                    holds, fails = _convex(cond, place.env, self.constants), _negated(cond, place.env, self.constants)
+                    domain.append(holds)
+                except NotAffine:
+                    tree = self.predicate(condition.as_string, place, reads, block.label)
+                    data.append(tree)
+                    holds, fails = None, ("not", tree)
+            inner = dataclasses.replace(place, domain=place.domain + domain,
+                                        prefix=place.prefix + [str(position), str(k)],
+                                        predicate=_conjunction([place.predicate] + data), predicate_reads=reads)
+            if branch.number_of_nodes():
+                self.region(branch.start_block, None, None, inner, guards)
+            if condition is None:
+                break
+            if holds is not None:
+                earlier_domain.append(fails)
+            else:
+                earlier_data.append(fails)
+
+    def predicate(self, text: str, place: "_Place", reads: List[Access], where: str) -> tuple:
+        """A branch condition that reads data, as an expression tree over ``reads`` (extended
+        with what it reads): value symbols read the element they were assigned from, a
+        container named bare (a scalar) its element 0, sizes and loop variables are indices.
+        What it reads must never be written (it is read where the condition is evaluated)."""
+        try:
+            tree = ast.parse(text, mode="eval").body
+        except SyntaxError as exc:
+            raise NotAffine(f"the condition of {where}: {exc}") from exc
+        env = {}
+        for name in sorted(_names_in(text)):
+            if name in place.values:
+                access = place.values[name]
+            elif name in self.sdfg.arrays and name not in place.env and _one_element(self.sdfg.arrays[name]):
+                access = Access(name, ("0",) * len(self.sdfg.arrays[name].shape))
+            else:
+                continue
+            self.value_containers.add(access.container)
+            env[name] = ("read", len(reads))
+            reads.append(access)
+        return _tree(tree, env, place.env, _Named(where))
 
     def reaches(self, start, target, blocked: List[object]) -> bool:
         seen, todo = set(), [start]
@@ -458,10 +518,11 @@ class _Builder:
             if conn not in values:
                 raise NotAffine(f"tasklet {node.label} does not assign its output {conn}")
             acc = outputs[conn]
+            all_reads, expr, old = _predicated(place, reads, values[conn], acc, wcrs[conn], f"tasklet {node.label}")
             self.statements.append(Statement(
                 name=f"S{len(self.statements)}", origin=f"tasklet {node.label} -> {acc.container}", dims=dims,
-                domain=domain, schedule=schedule + [str(pos[node])], write=acc, reads=reads,
-                expr=values[conn], nodes=(node, node), state=index, maps=maps, wcr=wcrs[conn], loops=loops))
+                domain=domain, schedule=schedule + [str(pos[node])], write=acc, reads=all_reads,
+                expr=expr, nodes=(node, node), state=index, maps=maps, wcr=wcrs[conn], loops=loops, old_read=old))
 
     def element(self, state, edge, names, role: str) -> Access:
         """The one element a tasklet's memlet names, checked against the access node it leads to."""
@@ -510,11 +571,12 @@ class _Builder:
         dst_idx = self.copy_index(dst, names, dims, domain, None, what, copy_dims)
         read = self.privatized(Access(src_node.data, src_idx), dims, maps, loops)
         write = self.privatized(Access(dst_node.data, dst_idx), dims, maps, loops)
+        reads, expr, old = _predicated(place, [read], ("read", 0), write, memlet.wcr or "", f"the copy {what}")
         self.statements.append(Statement(
             name=f"S{len(self.statements)}", origin=f"copy {what}", dims=dims + copy_dims,
             domain=domain, schedule=schedule + [str(pos[inner])] + copy_dims, write=write,
-            reads=[read], expr=("read", 0), nodes=(src_node, dst_node), state=index, maps=maps,
-            wcr=memlet.wcr or "", loops=loops))
+            reads=reads, expr=expr, nodes=(src_node, dst_node), state=index, maps=maps,
+            wcr=memlet.wcr or "", loops=loops, old_read=old))
 
     def copy_index(self, subset, names, dims, domain, new_dims: Optional[list], what: str, given=None):
         """The element of ``subset`` at the copy's k-th point: each dimension longer than one
@@ -577,6 +639,9 @@ class _Place:
     dims: List[str]                  # the loops' dimensions
     domain: List[str]
     prefix: List[str]                # schedule entries of the loops and positions around
+    # the branch conditions that read data around it: a tree over ``predicate_reads`` (None: always)
+    predicate: Optional[tuple] = None
+    predicate_reads: List[Access] = dataclasses.field(default_factory=list)
 
     def at(self, position: int) -> "_Place":
         return dataclasses.replace(self, prefix=self.prefix + [str(position)])
@@ -613,6 +678,61 @@ def _convex(cond, names: Dict[str, str], constants) -> str:
         lhs, rhs = (_subst(x, constants) for x in cond.args)
         return f"{to_isl(lhs, names)} {_RELATIONS[type(cond)]} {to_isl(rhs, names)}"
     raise NotAffine(f"the loop condition {cond} (only conjunctions of affine comparisons)")
+
+
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+def _negated(cond, names: Dict[str, str], constants) -> str:
+    """The negation of an affine condition as isl constraints (a disjunction where it is one)."""
+    if cond is sympy.true:
+        return "1 = 0"
+    if isinstance(cond, sympy.And):
+        return "(" + " or ".join(_negated(c, names, constants) for c in cond.args) + ")"
+    if type(cond) in _RELATIONS:
+        lhs, rhs = (to_isl(_subst(x, constants), names) for x in cond.args)
+        op = _RELATIONS[type(cond)]
+        if op == "=":
+            return f"({lhs} < {rhs} or {lhs} > {rhs})"
+        return f"{lhs} {_NEGATED[op]} {rhs}"
+    raise NotAffine(f"the condition {cond} (only conjunctions of affine comparisons)")
+
+
+def _conjunction(trees: List[Optional[tuple]]) -> Optional[tuple]:
+    parts = [t for t in trees if t is not None]
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else ("bool", "and") + tuple(parts)
+
+
+def _one_element(desc) -> bool:
+    return all(str(s) == "1" for s in desc.shape)
+
+
+def _predicated(place: "_Place", reads: List[Access], expr: tuple, write: Access, wcr: str, what: str):
+    """(reads, expression, the read of the value before) of a statement in a branch whose
+    condition reads data: the predicate's reads, then its own, then the element it writes (its
+    value before), and ``select(predicate, expr, value before)``; unchanged outside such a
+    branch (no read of the value before)."""
+    if place.predicate is None:
+        return reads, expr, None
+    if wcr:
+        raise NotAffine(f"{what} reduces under a branch condition that reads data")
+    own = len(place.predicate_reads)
+    shifted = _shift_reads(expr, own)
+    all_reads = list(place.predicate_reads) + list(reads) + [write]
+    old = len(all_reads) - 1
+    return all_reads, ("select", place.predicate, shifted, ("read", old)), old
+
+
+def _shift_reads(expr: tuple, by: int) -> tuple:
+    kind = expr[0]
+    if kind == "read":
+        return ("read", expr[1] + by)
+    if kind in ("idx", "const"):
+        return expr
+    head = first_child(kind)
+    return expr[:head] + tuple(_shift_reads(a, by) for a in expr[head:])
 
 
 def _names_in(code: str) -> set:

@@ -100,6 +100,7 @@ def check_values(pre: Dataflow, post: Dataflow, compared: List[str]) -> Tuple[Li
                 region = region_p.intersect(region_q)
                 if region.is_empty():
                     continue
+                tree_p, tree_q = _resolved(tree_p, region), _resolved(tree_q, region)
                 if _same(tree_p, tree_q, region):
                     real = real or _has_reduction(tree_p)      # terms combined in another order
                     continue
@@ -113,6 +114,53 @@ def check_values(pre: Dataflow, post: Dataflow, compared: List[str]) -> Tuple[Li
                 if len(found) >= MAX_COUNTEREXAMPLES:
                     return found, ""
     return found, (REAL if real else IEEE)
+
+
+def _resolved(tree, region, facts: tuple = ()):
+    """``tree`` with each select whose condition the selects around it decide replaced by the
+    arm it takes (``facts``: their conditions and arms). A statement in a branch whose condition
+    reads data keeps its element's earlier value where the condition fails; what it reads from
+    a statement of the same branch is that statement's select, decided by the same condition."""
+    kind = tree[0]
+    if kind in ("in", "ix", "undef", "const", "reduce"):
+        return tree
+    if kind == "select":
+        cond = _resolved(tree[1], region, facts)
+        truth = _decided(cond, region, facts)
+        if truth is not None:
+            return _resolved(tree[2] if truth else tree[3], region, facts)
+        return ("select", cond, _resolved(tree[2], region, facts + _facts(cond, True)),
+                _resolved(tree[3], region, facts + _facts(cond, False)))
+    head = first_child(kind)
+    return tree[:head] + tuple(_resolved(a, region, facts) for a in tree[head:])
+
+
+def _facts(cond, truth: bool) -> tuple:
+    """What a condition's truth says: itself, and each part of a conjunction that holds."""
+    found = ((cond, truth),)
+    if truth and cond[0] == "bool" and cond[1] == "and":
+        for part in cond[2:]:
+            found += _facts(part, True)
+    if cond[0] == "not":
+        found += _facts(cond[1], not truth)
+    return found
+
+
+def _decided(cond, region, facts: tuple) -> Optional[bool]:
+    """Whether ``facts`` decide ``cond`` (None where they do not)."""
+    for known, truth in facts:
+        if _same(known, cond, region):
+            return truth
+    if cond[0] == "not":
+        inner = _decided(cond[1], region, facts)
+        return None if inner is None else not inner
+    if cond[0] == "bool" and cond[1] == "and":
+        parts = [_decided(c, region, facts) for c in cond[2:]]
+        if any(p is False for p in parts):
+            return False
+        if all(p is True for p in parts):
+            return True
+    return None
 
 
 def _unstored(tree):
@@ -252,6 +300,8 @@ def _differing(a, b, region):
     """Where the two trees read different elements, if they have the same shape."""
     if a[0] != b[0]:
         return None
+    if a[0] == "in" and a[1] != b[1]:
+        return None                      # other containers: they differ wherever they are read
     if a[0] in ("in", "ix"):
         m1, m2 = (a[2], b[2]) if a[0] == "in" else (a[1], b[1])
         m1, m2 = m1.intersect_domain(region), m2.intersect_domain(region)
