@@ -17,6 +17,8 @@ class Cut:
     grown_for: str = ""
     control_flow_grown: bool = False
     configs: Optional[Tuple[List[str], List[str]]] = None  # (inputs, outputs) where not DaCe's
+    # symbols the cut blocks assign that the program reads after them: outputs of the cutout
+    symbol_outputs: List[str] = dataclasses.field(default_factory=list)
 
     def match_in(self, pre) -> Dict[str, Any]:
         if self.nested_path is None:

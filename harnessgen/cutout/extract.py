@@ -58,6 +58,9 @@ class CutoutPair:
     # what the change did to the interface that the pair is judged with nonetheless
     # (``_interface_notes``): recorded with the instance, never a finding of its own
     notes: List[str] = dataclasses.field(default_factory=list)
+    # symbols the cutout assigns that its program reads after it (``Cut.symbol_outputs``): each
+    # enters from a container and is written to one at the end, in pre and post
+    symbol_outputs: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -481,6 +484,42 @@ def _symbol_arguments(sdfg) -> set:
 
 
 SYMBOL_INPUT_PREFIX = "hg_sym_"
+SYMBOL_OUTPUT_PREFIX = "hg_symout_"
+
+
+def _symbols_as_outputs(pre, post, names: List[str]) -> Tuple[List[str], List[str]]:
+    """Symbols the cutout assigns that its program reads after it, made results: in pre and
+    post, a new first state assigns each from an input container ``hg_sym_<name>`` (its value
+    where the cutout starts, defined on every path), and a new last state, after every end,
+    writes it to ``hg_symout_<name>``, which the harness compares. Returns (inputs, outputs)."""
+    import dace
+
+    if not names:
+        return [], []
+    types = {**symbol_types(post), **symbol_types(pre)}
+    for sdfg in (pre, post):
+        assignments = {}
+        ends = [b for b in sdfg.nodes() if sdfg.out_degree(b) == 0]
+        last = sdfg.add_state("hg_symbol_outputs")
+        for name in names:
+            dtype = types.get(name, dace.int64)
+            into, out = SYMBOL_INPUT_PREFIX + name, SYMBOL_OUTPUT_PREFIX + name
+            for container in (into, out):
+                if container in sdfg.arrays or container in sdfg.symbols:
+                    raise Unsupported(f"the cutout already has a container or symbol named {container}")
+                sdfg.add_array(container, [1], dtype, transient=False)
+            if name not in sdfg.symbols:
+                sdfg.add_symbol(name, dtype)
+            assignments[name] = f"{into}[0]"
+            tasklet = last.add_tasklet(f"hg_symbol_out_{name}", set(), {"value"}, f"value = {name}")
+            last.add_edge(tasklet, "value", last.add_write(out), None, dace.Memlet(f"{out}[0]"))
+        for end in ends:
+            sdfg.add_edge(end, last, dace.InterstateEdge())
+        old_start = sdfg.start_block
+        first = sdfg.add_state("hg_symbol_entries")
+        sdfg.add_edge(first, old_start, dace.InterstateEdge(assignments=assignments))
+        sdfg.start_block = sdfg.node_id(first)
+    return [SYMBOL_INPUT_PREFIX + n for n in names], [SYMBOL_OUTPUT_PREFIX + n for n in names]
 
 
 def _value_symbols_as_inputs(pre, post) -> List[str]:
@@ -676,7 +715,7 @@ def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_fo
     pair = CutoutPair(instance=instance, pre=pre, post=None, input_config=input_config,
                       output_config=output_config, program_sdfg=program_sdfg, translated_match=translated,
                       input_volume_before=before, input_volume_after=after, aliases=cut.aliases,
-                      grown_for=cut.grown_for)
+                      grown_for=cut.grown_for, symbol_outputs=list(cut.symbol_outputs))
 
     try:
         applied.apply_pattern(append=False)
@@ -701,8 +740,10 @@ def _with_post(pair: CutoutPair, post) -> CutoutPair:
         pair.verdict, pair.error = Outcome.INVALID_SDFG, f"{INTERFACE_CHANGED}{problem}"
         return pair
     pair.notes += _interface_notes(pre, post)
+    symbol_ins, symbol_outs = _symbols_as_outputs(pre, post, pair.symbol_outputs)
+    pair.output_config = sorted(set(pair.output_config) | set(symbol_outs))
     value_inputs = _value_symbols_as_inputs(pre, post)
-    pair.input_config = input_config = sorted(set(pair.input_config) | set(value_inputs))
+    pair.input_config = input_config = sorted(set(pair.input_config) | set(value_inputs) | set(symbol_ins))
     writable = sorted(set(pair.output_config) | set(input_config))
     # each side's own: a scalar one side writes and the other only reads is an array on the
     # first and passed by value to the second (the harness compares the one buffer both get)

@@ -33,7 +33,7 @@ from dace.sdfg import state as sdfg_state
 from dace.sdfg.analysis.cutout import SDFGCutout
 from dace.transformation import transformation as xf
 
-from ..dacecompat.code import symbol_types
+from ..dacecompat.code import assigned_symbols, live_after, symbol_types
 from ..dacecompat import block_at, block_path, copy_sdfg, enclosing_blocks, is_region, region_kind
 from ..plan.instances import Instance, rebuild_transformation
 from .cut import Cut
@@ -223,7 +223,11 @@ def block_cut(where: Location, graph, blocks: Sequence, match: Dict[str, Any], o
         return None
     reads, writes = _reads_and_writes(moved)
     globals_ = {n for n, d in cutout.arrays.items() if not d.transient}
-    return Cut(cutout, translated, configs=(sorted(globals_ & reads | (globals_ - writes)), sorted(globals_ & writes)))
+    # a symbol the blocks assign and the program reads after them (an accumulator on an
+    # interstate edge, a loop's last value) is a result of theirs as much as a container is
+    symbols = sorted(live_after(list(blocks), assigned_symbols(list(blocks))))
+    return Cut(cutout, translated, configs=(sorted(globals_ & reads | (globals_ - writes)), sorted(globals_ & writes)),
+               symbol_outputs=symbols)
 
 
 def _single_entry_and_exit(graph, blocks: Sequence):

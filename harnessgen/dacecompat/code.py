@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Set
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Sequence, Set
 
 import dace
 from dace.sdfg import state as sdfg_state
 
-from .regions import regions_of
+from .regions import is_region, regions_of
 
 
 @dataclasses.dataclass
@@ -140,6 +140,107 @@ def symbol_types(sdfg) -> Dict[str, Any]:
             except Exception:
                 types.setdefault(block.loop_variable, dace.int64)
     return {**types, **sdfg.symbols}
+
+
+# ------------------------------------------------------------------ symbols a program reads later
+def assigned_symbols(blocks: Sequence) -> Set[str]:
+    """The symbols ``blocks`` (of one control-flow graph) assign: on their own edges between
+    them, on every edge inside the regions among them, and as the variable of a loop."""
+    inside = set(blocks)
+    graph = blocks[0].parent_graph if blocks else None
+    found: Set[str] = set()
+    if graph is not None:
+        for edge in graph.edges():
+            if edge.src in inside and edge.dst in inside:
+                found |= set(edge.data.assignments)
+    for block in blocks:
+        for region in [block] + list(_regions_under(block)):
+            if not is_region(region):
+                continue
+            if not isinstance(region, sdfg_state.ConditionalBlock):
+                for edge in region.edges():
+                    found |= set(edge.data.assignments)
+            if isinstance(region, sdfg_state.LoopRegion) and region.loop_variable:
+                found.add(str(region.loop_variable))
+    return found
+
+
+def live_after(blocks: Sequence, names: Set[str]) -> Set[str]:
+    """Those of ``names`` that the program may read after control leaves ``blocks`` (blocks of
+    one graph) before it assigns them again: along the edges out of them, then on through the
+    regions around (a loop's next iteration and what follows the loop, what follows a
+    conditional). A region that may or may not assign a name does not end its life; a loop's
+    start assigns its variable."""
+    inside = set(blocks)
+    graph = blocks[0].parent_graph
+    live: Set[str] = set()
+    seen: Set[tuple] = set()
+    todo: List[tuple] = []
+    exits = [e for b in blocks for e in graph.out_edges(b) if e.dst not in inside]
+    if exits:
+        todo += [("edge", e, frozenset(names)) for e in exits]
+    else:
+        todo.append(("after", graph, frozenset(names)))
+    while todo:
+        kind, where, alive = todo.pop()
+        alive = alive - live
+        if not alive or (kind, id(where), alive) in seen:
+            continue
+        seen.add((kind, id(where), alive))
+        if kind == "edge":
+            data = where.data
+            read = names_read(data.condition.as_string if data.condition is not None else "")
+            for value in data.assignments.values():
+                read |= names_read(str(value))
+            live |= alive & read
+            todo.append(("block", where.dst, alive - set(data.assignments)))
+        elif kind == "block":
+            live |= alive & _reads_first(where)
+            rest = alive - _assigns_first(where)
+            out = where.parent_graph.out_edges(where)
+            todo += [("edge", e, rest) for e in out] if out else [("after", where.parent_graph, rest)]
+        else:                                   # the end of a graph: what comes after it
+            todo += _after_graph(where, alive)
+    return live
+
+
+def _after_graph(graph, alive: frozenset) -> List[tuple]:
+    """Where control goes when ``graph`` ends: a loop's next iteration and what follows it,
+    what follows the conditional a branch belongs to; nothing after an SDFG."""
+    if isinstance(graph, dace.SDFG):
+        return []
+    parent = graph.parent_graph
+    if isinstance(parent, sdfg_state.ConditionalBlock):      # a branch ends: after its conditional
+        return _after_block(parent, alive)
+    steps: List[tuple] = []
+    if isinstance(graph, sdfg_state.LoopRegion):
+        steps.append(("block", graph, alive))                  # its update and condition, the next iteration
+    return steps + _after_block(graph, alive)
+
+
+def _after_block(block, alive: frozenset) -> List[tuple]:
+    out = block.parent_graph.out_edges(block) if block.parent_graph is not None else []
+    return [("edge", e, alive) for e in out] if out else [("after", block.parent_graph, alive)]
+
+
+def _reads_first(block) -> Set[str]:
+    """Names a block may read before assigning them (DaCe's own free-symbol analysis)."""
+    try:
+        return {str(s) for s in block.free_symbols}
+    except Exception:      # noqa: BLE001 -- a block DaCe cannot analyse: all it names, read
+        return {str(s) for p in (region_code_places(block) if is_region(block) else []) for s in names_read(p.text)}
+
+
+def _assigns_first(block) -> Set[str]:
+    """Names a block assigns on every path before it can read them: a loop's variable."""
+    if isinstance(block, sdfg_state.LoopRegion) and block.loop_variable and block.init_statement is not None:
+        return {str(block.loop_variable)}
+    return set()
+
+
+def _regions_under(block) -> Iterator:
+    if hasattr(block, "all_control_flow_blocks"):
+        yield from block.all_control_flow_blocks()
 
 
 # ------------------------------------------------------------------ reads by name

@@ -30,6 +30,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 from ..core import expr as ex
 from ..core.errors import ConfigError, Unsupported
 from ..core.records import DEFAULT_FLOAT_BOUND, DEFAULT_MAX_SIZE
+from ..cutout.extract import SYMBOL_INPUT_PREFIX
 
 # values with a smaller magnitude are flushed to (signed) zero: subnormals
 # make correct reassociations differ by orders of magnitude
@@ -455,6 +456,10 @@ def _value_range(name: str, pair, analysis: ProgramAnalysis, free: Set[str], flo
                      "default float domain (--float-bound)", "default")
     if kind not in "iu":
         return None
+    if name.startswith(SYMBOL_INPUT_PREFIX) and name[len(SYMBOL_INPUT_PREFIX):] in analysis.names:
+        # a symbol's value where the cutout starts (``extract._symbols_as_outputs``): as the symbol ranges
+        sym = name[len(SYMBOL_INPUT_PREFIX):]
+        return _symbol_range(sym, analysis, free - {sym}, max_size)
     original = _original_name(name, pair)
     los, his = [], []
     for sym in sorted(analysis.array_reads.get(original, ())):
