@@ -24,6 +24,7 @@ import islpy as isl
 import sympy
 
 from ..dacecompat import for_loops
+from ..dacecompat.code import assigned_symbols
 from ..inputs.layout import InputLayout
 from .affine import NotAffine, bound_to_isl, to_isl
 
@@ -136,10 +137,10 @@ def build_program(sdfg, layout: InputLayout, ctx) -> Program:
         transient[name] = bool(desc.transient)
     builder = _Builder(names, constants, _private_scopes(sdfg))
     states = builder.walk(sdfg)
-    for st in builder.statements:
-        if st.write.container in builder.value_containers:
-            raise NotAffine(f"{st.write.container} is written ({st.origin}) and read through a symbol assigned "
-                            "from it")
+    for container, loops in builder.value_elements.items():     # one element per iteration of the loops around
+        shapes[container], transient[container] = (), True
+        dtypes[container] = builder.value_types[container]
+        builder.private_dims[container] = loops
     prog = Program(ctx=ctx, sizes=sizes, context=size_context(ctx, layout), statements=builder.statements,
                    shapes=shapes, dtypes=dtypes, transient=transient, states=states, private=builder.private_dims)
     return prog
@@ -205,7 +206,9 @@ class _Builder:
         self.statements: List[Statement] = []
         self.private = private
         self.private_dims: Dict[str, int] = {}
-        self.value_containers: set = set()     # containers value symbols were assigned from
+        self.values_made = 0                    # statements that compute a value symbol (``value``)
+        self.value_elements: Dict[str, int] = {}    # their containers -> the loop dimensions they are per
+        self.value_types: Dict[str, str] = {}       # their containers -> the type of what they hold
 
     def privatized(self, acc: Access, dims: List[str], maps, loops: int) -> Access:
         """``acc`` indexed by the iterations that own a private copy of its container."""
@@ -254,24 +257,25 @@ class _Builder:
                     self.conditional(cur, place, guards, position)
                 elif isinstance(cur, LoopRegion):
                     self.loop_region(cur, place, guards, position)
-                    place = place.dropped(cur.loop_variable)
                 else:       # a sequence of blocks, one step of this sequence (with a constant dimension)
                     inner = dataclasses.replace(place, prefix=place.prefix + [str(position), "0"])
                     self.region(cur.start_block, None, None, inner, guards)
+                place = place.without(assigned_symbols([cur]))
                 position += 1
                 if len(out) > 1 or (out and not out[0].data.is_unconditional()):
                     raise NotAffine(f"a branch after the {'conditional' if isinstance(cur, ConditionalBlock) else 'loop'} "
                                     f"{cur.label}")
                 if not out:
                     return None
-                place = place.assigned(self.assign(place, out[0].data.assignments, out[0]))
+                place = place.assigned(self.assign(place, out[0].data.assignments, out[0], position))
                 came, cur = out[0], out[0].dst
                 continue
             if len(out) == 2:
-                exit_edge, itervar = self.loop(cur, came, out, place, guards, position)
+                exit_edge, itervar, assigned = self.loop(cur, came, out, place, guards, position)
                 if exit_edge.dst is stop:
                     return exit_edge         # straight back to the guard of the loop around it
-                place = place.dropped(itervar).assigned(self.assign(place, exit_edge.data.assignments, exit_edge))
+                place = place.dropped(itervar).without(assigned)
+                place = place.assigned(self.assign(place, exit_edge.data.assignments, exit_edge, position + 1))
                 came, cur, position = exit_edge, exit_edge.dst, position + 1
                 continue
             if len(out) > 2:
@@ -288,7 +292,7 @@ class _Builder:
                 raise NotAffine(f"a condition on the edge after state {cur.label}")
             if edge.dst is stop:
                 return edge
-            place = place.assigned(self.assign(place, edge.data.assignments, edge))
+            place = place.assigned(self.assign(place, edge.data.assignments, edge, position))
             came, cur = edge, edge.dst
         return None
 
@@ -319,8 +323,10 @@ class _Builder:
         inside = place.with_env({itervar: f"({start} + {int(step)} * {var})"})
         first = place.with_env({itervar: start})
         domain = [f"{var} >= 0", _convex(cond, inside.env, self.constants), _convex(cond, first.env, self.constants)]
-        body_place = _Place(inside.env, place.values, place.dims + [var], place.domain + domain,
-                            place.prefix + [str(position), var])
+        assigned = self.assigned_in_body(body.dst, guard) - {itervar}
+        carried = inside.without(assigned)
+        body_place = _Place(carried.env, carried.values, place.dims + [var], place.domain + domain,
+                            place.prefix + [str(position), var], place.predicate, place.predicate_reads)
         first_state, first_guard = len(self.order), len(self.guards)
         returned = self.region(body.dst, guard, body, body_place, guards + [guard])
         if returned is not back:
@@ -333,7 +339,21 @@ class _Builder:
                 if edge is not back and watched & set(edge.data.assignments):
                     raise NotAffine(f"the body of the loop at {guard.label} assigns "
                                     f"{sorted(watched & set(edge.data.assignments))}")
-        return exit_edge, itervar        # its value after the loop is not modelled: a use refuses
+        return exit_edge, itervar, assigned     # the variable's value after the loop is not modelled: a use refuses
+
+    def assigned_in_body(self, first, guard) -> set:
+        """The symbols the edges of a state-machine loop's body assign (from ``first`` on, up to
+        and with the edge back to ``guard``)."""
+        found, seen, todo = set(), set(), [first]
+        while todo:
+            block = todo.pop()
+            if block is guard or id(block) in seen:
+                continue
+            seen.add(id(block))
+            for edge in block.parent_graph.out_edges(block):
+                found |= set(edge.data.assignments)
+                todo.append(edge.dst)
+        return found
 
     def loop_region(self, loop, place: "_Place", guards: List[object], position: int) -> None:
         """A counted ``LoopRegion``: its body, with the iteration as a dimension (as ``loop`` does
@@ -346,15 +366,16 @@ class _Builder:
         step = sympy.expand(_subst(found.stride, self.constants))
         if not isinstance(step, sympy.Integer) or int(step) == 0:
             raise NotAffine(f"the loop {loop.label} has no constant step")
-        start_env, _ = self.assign(place, {found.variable: str(found.start)}, _Named(loop.label))
+        start_env, _ = self.assign(place, {found.variable: str(found.start)}, _Named(loop.label), position)
         start = start_env[found.variable]
         cond = _parse(loop.loop_condition.as_string, self.constants)
         var = f"{DIM_PREFIX}{len(place.dims)}"
-        inside = place.with_env({found.variable: f"({start} + {int(step)} * {var})"})
+        carried = place.without(assigned_symbols([loop]) - {found.variable})
+        inside = carried.with_env({found.variable: f"({start} + {int(step)} * {var})"})
         first = place.with_env({found.variable: start})
         domain = [f"{var} >= 0", _convex(cond, inside.env, self.constants), _convex(cond, first.env, self.constants)]
-        body_place = _Place(inside.env, place.values, place.dims + [var], place.domain + domain,
-                            place.prefix + [str(position), var])
+        body_place = _Place(inside.env, inside.values, place.dims + [var], place.domain + domain,
+                            place.prefix + [str(position), var], place.predicate, place.predicate_reads)
         watched = {s.name for s in cond.free_symbols} | {found.variable}
         for edge in loop.all_interstate_edges():
             if watched & set(edge.data.assignments):
@@ -378,7 +399,7 @@ class _Builder:
                     holds, fails = _convex(cond, place.env, self.constants), _negated(cond, place.env, self.constants)
                     domain.append(holds)
                 except NotAffine:
-                    tree = self.predicate(condition.as_string, place, reads, block.label)
+                    tree = self.predicate(condition.as_string, place, reads, position, k)
                     data.append(tree)
                     holds, fails = None, ("not", tree)
             inner = dataclasses.replace(place, domain=place.domain + domain,
@@ -393,27 +414,12 @@ class _Builder:
             else:
                 earlier_data.append(fails)
 
-    def predicate(self, text: str, place: "_Place", reads: List[Access], where: str) -> tuple:
-        """A branch condition that reads data, as an expression tree over ``reads`` (extended
-        with what it reads): value symbols read the element they were assigned from, a
-        container named bare (a scalar) its element 0, sizes and loop variables are indices.
-        What it reads must never be written (it is read where the condition is evaluated)."""
-        try:
-            tree = ast.parse(text, mode="eval").body
-        except SyntaxError as exc:
-            raise NotAffine(f"the condition of {where}: {exc}") from exc
-        env = {}
-        for name in sorted(_names_in(text)):
-            if name in place.values:
-                access = place.values[name]
-            elif name in self.sdfg.arrays and name not in place.env and _one_element(self.sdfg.arrays[name]):
-                access = Access(name, ("0",) * len(self.sdfg.arrays[name].shape))
-            else:
-                continue
-            self.value_containers.add(access.container)
-            env[name] = ("read", len(reads))
-            reads.append(access)
-        return _tree(tree, env, place.env, _Named(where))
+    def predicate(self, text: str, place: "_Place", reads: List[Access], position: int, branch: int) -> tuple:
+        """A branch condition that reads data, as a read (appended to ``reads``) of the value a
+        statement of its own computes where the conditional starts (``value``)."""
+        element = self.value(f"condition_{branch}", text, place, position, ("-1", str(branch)))
+        reads.append(element)
+        return ("read", len(reads) - 1)
 
     def reaches(self, start, target, blocked: List[object]) -> bool:
         seen, todo = set(), [start]
@@ -427,22 +433,55 @@ class _Builder:
             todo.extend(e.dst for e in node.parent_graph.out_edges(node))
         return False
 
-    def assign(self, place: "_Place", assignments: Dict[str, str], edge) -> Tuple[Dict, Dict]:
-        """Symbols an interstate edge assigns: affine in what is known (an alias), or one
-        element of a container (a value symbol, read as that element)."""
+    def assign(self, place: "_Place", assignments: Dict[str, str], edge, position: int) -> Tuple[Dict, Dict]:
+        """Symbols an interstate edge assigns: affine in what is known (an alias), else a value
+        computed from data (an element, a scalar named bare, an expression over them and other
+        values), which a statement of its own computes where the edge runs (``value``), so that
+        a read of the symbol later reads what the data held then. ``position``: the block the
+        edge leads into."""
         env, values = {}, {}
-        for name, text in assignments.items():
-            tree = ast.parse(str(text), mode="eval").body
-            if isinstance(tree, ast.Subscript) and isinstance(tree.value, ast.Name) and tree.value.id in self.sdfg.arrays:
-                index = tree.slice.elts if isinstance(tree.slice, ast.Tuple) else [tree.slice]
-                values[name] = Access(tree.value.id, tuple(to_isl(_parse(ast.unparse(i), self.constants),
-                                                                         place.env) for i in index))
-                continue
+        for k, (name, text) in enumerate(assignments.items()):
             try:
                 env[name] = to_isl(_parse(text, self.constants), place.env)
+                continue
             except NotAffine as exc:
-                raise NotAffine(f"the assignment {name} = {text} after state {edge.src.label}: {exc}") from exc
+                affine_failure = exc
+            try:
+                values[name] = self.value(name, str(text), place.assigned((env, values)), position, ("-2", str(k)))
+            except NotAffine as exc:
+                raise NotAffine(f"the assignment {name} = {text} after {edge.src.label}: {affine_failure}; "
+                                f"as a value: {exc}") from exc
         return env, values
+
+    def value(self, name: str, text: str, place: "_Place", position: int, when: Tuple[str, str]) -> Access:
+        """A statement that computes ``text`` from data where control passes on its way into the
+        block at ``position`` (after everything before it, before everything of that block; the
+        schedule entries ``when`` order those made there: an edge's assignments, then a
+        conditional's conditions), into an element of its own per iteration of the loops
+        around; returns that element."""
+        try:
+            tree = ast.parse(text, mode="eval").body
+        except SyntaxError as exc:
+            raise NotAffine(f"{text!r}: {exc}") from exc
+        reads: List[Access] = []
+        tree = _DataReads(self, place, reads).visit(tree)
+        env = {n: ("read", k) for k, n in enumerate(_READ_NAMES[:len(reads)])}
+        for symbol, access in place.values.items():
+            if symbol in _names_in(text):
+                env[symbol] = ("read", len(reads))
+                reads.append(access)
+        expr = _tree(tree, env, place.env, _Named(f"the value {name}"))
+        self.values_made += 1
+        element = Access(f"{VALUE_PREFIX}{name}_{self.values_made}", tuple(place.dims))
+        all_reads, expr, old = _predicated(place, reads, expr, element, "", f"the value {name}")
+        self.statements.append(Statement(
+            name=f"S{len(self.statements)}", origin=f"the value {name} = {text}", dims=list(place.dims),
+            domain=list(place.domain), schedule=place.prefix + [str(position), *when], write=element,
+            reads=all_reads, expr=expr, nodes=(None, None), state=-self.values_made, maps=(),
+            loops=len(place.dims), old_read=old))
+        self.value_elements[element.container] = len(place.dims)
+        self.value_types[element.container] = _value_type(self.sdfg, name, reads)
+        return element
 
     # -------------------------------------------------------------- one state
     def state(self, state, place: "_Place", index: int) -> None:
@@ -493,10 +532,9 @@ class _Builder:
         loops = len(place.dims)
         reads, inputs = [], {}
         for name in sorted(_names_in(node.code.as_string) & set(place.values)):
-            if name not in node.in_connectors:       # a value symbol: the element it was assigned
+            if name not in node.in_connectors:       # a value symbol: the value computed where it was assigned
                 inputs[name] = ("read", len(reads))
                 reads.append(place.values[name])
-                self.value_containers.add(place.values[name].container)
         for edge in state.in_edges(node):
             if edge.data.data is None:
                 continue
@@ -572,9 +610,12 @@ class _Builder:
         read = self.privatized(Access(src_node.data, src_idx), dims, maps, loops)
         write = self.privatized(Access(dst_node.data, dst_idx), dims, maps, loops)
         reads, expr, old = _predicated(place, [read], ("read", 0), write, memlet.wcr or "", f"the copy {what}")
+        # a copy into an access node inside a map comes before the copy out of it to the map's exit
+        # (both are placed at that node)
+        after = "1" if isinstance(edge.dst, nodes.MapExit) else "0"
         self.statements.append(Statement(
             name=f"S{len(self.statements)}", origin=f"copy {what}", dims=dims + copy_dims,
-            domain=domain, schedule=schedule + [str(pos[inner])] + copy_dims, write=write,
+            domain=domain, schedule=schedule + [str(pos[inner]), after] + copy_dims, write=write,
             reads=reads, expr=expr, nodes=(src_node, dst_node), state=index, maps=maps,
             wcr=memlet.wcr or "", loops=loops, old_read=old))
 
@@ -652,6 +693,13 @@ class _Place:
     def dropped(self, name: str) -> "_Place":
         return dataclasses.replace(self, env={k: v for k, v in self.env.items() if k != name})
 
+    def without(self, names) -> "_Place":
+        """Symbols a block may assign are unknown after it (and, in a loop, in its body: their
+        value comes from the iteration before): a use of one refuses."""
+        names = set(names)
+        return dataclasses.replace(self, env={k: v for k, v in self.env.items() if k not in names},
+                                   values={k: v for k, v in self.values.items() if k not in names})
+
     def assigned(self, env_values) -> "_Place":
         env, values = env_values
         return dataclasses.replace(self, env={**self.env, **env}, values={**self.values, **values})
@@ -680,6 +728,41 @@ def _convex(cond, names: Dict[str, str], constants) -> str:
     raise NotAffine(f"the loop condition {cond} (only conjunctions of affine comparisons)")
 
 
+# what ``_Builder.value`` names the containers its statements write, and the reads it names
+VALUE_PREFIX = "__hg_value_"
+_READ_NAMES = [f"__hg_read_{k}" for k in range(64)]
+
+
+class _DataReads(ast.NodeTransformer):
+    """A value's reads of data made names (``_READ_NAMES``), their accesses in ``reads``: an
+    element ``A[i]`` (affine indices), a one-element container named bare."""
+
+    def __init__(self, builder: "_Builder", place: "_Place", reads: List[Access]):
+        self.builder, self.place, self.reads = builder, place, reads
+
+    def _read(self, access: Access, node) -> ast.AST:
+        if len(self.reads) >= len(_READ_NAMES):
+            raise NotAffine("a value that reads too many elements")
+        self.reads.append(access)
+        return ast.copy_location(ast.Name(id=_READ_NAMES[len(self.reads) - 1], ctx=ast.Load()), node)
+
+    def visit_Subscript(self, node):
+        arrays = self.builder.sdfg.arrays
+        if not (isinstance(node.value, ast.Name) and node.value.id in arrays):
+            raise NotAffine(f"the subscript {ast.unparse(node)}")
+        index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return self._read(Access(node.value.id, tuple(to_isl(_parse(ast.unparse(i), self.builder.constants),
+                                                             self.place.env) for i in index)), node)
+
+    def visit_Name(self, node):
+        arrays = self.builder.sdfg.arrays
+        if node.id in arrays and node.id not in self.place.env and node.id not in self.place.values:
+            if not _one_element(arrays[node.id]):
+                raise NotAffine(f"the container {node.id} read whole")
+            return self._read(Access(node.id, ("0",) * len(arrays[node.id].shape)), node)
+        return node
+
+
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
@@ -703,6 +786,17 @@ def _conjunction(trees: List[Optional[tuple]]) -> Optional[tuple]:
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else ("bool", "and") + tuple(parts)
+
+
+def _value_type(sdfg, name: str, reads: List[Access]) -> str:
+    """What a value symbol holds: its declared type, else that of what it reads first, else bool
+    (a condition)."""
+    dtype = sdfg.symbols.get(name)
+    if dtype is None and reads and reads[0].container in sdfg.arrays:
+        dtype = sdfg.arrays[reads[0].container].dtype
+    if dtype is None:
+        return "bool"
+    return dtype.to_string() if hasattr(dtype, "to_string") else str(dtype)
 
 
 def _one_element(desc) -> bool:

@@ -308,3 +308,41 @@ def test_branches_on_data_and_on_indices_are_proven_bit_for_bit(pre, post):
 def test_a_changed_branch_is_never_proven(pre, post):
     _, proof = _branch_pair(pre, post)
     assert proof.verdict == UNKNOWN and proof.candidate, proof.summary()
+
+
+def _accumulate():
+    import dace
+
+    N = N_
+
+    @dace.program
+    def accumulate(x: dace.float64[N], s: dace.float64[1]):
+        acc = 0.0
+        for i in range(N):
+            acc = acc + x[i]
+        s[0] = acc
+        if acc > 1.0:        # a condition on it: the frontend keeps acc as a symbol
+            s[0] = 1.0
+
+    return accumulate.to_sdfg(simplify=True)
+
+
+def test_a_symbol_a_loop_carries_is_never_taken_for_its_value_before_the_loop():
+    """The loop's body assigns ``acc`` on an interstate edge, from what it computed with the
+    ``acc`` of the iteration before. Post loses that assignment (as DaCe 2.0's
+    EndStateElimination does with a body's last state): ``s`` then holds the start value. The
+    prover must never take a symbol the loop assigns for its value before the loop, inside
+    the loop or after it."""
+    from harnessgen.cutout.extract import POST_NAME, PRE_NAME, whole_program_pair
+    from harnessgen.dacecompat import copy_sdfg
+
+    program = _accumulate()
+    pair = whole_program_pair(program, "accumulate")
+    pair.pre, pair.post = copy_sdfg(program, PRE_NAME), copy_sdfg(program, POST_NAME)
+    edges = [e for e in pair.post.all_interstate_edges(recursive=True) if "acc" in e.data.assignments
+             and str(e.data.assignments["acc"]) != "0.0"]
+    assert edges, [e.data.assignments for e in pair.post.all_interstate_edges(recursive=True)]
+    for edge in edges:
+        del edge.data.assignments["acc"]
+    changed = prove(pair.pre, pair.post, layout_of(pair))
+    assert changed.verdict != PROVEN, changed.summary()
