@@ -59,6 +59,8 @@ def prove(pre, post, layout: InputLayout) -> Proof:
         limit = "operations" in message or "quota" in message
         proof = Proof(UNKNOWN, reason=f"isl gave up ({message})" if limit else
                       f"isl failed, a prover defect: {message}")
+    except Exception as exc:  # noqa: BLE001 -- the pair is fuzzed: the defect is said, never a PROVEN
+        proof = Proof(UNKNOWN, reason=f"a prover defect: {type(exc).__name__}: {str(exc)[:160]}")
     if proof.verdict == PROVEN and proof.arithmetic == IEEE and post is not None and uses_gpu(post):
         # GPU builds contract no multiply-adds and divide and take roots as IEEE does (nvcc
         # --fmad=false -prec-div=true -prec-sqrt=true), but the GPU's math library rounds exp, log,

@@ -366,8 +366,10 @@ class _Builder:
         step = sympy.expand(_subst(found.stride, self.constants))
         if not isinstance(step, sympy.Integer) or int(step) == 0:
             raise NotAffine(f"the loop {loop.label} has no constant step")
-        start_env, _ = self.assign(place, {found.variable: str(found.start)}, _Named(loop.label), position)
-        start = start_env[found.variable]
+        try:
+            start = to_isl(_parse(str(found.start), self.constants), place.env)
+        except NotAffine as exc:
+            raise NotAffine(f"the loop {loop.label} starts at {found.start}: {exc}") from exc
         cond = _parse(loop.loop_condition.as_string, self.constants)
         var = f"{DIM_PREFIX}{len(place.dims)}"
         carried = place.without(assigned_symbols([loop]) - {found.variable})
