@@ -218,18 +218,22 @@ def test_the_instance_list_shows_each_pairs_proof_without_building():
 N_ = __import__("dace").symbol("N")
 
 
+def _scalar_reads():
+    import importlib.util
+
+    from tests.conftest import PROGRAMS
+
+    spec = importlib.util.spec_from_file_location("scalar_reads", PROGRAMS / "scalar_reads.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _branch_programs():
     import dace
 
     N = N_
-
-    @dace.program
-    def clip(x: dace.float64[N], lo: dace.float64, y: dace.float64[N]):
-        for i in range(N):
-            if x[i] < lo:
-                y[i] = lo
-            else:
-                y[i] = x[i] * 2.0
+    clip = _scalar_reads().clip_below
 
     @dace.program
     def clip_commuted(x: dace.float64[N], lo: dace.float64, y: dace.float64[N]):
