@@ -56,7 +56,7 @@ def prove(pre, post, layout: InputLayout) -> Proof:
         proof = Proof(UNKNOWN, reason=str(exc))
     except isl.Error as exc:
         message = str(exc).splitlines()[0][:160]
-        limit = "operations" in message or "quota" in message
+        limit = "operations" in message or "quota" in message or _exhausted(ctx)
         proof = Proof(UNKNOWN, reason=f"isl gave up ({message})" if limit else
                       f"isl failed, a prover defect: {message}")
     except Exception as exc:  # noqa: BLE001 -- the pair is fuzzed: the defect is said, never a PROVEN
@@ -70,6 +70,18 @@ def prove(pre, post, layout: InputLayout) -> Proof:
         proof.reason = "post runs on a GPU: its math library is not the CPU's bit for bit"
     proof.seconds = round(time.monotonic() - started, 3)
     return proof
+
+
+def _exhausted(ctx) -> bool:
+    """Whether ``ctx`` has spent its operations: isl then fails on whatever comes next, a parse
+    included, with the error of that operation ("syntax error"), not the limit's."""
+    import islpy as isl
+
+    try:
+        isl.Set("{ : }", context=ctx)
+    except isl.Error:
+        return True
+    return False
 
 
 def _prove(pre, post, layout: InputLayout, ctx) -> Proof:
