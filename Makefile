@@ -211,15 +211,16 @@ pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch) $(if $(filter tvm,$(
 	$(BIN)/harnessgen pyfuzz --compiler $(COMPILER) --time $(PYFUZZ_TIME) $(if $(TORCH),--torch $(TORCH)) $(PYFUZZ_ARGS)
 
 # the whole suite on the default DaCe, then the bounded set on the other one: its unit tests,
-# the documents, and tests/versions (a planted bug per subject kind, the correct twin, region
-# cutouts against their programs)
+# the documents, tests/versions (a planted bug per subject kind, the correct twin, region
+# cutouts against their programs, a user's scalars) and every kernel cutout's pre built
 test: setup setup-torch setup-tvm setup-cuda
 	$(BIN)/pytest -n 2 --durations=10 --ignore=tests/versions $(TEST_ARGS)
 	@$(MAKE) --no-print-directory test-other-dace
 
 test-other-dace:
 	@$(MAKE) --no-print-directory setup-dace DACE=$(OTHER_DACE)
-	$(OTHER_BIN)/pytest -n 2 --durations=5 -m "not other_compiler and not dace_102" tests/unit docs tests/versions $(TEST_ARGS)
+	$(OTHER_BIN)/pytest -n 2 --durations=5 -m "not other_compiler and not dace_102" tests/unit docs tests/versions \
+	  tests/integration/test_cutout_builds.py $(TEST_ARGS)
 
 bench: $(SETUP)
 	$(BIN)/python bench/perf.py $(BENCH_ARGS)
