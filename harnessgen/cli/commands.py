@@ -252,8 +252,9 @@ def _add_instances(sub) -> None:
     p.add_argument("--prove", action="store_true",
                    help="prove each cutout pair too (nothing is built: a counterexample is shown, not replayed)")
     p.add_argument("--builds", action="store_true",
-                   help="compile each cutout's pre (-fsyntax-only) and, where it fails, the program it was cut "
-                        "from: a pre that fails where its program compiles is harnessgen's defect (exit 1)")
+                   help="compile the pre of each pair that would be built (-fsyntax-only) and, where it fails, the "
+                        "program it was cut from: a pre that fails where its program compiles is harnessgen's "
+                        "defect (exit 1)")
     p.add_argument("--work-dir", type=Path, default=Path(".harnessgen"),
                    help="precompiled headers and the cause registry, for --builds (default .harnessgen)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")

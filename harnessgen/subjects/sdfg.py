@@ -318,7 +318,7 @@ class SdfgSubject(Subject):
                "form": "simplified" if inst.simplified else "as given"}
         try:
             pair = self.change(spec).extract(self.program_of(inst), inst, 0)
-            if builds is not None:
+            if builds is not None and pair.ok:      # a static verdict's pre is never built
                 row["builds"] = self._pre_builds(pair, builds)
             row.update(before=pair.input_volume_before, after=pair.input_volume_after,
                        before_at_20=volume_at_probe(pair.input_volume_before),
