@@ -617,6 +617,13 @@ def program_compile_causes(program_sdfg, work_dir: Path, afl: bool) -> List[Caus
     return causes
 
 
+def program_fails_alike(program_sdfg, cause: Cause, work_dir: Path, afl: bool) -> bool:
+    """Whether the code DaCe generates for the program itself fails with ``cause`` (the same
+    error at the same line): the construct is DaCe's, not a cutout's."""
+    return any((c.message, c.line) == (cause.message, cause.line)
+               for c in program_compile_causes(program_sdfg, work_dir, afl))
+
+
 def program_key(program_sdfg) -> str:
     """A program's content, as a key: the identity it was loaded with, else its JSON's hash."""
     identity = template_identity(program_sdfg)

@@ -27,7 +27,8 @@ from ..cutout.changes import Change, Passes, load_change
 from ..cutout.extract import PRE_NAME, CutoutPair, volume_at_probe
 from ..dacecompat import keep_template
 from ..engines import RawCrash
-from ..harness.build import CXX, CXXFLAGS, cause_registry, compile_errors, program_compile_causes
+from ..harness.build import (CXX, CXXFLAGS, cause_registry, compile_errors, program_compile_causes,
+                             program_fails_alike)
 from ..harness.codegen_causes import diagnostics, from_compiler_output, line_context
 from ..harness.judge import JudgeOptions, constrain, prepare as prepare_pair
 from ..inputs.layout import InputLayout
@@ -345,8 +346,8 @@ class SdfgSubject(Subject):
         if errors is None:
             return {"pre": True}
         first = from_compiler_output(errors, PRE_NAME)
+        dace_made = first is not None and program_fails_alike(pair.program_sdfg, first, work_dir, afl=False)
         program = program_compile_causes(pair.program_sdfg, work_dir, afl=False)
-        dace_made = first is not None and any((c.message, c.line) == (first.message, first.line) for c in program)
         return {"pre": False, "program": not program, "dace_made": dace_made,
                 "error": first.describe() if first is not None else errors.strip().splitlines()[-1][:300]}
 
@@ -565,9 +566,7 @@ def _blocked(exc: BuildError, pair: CutoutPair, options, result, whole_key: str 
         found = from_compiler_output(exc.log, PRE_NAME)
         if found is None:
             return None
-        program = pair.program_sdfg
-        if not any((c.message, c.line) == (found.message, found.line)
-                   for c in program_compile_causes(program, options.work_dir, afl)):
+        if not program_fails_alike(pair.program_sdfg, found, options.work_dir, afl):
             return CUTOUT_MADE
         cause = registry.record(dataclasses.replace(
             found, log=diagnostics(exc.log), first_instance=pair.instance.id,
