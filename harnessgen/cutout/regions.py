@@ -33,7 +33,7 @@ from dace.sdfg import state as sdfg_state
 from dace.sdfg.analysis.cutout import SDFGCutout
 from dace.transformation import transformation as xf
 
-from ..dacecompat.code import assigned_symbols, live_after, symbol_types
+from ..dacecompat.code import assigned_symbols, live_after, region_code_places, symbol_types
 from ..dacecompat import block_at, block_path, copy_sdfg, enclosing_blocks, is_region, region_kind
 from ..plan.instances import Instance, rebuild_transformation
 from .cut import Cut
@@ -277,16 +277,7 @@ def _code_under(blocks: Sequence) -> List[str]:
 
 
 def _region_code(region) -> List[str]:
-    texts = []
-    for edge in region.edges():
-        texts.append(edge.data.condition.as_string if edge.data.condition is not None else "")
-        texts += [str(v) for v in edge.data.assignments.values()]
-    if isinstance(region, sdfg_state.LoopRegion):
-        texts += [c.as_string for c in (region.init_statement, region.update_statement, region.loop_condition)
-                  if c is not None]
-    if isinstance(region, sdfg_state.ConditionalBlock):
-        texts += [c.as_string for c, _ in region.branches if c is not None]
-    return texts
+    return [place.text for place in region_code_places(region)]
 
 
 def _accessed(blocks: Sequence, sdfg) -> Set[str]:
