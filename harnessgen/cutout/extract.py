@@ -20,6 +20,7 @@ from ..core import envs
 from ..core.errors import Unsupported
 from ..core.expr import to_sympy
 from ..core.files import write_atomic
+from ..core.names import SYMBOL_INPUT_PREFIX, SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import Outcome
 from ..dacecompat import copy_sdfg, find_new_name, keep_template, kept_analyses, template_identity
 from ..dacecompat.code import code_places, index_bare_reads, symbol_types
@@ -478,13 +479,6 @@ def _symbol_arguments(sdfg) -> set:
     """The symbols ``sdfg`` takes as arguments (what its generated code reads: DaCe's arglist,
     which cannot be asked where a symbol is read but not declared)."""
     return {str(name) for name in sdfg.used_symbols(all_symbols=False) if str(name) not in sdfg.arrays}
-
-
-
-
-
-SYMBOL_INPUT_PREFIX = "hg_sym_"
-SYMBOL_OUTPUT_PREFIX = "hg_symout_"
 
 
 def _symbols_as_outputs(pre, post, names: List[str]) -> Tuple[List[str], List[str]]:

@@ -30,7 +30,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 from ..core import expr as ex
 from ..core.errors import ConfigError, Unsupported
 from ..core.records import DEFAULT_FLOAT_BOUND, DEFAULT_MAX_SIZE
-from ..cutout.extract import SYMBOL_INPUT_PREFIX
+from ..core.names import SYMBOL_INPUT_PREFIX
 
 # values with a smaller magnitude are flushed to (signed) zero: subnormals
 # make correct reassociations differ by orders of magnitude

@@ -3,7 +3,8 @@ the value the fuzzer chooses is the value the cutout computes with."""
 import numpy as np
 import pytest
 
-from harnessgen.cutout.extract import SYMBOL_INPUT_PREFIX, extract
+from harnessgen.core.names import SYMBOL_INPUT_PREFIX
+from harnessgen.cutout.extract import extract
 from harnessgen.harness.build import build
 from harnessgen.harness.replay import execute
 from harnessgen.plan.instances import enumerate_instances, load_transformation

@@ -180,3 +180,16 @@ def test_an_upward_import_is_seen():
     graph = import_graph()
     graph["harnessgen.inputs.layout"] = graph["harnessgen.inputs.layout"] | {"harnessgen.triage.classify"}
     assert upward_imports(graph) == ["harnessgen.inputs.layout -> harnessgen.triage.classify"]
+
+
+def test_the_replay_worker_starts_without_dace():
+    """``harness.replay --serve`` is started again after every input that kills it (each
+    POST_CRASH replay): importing DaCe there costs seconds per replay, which once made a crash's
+    triage five times slower. The worker needs the layout and the libraries, never DaCe."""
+    import subprocess
+    import sys
+
+    probe = "import sys, harnessgen.harness.replay; print(sorted(m for m in ('dace', 'sympy') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
