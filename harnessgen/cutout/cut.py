@@ -1,9 +1,15 @@
 """A candidate cutout, as the extraction stage passes it on: the SDFG, where the match lies in
-it, and why it is as large as it is."""
+it, and why it is as large as it is; and the size of an input configuration, which both kinds
+of cutout (DaCe's and the region cutouts) minimise."""
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
+
+from ..core.expr import to_sympy
+
+# DaCe's own assumption for symbol values when it minimizes the input configuration.
+VOLUME_PROBE_SIZE = 20
 
 
 @dataclasses.dataclass
@@ -19,6 +25,8 @@ class Cut:
     configs: Optional[Tuple[List[str], List[str]]] = None  # (inputs, outputs) where not DaCe's
     # symbols the cut blocks assign that the program reads after them: outputs of the cutout
     symbol_outputs: List[str] = dataclasses.field(default_factory=list)
+    # the input volume before the cut took in what computes its inputs ("" where it did not)
+    volume_before: str = ""
 
     def match_in(self, pre) -> Dict[str, Any]:
         if self.nested_path is None:
@@ -33,3 +41,22 @@ def sdfg_along(sdfg, path: List[Tuple[int, int]]):
     for state_id, node_id in path:
         sdfg = sdfg.node(state_id).node(node_id).sdfg
     return sdfg
+
+
+def input_volume(sdfg, names: List[str]) -> str:
+    """Symbolic number of elements in the named containers (the input configuration size)."""
+    import sympy
+
+    total = sympy.Integer(0)
+    for name in names:
+        total += to_sympy(sdfg.arrays[name].total_size)
+    return str(sympy.simplify(total))
+
+
+def volume_at_probe(expr: str) -> int:
+    """Evaluate a symbolic volume with every symbol at DaCe's probe value."""
+    try:
+        value = to_sympy(expr)
+        return int(value.subs({s: VOLUME_PROBE_SIZE for s in value.free_symbols}))
+    except Exception:  # "unknown (...)" volumes
+        return -1

@@ -18,7 +18,6 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from .. import __version__
 from ..core import envs
 from ..core.errors import Unsupported
-from ..core.expr import to_sympy
 from ..core.files import write_atomic
 from ..core.names import SYMBOL_INPUT_PREFIX, SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import Outcome
@@ -27,13 +26,11 @@ from ..dacecompat.code import code_places, index_bare_reads, symbol_types
 from ..plan import passes
 from ..plan.instances import Instance, rebuild_transformation
 from .aliasing import alias_groups, alibi_groups, joint_layout
-from .cut import Cut
+from .cut import Cut, input_volume
 from .regions import region_cuts
 
 PRE_NAME = "hg_pre"
 POST_NAME = "hg_post"
-# DaCe's own assumption for symbol values when it minimizes the input configuration.
-VOLUME_PROBE_SIZE = 20
 
 
 @dataclasses.dataclass
@@ -374,25 +371,6 @@ def _configs(cutout) -> Tuple[List[str], List[str]]:
     return everything, everything
 
 
-def input_volume(sdfg, names: List[str]) -> str:
-    """Symbolic number of elements in the named containers (the input configuration size)."""
-    import sympy
-
-    total = sympy.Integer(0)
-    for name in names:
-        total += to_sympy(sdfg.arrays[name].total_size)
-    return str(sympy.simplify(total))
-
-
-def volume_at_probe(expr: str) -> int:
-    """Evaluate a symbolic volume with every symbol at DaCe's probe value."""
-    try:
-        value = to_sympy(expr)
-        return int(value.subs({s: VOLUME_PROBE_SIZE for s in value.free_symbols}))
-    except Exception:  # "unknown (...)" volumes
-        return -1
-
-
 def _written(sdfg, names: List[str]) -> List[str]:
     """Those of ``names`` that some state of ``sdfg`` (nested ones included) writes."""
     from dace import nodes
@@ -703,9 +681,10 @@ def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_fo
         cut = dataclasses.replace(cut, grown_for=f"{grown_for}; {cut.grown_for or 'DaCe cutout'}")
     input_config, output_config = cut.configs or _configs(cut.sdfg)
     after = input_volume(cut.sdfg, input_config)
-    # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce
+    # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce (a
+    # region cutout reduces its own, and says from what)
     grown = cut.control_flow_grown or cut.grown_for
-    before = after if grown else _unreduced_volume(program_sdfg, instance, cls)
+    before = cut.volume_before or (after if grown else _unreduced_volume(program_sdfg, instance, cls))
     pair = CutoutPair(instance=instance, pre=pre, post=None, input_config=input_config,
                       output_config=output_config, program_sdfg=program_sdfg, translated_match=translated,
                       input_volume_before=before, input_volume_after=after, aliases=cut.aliases,

@@ -16,6 +16,11 @@ taken out whole, with what they read and write, into an SDFG of their own:
   program goes on): where they do not, that candidate is left out, and the next one up, the
   region around them as one block, always does.
 
+Like DaCe's single-state cutouts, each candidate minimises its input configuration: the state's
+nodes by DaCe's own minimum cut (``reduce_input_config``), whole blocks by taking in the blocks
+on the straight line of control flow before them where that shrinks what the fuzzer must make
+(a block that computes a large array from a small one: the small one becomes the input).
+
 Candidates run from the smallest (the state's nodes, the matched blocks) outwards through
 every region that holds the match; the caller goes on to the whole nested SDFG and the whole
 program. Each candidate's match is checked to be the same place (the same GUIDs), never merely
@@ -36,7 +41,7 @@ from dace.transformation import transformation as xf
 from ..dacecompat.code import assigned_symbols, live_after, region_code_places, symbol_types
 from ..dacecompat import block_at, block_path, copy_sdfg, enclosing_blocks, is_region, region_kind
 from ..plan.instances import Instance, rebuild_transformation
-from .cut import Cut
+from .cut import Cut, input_volume, volume_at_probe
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -82,9 +87,9 @@ def region_cuts(program_sdfg, instance: Instance, cls: type, dace_failed: bool) 
     else:
         first = _matched_blocks(original, where.graph)
     for graph, blocks, why in _ladder(where, first):
-        cut = block_cut(where, graph, blocks, instance.match, original)
+        cut = _reduced_block_cut(where, graph, blocks, instance.match, original, why)
         if cut is not None:
-            yield dataclasses.replace(cut, grown_for=why)
+            yield cut
 
 
 def matched_elements(xform) -> Dict[str, Any]:
@@ -122,11 +127,10 @@ def _state_cut(where: Location, original, match: Dict[str, Any]) -> Optional[Cut
     """DaCe's single-state cutout of the match's nodes (with their scopes), the match translated."""
     state = where.graph.node(_state_id(match))
     affected = _affected_nodes(original, state)
-    try:
-        cutout = SDFGCutout.singlestate_cutout(state, *affected, make_side_effects_global=True,
-                                               use_alibi_nodes=False, preserve_guids=True)
-    except Exception:   # DaCe could not cut these nodes out: the blocks around them can
+    plain = _single_state_cutout(state, affected, reduce=False)
+    if plain is None:   # DaCe could not cut these nodes out: the blocks around them can
         return None
+    cutout = _single_state_cutout(state, affected, reduce=True) or plain
     start = cutout.start_block
     subgraph = {}
     for key, node_id in match.get("_subgraph", {}).items():
@@ -134,15 +138,28 @@ def _state_cut(where: Location, original, match: Dict[str, Any]) -> Optional[Cut
         if node not in cutout._in_translation:
             return None
         subgraph[key] = start.node_id(cutout._in_translation[node])
-    outside = _accessed_outside(where.sdfg, [state], cutout_nodes=set(affected))
+    taken = {node for node in cutout._in_translation if isinstance(node, nodes.Node) and node in state.nodes()}
+    outside = _accessed_outside(where.sdfg, [state], cutout_nodes=taken)
     _globalize(cutout, outside)
     inputs, outputs = sorted(cutout.input_config), sorted(cutout.output_config | (outside & _written(cutout)))
     translated = {**match, "cfg_id": 0, "state_id": cutout.node_id(start), "_subgraph": subgraph}
-    plain = copy_sdfg(cutout, cutout.name)
-    if not _same_place(original, translated, plain, type(original)):
+    copied = copy_sdfg(cutout, cutout.name)
+    if not _same_place(original, translated, copied, type(original)):
         return None
-    return Cut(plain, translated, configs=(inputs, outputs),
+    before = input_volume(plain, sorted(plain.input_config))
+    return Cut(copied, translated, configs=(inputs, outputs), volume_before=before,
                grown_for=f"a match inside a {region_kind(where.graph)} ({where.graph.label}): its state's nodes")
+
+
+def _single_state_cutout(state, affected: Set, reduce: bool):
+    """DaCe's cutout of ``affected`` (``reduce``: grown by its minimum cut to the smallest input
+    configuration); None where DaCe cannot make it."""
+    try:
+        return SDFGCutout.singlestate_cutout(state, *affected, make_side_effects_global=True,
+                                            use_alibi_nodes=False, reduce_input_config=reduce,
+                                            preserve_guids=True)
+    except Exception:   # noqa: BLE001 -- DaCe's cutout raises several kinds
+        return None
 
 
 def _affected_nodes(xform, state) -> Set:
@@ -209,25 +226,92 @@ def block_cut(where: Location, graph, blocks: Sequence, match: Dict[str, Any], o
         cutout.add_edge(src, dst, data)
     cutout.reset_cfg_list()
     _declare_free_symbols(cutout, where.sdfg)
-    used = _accessed(moved, cutout)
-    outside = _accessed_outside(where.sdfg, blocks)
+    used, globals_ = _block_containers(where.sdfg, blocks)
     for name in list(cutout.arrays):
         if name not in used:
             cutout.remove_data(name, validate=False)
-        elif name in outside or not where.sdfg.arrays[name].transient:
-            if not isinstance(cutout.arrays[name], dace.data.View):
-                cutout.arrays[name].transient = False
+        elif name in globals_:
+            cutout.arrays[name].transient = False
     translated = _translate(where, match, graph_path, ids, cutout,
                             isinstance(original, xf.SingleStateTransformation))
     if translated is None or not _same_place(original, translated, cutout, type(original)):
         return None
-    reads, writes = _reads_and_writes(moved)
-    globals_ = {n for n, d in cutout.arrays.items() if not d.transient}
     # a symbol the blocks assign and the program reads after them (an accumulator on an
     # interstate edge, a loop's last value) is a result of theirs as much as a container is
     symbols = sorted(live_after(list(blocks), assigned_symbols(list(blocks))))
-    return Cut(cutout, translated, configs=(sorted(globals_ & reads | (globals_ - writes)), sorted(globals_ & writes)),
-               symbol_outputs=symbols)
+    return Cut(cutout, translated, configs=_block_configs(where.sdfg, blocks), symbol_outputs=symbols)
+
+
+def _block_containers(sdfg, blocks: Sequence) -> Tuple[Set[str], Set[str]]:
+    """(the containers ``blocks`` use, those of them that are the cutout's arguments): a
+    container is an argument where the program's caller passes it or the program uses it
+    outside the blocks (a view stays what it is: it views an argument)."""
+    used = _accessed(blocks, sdfg)
+    outside = _accessed_outside(sdfg, blocks)
+    arguments = {name for name in used if (name in outside or not sdfg.arrays[name].transient)
+                 and not isinstance(sdfg.arrays[name], dace.data.View)}
+    return used, arguments
+
+
+def _block_configs(sdfg, blocks: Sequence) -> Tuple[List[str], List[str]]:
+    """(input configuration, output configuration) of ``blocks`` cut out whole: arguments they
+    read, or do not write (read by their control flow, or passed through), and those they write."""
+    _, arguments = _block_containers(sdfg, blocks)
+    reads, writes = _reads_and_writes(blocks)
+    return sorted(arguments & reads | (arguments - writes)), sorted(arguments & writes)
+
+
+# how far back before a block cutout its input configuration is looked for: a bound on the
+# search (each step is a walk over the program), not on what a cutout may hold
+REDUCE_BLOCKS = 8
+
+
+def _reduced_block_cut(where: Location, graph, blocks: Sequence, match: Dict[str, Any], original,
+                       why: str) -> Optional[Cut]:
+    """``block_cut`` of ``blocks``, or of the blocks before them too where that gives the
+    smallest input configuration (the unreduced cut where the reduced one cannot be made)."""
+    taken, before, after = _reduced_blocks(where.sdfg, graph, blocks)
+    if len(taken) > len(blocks):
+        cut = block_cut(where, graph, taken, match, original)
+        if cut is not None:
+            return dataclasses.replace(
+                cut, volume_before=before,
+                grown_for=f"{why}, with the {len(taken) - len(blocks)} block(s) before it that compute its inputs "
+                          f"(input configuration {before} -> {after} elements)")
+    cut = block_cut(where, graph, blocks, match, original)
+    return None if cut is None else dataclasses.replace(cut, grown_for=why)
+
+
+def _reduced_blocks(sdfg, graph, blocks: Sequence) -> Tuple[List, str, str]:
+    """(blocks, their input volume before, after): ``blocks`` with the blocks on the straight
+    line of control flow that leads into them, as many as give the smallest input configuration
+    (at DaCe's probe value for every symbol), the fewest where several do. Between blocks this
+    is DaCe's minimum cut: only a point on that line keeps one entry and one exit."""
+    start = input_volume(sdfg, _block_configs(sdfg, blocks)[0])
+    best, best_volume, best_size = list(blocks), start, volume_at_probe(start)
+    current = list(blocks)
+    for _ in range(REDUCE_BLOCKS):
+        previous = _straight_predecessor(graph, current)
+        if previous is None or (graph is sdfg and len(current) + 1 == graph.number_of_nodes()):
+            break                  # nothing before, or the whole program: the ladder's next rung
+        current = [previous] + current
+        volume = input_volume(sdfg, _block_configs(sdfg, current)[0])
+        size = volume_at_probe(volume)
+        if 0 <= size < best_size:
+            best, best_volume, best_size = list(current), volume, size
+    return best, start, best_volume
+
+
+def _straight_predecessor(graph, blocks: Sequence):
+    """The block from which control always enters ``blocks`` and which leads nowhere else; None
+    where control enters them from several blocks, or from outside ``graph``."""
+    entry = _single_entry_and_exit(graph, blocks)
+    if entry is None or entry is graph.start_block:
+        return None
+    incoming = graph.in_edges(entry)
+    if len(incoming) != 1 or incoming[0].src in blocks or graph.out_degree(incoming[0].src) != 1:
+        return None
+    return incoming[0].src
 
 
 def _single_entry_and_exit(graph, blocks: Sequence):

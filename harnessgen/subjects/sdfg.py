@@ -24,7 +24,8 @@ from ..core.files import write_json
 from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from ..core.records import BLOCKED, InstanceResult
 from ..cutout.changes import Change, Passes, load_change
-from ..cutout.extract import PRE_NAME, CutoutPair, volume_at_probe
+from ..cutout.cut import volume_at_probe
+from ..cutout.extract import PRE_NAME, CutoutPair
 from ..dacecompat import keep_template
 from ..engines import RawCrash
 from ..harness.build import (CXX, CXXFLAGS, cause_registry, compile_errors, program_compile_causes,

@@ -2,10 +2,12 @@
 the program. On DaCe 2.0 loops and branches are control-flow regions and these are
 harnessgen's region cutouts (DaCe's own cannot cut there); on 1.0.2 they are DaCe's cutouts
 of the state machine. Either way the same things must hold: a match in a loop body is cut out
-as its state, a loop nested in another as that loop alone, the outer loop's variable free."""
+as its state, a loop nested in another as that loop alone, the outer loop's variable free;
+and a cutout takes in the blocks before it where they make its input configuration smaller."""
 import json
 
 import dace
+import numpy as np
 
 from harnessgen.cutout.cut import Cut
 from harnessgen.cutout.extract import extract
@@ -34,6 +36,36 @@ def branchy(A: dace.float64[12, 16], c: dace.float64[12]):
         if c[t] > 0:
             for j in dace.map[0:16]:
                 A[t, j] = A[t, j] * 2.0
+
+
+@dace.program
+def outer_then_sum(x: dace.float64[16], out: dace.float64[16]):
+    for t in range(4):
+        T = np.ndarray((16, 16), dtype=np.float64)
+        for i, j in dace.map[0:16, 0:16]:
+            T[i, j] = x[i] * x[j]
+        for i in range(16):
+            out[i] = out[i] + T[i, i]
+
+
+@dace.program
+def scaled_then_sum(Y: dace.float64[16, 16], out: dace.float64[16]):
+    for t in range(4):
+        T = np.ndarray((16, 16), dtype=np.float64)
+        for i, j in dace.map[0:16, 0:16]:
+            T[i, j] = Y[i, j] * 2.0
+        for i in range(16):
+            out[i] = out[i] + T[i, i]
+
+
+@dace.program
+def outer_then_add(x: dace.float64[16], out: dace.float64[16, 16]):
+    for t in range(4):
+        T = np.ndarray((16, 16), dtype=np.float64)
+        for i, j in dace.map[0:16, 0:16]:
+            T[i, j] = x[i] * x[j]
+        for i, j in dace.map[0:16, 0:16]:
+            out[i, j] = out[i, j] + T[i, j]
 
 
 def pairs(program, spec: str):
@@ -92,3 +124,44 @@ def test_a_cutout_that_is_not_a_valid_sdfg_is_passed_over_for_the_next_one_up(mo
     assert pair.ok, pair.error
     assert pair.grown_for.startswith("1 smaller cutout(s) not a valid SDFG (a broken one: ") and \
         pair.grown_for.endswith("the next one up"), pair.grown_for
+
+
+def test_a_loop_takes_in_the_state_that_computes_its_large_input_from_a_small_one():
+    """The inner loop reads a 16x16 transient that the state before it computes from a vector:
+    cut out alone, the fuzzer would make 256 values the program never has; with that state,
+    it makes the 16 of x. The transient is then the cutout's own, never decoded."""
+    from harnessgen.dacecompat import has_regions
+
+    [pair] = [p for p in pairs(outer_then_sum, "LoopToMap") if p.ok]
+    assert pair.input_config == ["out", "x"], pair.input_config
+    assert "T" in pair.pre.arrays and pair.pre.arrays["T"].transient
+    if has_regions(pair.program_sdfg):      # harnessgen's region cutout (DaCe 1.0.2's own takes the state too)
+        assert "with the 1 block(s) before it that compute its inputs (input configuration 272 -> 32" \
+            in pair.grown_for, pair.grown_for
+        assert (pair.input_volume_before, pair.input_volume_after) == ("272", "32")
+
+
+def test_a_loop_stays_alone_where_the_state_before_it_would_not_shrink_its_inputs():
+    """The state before computes the transient from an array as large: taking it in would only
+    make the cutout larger, so the loop is cut out alone and the transient is its input."""
+    from harnessgen.dacecompat import has_regions
+
+    [pair] = [p for p in pairs(scaled_then_sum, "LoopToMap") if p.ok]
+    if has_regions(pair.program_sdfg):
+        assert "before it" not in pair.grown_for, pair.grown_for
+        assert pair.input_config == ["T", "out"], pair.input_config
+        assert [type(b).__name__ for b in pair.pre.nodes()] == ["LoopRegion"]
+    else:                                   # DaCe 1.0.2's multi-state cutout takes the state whole
+        assert pair.input_config == ["Y", "out"], pair.input_config
+
+
+def test_a_map_in_a_loop_body_takes_in_the_map_that_computes_its_input_as_dace_would():
+    """The second map reads T, which the first computes from x in the same state: DaCe's
+    minimum cut takes the first map in (as its own cutouts do outside regions), and the
+    fuzzer makes x and out, never T."""
+    found = [p for p in pairs(outer_then_add, "MapTiling") if p.ok and "out" in p.output_config]
+    assert len(found) == 1, [p.output_config for p in pairs(outer_then_add, "MapTiling")]
+    [pair] = found
+    assert pair.input_config == ["out", "x"], pair.input_config
+    assert pair.pre.arrays["T"].transient
+    assert (pair.input_volume_before, pair.input_volume_after) == ("512", "272")
