@@ -53,6 +53,19 @@ def input_volume(sdfg, names: List[str]) -> str:
     return str(sympy.simplify(total))
 
 
+def volumes_at(sdfg, names: List[str], values: Tuple[int, ...]) -> Tuple[int, ...]:
+    """The number of elements in the named containers with every symbol at each of ``values``
+    (-1 where a size is not a number there): a fast comparison of input configurations."""
+    sizes = [to_sympy(sdfg.arrays[name].total_size) for name in names]
+    found = []
+    for value in values:
+        try:
+            found.append(int(sum(size.subs({s: value for s in size.free_symbols}) for size in sizes)))
+        except (TypeError, ValueError):
+            found.append(-1)
+    return tuple(found)
+
+
 def volume_at_probe(expr: str) -> int:
     """Evaluate a symbolic volume with every symbol at DaCe's probe value."""
     try:
