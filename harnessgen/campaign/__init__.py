@@ -109,7 +109,26 @@ class CampaignConfig:
         params = getattr(self.options, "params", "default")
         if params != "default":          # run directories from before --params keep their identity
             identity["params"] = params
+        content = program_content(self.program)
+        if content:                      # an edited program is another campaign: its verdicts are not the old ones'
+            identity["program content"] = content
         return identity
+
+
+def program_content(spec: str) -> str:
+    """What the programs a ``--program`` value names are made of, as a key ("" where a program's
+    content is unknown, or the value is not a target's)."""
+    from ..targets import resolve
+    from ..targets.loaders import content_identity
+
+    try:
+        target, name = resolve(spec)
+        identities = [program.identity for program in target.select(name)]
+    except Exception:  # noqa: BLE001 -- a subject other than a target's (a kernel file): its own checks
+        return ""
+    if not identities or not all(identities):
+        return ""
+    return content_identity(*(i.encode() for i in identities))
 
 
 @dataclasses.dataclass

@@ -159,6 +159,33 @@ def test_several_transformations_in_parallel_with_a_budget_then_resumed(tmp_path
     assert [e["id"] for e in summary_of(tmp_path)["instances"]] == [e["id"] for e in summary["instances"]]
 
 
+SCALE = """import dace
+
+
+@dace.program
+def scale(A: dace.float64[16]):
+    for i in dace.map[0:16]:
+        A[i] = A[i] * {factor}
+"""
+
+
+def test_a_run_over_an_edited_program_judges_it_again(tmp_path):
+    """The same command after the program's file changed: its instances are the same by id,
+    but the verdicts of the old program are not the new one's (a PASS of the old code would
+    stand for code never judged). Unchanged, the run repeats nothing."""
+    program = tmp_path / "scale.py"
+    program.write_text(SCALE.format(factor="2.0"))
+    args = ["fuzz", "--program", f"{program}:scale", "--transformation", "MapTiling", "--time", "1",
+            "--no-reference-check", "--no-audit"]
+    for factor, repeated in (("2.0", False), ("2.0", True), ("3.0", False)):
+        program.write_text(SCALE.format(factor=factor))
+        proc = run_cli(args, tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert ("done by an earlier run" in proc.stderr) == repeated, (factor, proc.stderr)
+        summary = summary_of(tmp_path)
+        assert summary["finished"] == summary["planned"] >= 1
+
+
 def test_a_program_dace_cannot_build_is_one_finding_and_blocks_every_instance_it_holds(tmp_path):
     """DaCe 1.0.2 emits `if (d > 0.0)` for a branch on a returned scalar it keeps as `double
     d[1]`: the first instance writes that cause as a finding against DaCe's code generator;
