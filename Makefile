@@ -212,7 +212,8 @@ pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch) $(if $(filter tvm,$(
 
 # the whole suite on the default DaCe, then the bounded set on the other one: its unit tests,
 # the documents, tests/versions (a planted bug per subject kind, the correct twin, region
-# cutouts against their programs, a user's scalars) and every kernel cutout's pre built
+# cutouts against their programs, a user's scalars, inputs computed before a loop) and every
+# kernel cutout's pre built
 test: setup setup-torch setup-tvm setup-cuda
 	$(BIN)/pytest -n 2 --durations=10 --ignore=tests/versions $(TEST_ARGS)
 	@$(MAKE) --no-print-directory test-other-dace

@@ -7,12 +7,12 @@ and a cutout takes in the blocks before it where they make its input configurati
 import json
 
 import dace
-import numpy as np
 
 from harnessgen.cutout.cut import Cut
 from harnessgen.cutout.extract import extract
 from harnessgen.dacecompat import copy_sdfg, for_loops
 from harnessgen.plan.instances import Instance, instance_id, load_transformation, pattern_matches
+from tests.programs.computed_inputs import outer_then_add, outer_then_sum, scaled_then_sum
 
 
 @dace.program
@@ -36,36 +36,6 @@ def branchy(A: dace.float64[12, 16], c: dace.float64[12]):
         if c[t] > 0:
             for j in dace.map[0:16]:
                 A[t, j] = A[t, j] * 2.0
-
-
-@dace.program
-def outer_then_sum(x: dace.float64[16], out: dace.float64[16]):
-    for t in range(4):
-        T = np.ndarray((16, 16), dtype=np.float64)
-        for i, j in dace.map[0:16, 0:16]:
-            T[i, j] = x[i] * x[j]
-        for i in range(16):
-            out[i] = out[i] + T[i, i]
-
-
-@dace.program
-def scaled_then_sum(Y: dace.float64[16, 16], out: dace.float64[16]):
-    for t in range(4):
-        T = np.ndarray((16, 16), dtype=np.float64)
-        for i, j in dace.map[0:16, 0:16]:
-            T[i, j] = Y[i, j] * 2.0
-        for i in range(16):
-            out[i] = out[i] + T[i, i]
-
-
-@dace.program
-def outer_then_add(x: dace.float64[16], out: dace.float64[16, 16]):
-    for t in range(4):
-        T = np.ndarray((16, 16), dtype=np.float64)
-        for i, j in dace.map[0:16, 0:16]:
-            T[i, j] = x[i] * x[j]
-        for i, j in dace.map[0:16, 0:16]:
-            out[i, j] = out[i, j] + T[i, j]
 
 
 def pairs(program, spec: str):
