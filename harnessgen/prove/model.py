@@ -230,13 +230,16 @@ class _Builder:
     def walk(self, sdfg) -> List[object]:
         """Every state, with where it runs: the loops around it (their iteration variables
         become dimensions) and the symbols assigned before it. Returns the states in order."""
-        from dace.sdfg.state import ConditionalBlock, ControlFlowRegion, LoopRegion, SDFGState
+        from dace.sdfg.state import BreakBlock, ConditionalBlock, ControlFlowRegion, LoopRegion, SDFGState
 
         for block in sdfg.all_control_flow_blocks():
-            # states, counted loops, plain regions (a sequence of blocks) and conditionals
-            if not (isinstance(block, (SDFGState, LoopRegion, ConditionalBlock)) or type(block) is ControlFlowRegion):
+            # states, counted loops, plain regions (a sequence of blocks) and conditionals; a
+            # break where ``loop_region`` recognises it
+            if not (isinstance(block, (SDFGState, LoopRegion, ConditionalBlock, BreakBlock))
+                    or type(block) is ControlFlowRegion):
                 raise NotAffine(f"control flow block {type(block).__name__} {block.label}")
         self.sdfg, self.order, self.guards = sdfg, [], []
+        self.breaks: Dict[int, object] = {}     # id of a conditional that breaks a loop -> its condition
         self.region(sdfg.start_block, None, None, _Place(dict(self.size_names), {}, [], [], []), [])
         if len(self.order) + len(self.guards) != len(list(sdfg.states())):
             raise NotAffine("states that the start state does not reach in sequence")
@@ -247,14 +250,21 @@ class _Builder:
         which is returned."""
         from dace.sdfg.state import ConditionalBlock, ControlFlowRegion, LoopRegion
 
+        from dace.sdfg.state import BreakBlock
+
         position = 0
         while cur is not None:
             if any(cur is s for s in self.order + self.guards):
                 raise NotAffine(f"control flow into state {cur.label} the prover does not recognise")
             out = cur.parent_graph.out_edges(cur)
+            if isinstance(cur, BreakBlock):
+                return None                     # the end of a breaking branch (``loop_region`` checked it)
             if isinstance(cur, (ControlFlowRegion, ConditionalBlock)):
                 if isinstance(cur, ConditionalBlock):
                     self.conditional(cur, place, guards, position)
+                    if id(cur) in self.breaks:  # the rest of the iteration runs where it did not break
+                        place = dataclasses.replace(place, domain=place.domain + [
+                            _negated(self.breaks[id(cur)], place.env, self.constants)])
                 elif isinstance(cur, LoopRegion):
                     self.loop_region(cur, place, guards, position)
                 else:       # a sequence of blocks, one step of this sequence (with a constant dimension)
@@ -358,8 +368,9 @@ class _Builder:
     def loop_region(self, loop, place: "_Place", guards: List[object], position: int) -> None:
         """A counted ``LoopRegion``: its body, with the iteration as a dimension (as ``loop`` does
         for a loop written as states)."""
-        if getattr(loop, "inverted", False) or any(getattr(loop, f, False) for f in ("has_break", "has_continue")):
-            raise NotAffine(f"the loop {loop.label} is not a counted loop (inverted, or it breaks)")
+        if getattr(loop, "inverted", False) or getattr(loop, "has_continue", False):
+            raise NotAffine(f"the loop {loop.label} is not a counted loop (inverted, or it continues)")
+        breaks = self.break_conditions(loop)
         found = next((f for f in for_loops(loop.parent_graph) if f.region is loop), None)
         if found is None:
             raise NotAffine(f"the loop {loop.label} is not a counted loop DaCe's loop analysis reads")
@@ -376,13 +387,48 @@ class _Builder:
         inside = carried.with_env({found.variable: f"({start} + {int(step)} * {var})"})
         first = place.with_env({found.variable: start})
         domain = [f"{var} >= 0", _convex(cond, inside.env, self.constants), _convex(cond, first.env, self.constants)]
+        # an iteration runs where no earlier one broke: where no w before it met a break's condition
+        earlier = f"w{len(place.dims)}"
+        at_earlier = carried.with_env({found.variable: f"({start} + {int(step)} * {earlier})"})
+        for k, condition in enumerate(breaks):
+            try:
+                met = _convex(condition, at_earlier.env, self.constants)
+            except NotAffine as exc:
+                raise NotAffine(f"the loop {loop.label} breaks on {condition}: {exc}") from exc
+            domain.append(f"not (exists ({earlier} : 0 <= {earlier} < {var} and {met}))")
         body_place = _Place(inside.env, inside.values, place.dims + [var], place.domain + domain,
                             place.prefix + [str(position), var], place.predicate, place.predicate_reads)
         watched = {s.name for s in cond.free_symbols} | {found.variable}
+        watched |= {s.name for c in breaks for s in c.free_symbols}
         for edge in loop.all_interstate_edges():
             if watched & set(edge.data.assignments):
                 raise NotAffine(f"the body of the loop {loop.label} assigns {sorted(watched & set(edge.data.assignments))}")
         self.region(loop.start_block, None, None, body_place, guards)
+
+    def break_conditions(self, loop) -> List[object]:
+        """The conditions on which ``loop`` breaks, in the order of its body (recorded in
+        ``self.breaks``). A break is modelled where it is all of a branch ``if c: break`` of a
+        conditional directly in the loop's body, ``c`` over the sizes and the loops' variables
+        (the iterations then end at the first that meets it); any other break refuses."""
+        from dace.sdfg.state import BreakBlock, ConditionalBlock
+
+        found = []
+        for block in loop.nodes():
+            if not isinstance(block, ConditionalBlock):
+                continue
+            breaking = [(c, b) for c, b in block.branches if any(isinstance(n, BreakBlock) for n in b.nodes())]
+            if not breaking:
+                continue
+            [(condition, branch)] = breaking if len(block.branches) == 1 else [(None, None)]
+            if condition is None or branch.number_of_nodes() != 1:
+                raise NotAffine(f"the loop {loop.label} breaks in {block.label} other than by `if c: break`")
+            self.breaks[id(block)] = _parse(condition.as_string, self.constants)
+            found.append(self.breaks[id(block)])
+        recognised = {id(b.nodes()[0]) for blk in loop.nodes() if id(blk) in self.breaks for _, b in blk.branches}
+        for node, _ in _blocks_of_this_loop(loop):
+            if isinstance(node, BreakBlock) and id(node) not in recognised:
+                raise NotAffine(f"the loop {loop.label} breaks at {node.label}, not as `if c: break` in its body")
+        return found
 
     def conditional(self, block, place: "_Place", guards: List[object], position: int) -> None:
         """A ``ConditionalBlock``: each branch runs where its condition holds and no earlier
@@ -705,6 +751,13 @@ class _Place:
     def assigned(self, env_values) -> "_Place":
         env, values = env_values
         return dataclasses.replace(self, env={**self.env, **env}, values={**self.values, **values})
+
+
+def _blocks_of_this_loop(loop):
+    """The blocks inside ``loop``, its nested loops' left out (their breaks are theirs)."""
+    from dace.sdfg.state import LoopRegion, SDFGState
+
+    return loop.all_nodes_recursive(lambda node, _: not isinstance(node, (LoopRegion, SDFGState)))
 
 
 def _parse(text, constants):

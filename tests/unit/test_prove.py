@@ -280,9 +280,51 @@ def _branch_programs():
             else:
                 y[i] = x[i - 1]
 
+    @dace.program
+    def stops(x: dace.float64[N], y: dace.float64[N]):
+        for i in range(N):
+            y[i] = x[i] * 2.0
+            if i >= 4:
+                break
+
+    @dace.program
+    def stops_commuted(x: dace.float64[N], y: dace.float64[N]):
+        for i in range(N):
+            y[i] = 2.0 * x[i]
+            if i >= 4:
+                break
+
+    @dace.program
+    def stops_later(x: dace.float64[N], y: dace.float64[N]):
+        for i in range(N):
+            y[i] = x[i] * 2.0
+            if i >= 5:
+                break
+
+    @dace.program
+    def stops_before(x: dace.float64[N], y: dace.float64[N]):
+        for i in range(N):
+            if i >= 4:
+                break
+            y[i] = x[i] * 2.0
+
+    @dace.program
+    def never_stops(x: dace.float64[N], y: dace.float64[N]):
+        for i in range(N):
+            y[i] = x[i] * 2.0
+
+    @dace.program
+    def stops_on_data(x: dace.float64[N], y: dace.float64[N]):
+        for i in range(N):
+            y[i] = x[i] * 2.0
+            if x[i] < 0.0:
+                break
+
     return {"clip": clip, "clip_commuted": clip_commuted, "clip_at_most": clip_at_most,
             "clip_unconditional": clip_unconditional, "clip_without_else": clip_without_else, "ends": ends,
-            "ends_first_lost": ends_first_lost}
+            "ends_first_lost": ends_first_lost, "stops": stops, "stops_commuted": stops_commuted,
+            "stops_later": stops_later, "stops_before": stops_before, "never_stops": never_stops,
+            "stops_on_data": stops_on_data}
 
 
 def _branch_pair(pre_name: str, post_name: str):
@@ -301,17 +343,25 @@ def _branch_pair(pre_name: str, post_name: str):
     return layout, prove(pair.pre, pair.post, layout)
 
 
-@pytest.mark.parametrize("pre,post", [("clip", "clip_commuted"), ("ends", "ends")])
+@pytest.mark.parametrize("pre,post", [("clip", "clip_commuted"), ("ends", "ends"), ("stops", "stops_commuted")])
 def test_branches_on_data_and_on_indices_are_proven_bit_for_bit(pre, post):
     _, proof = _branch_pair(pre, post)
     assert proof.verdict == PROVEN and proof.arithmetic == IEEE, proof.summary()
 
 
 @pytest.mark.parametrize("pre,post", [("clip", "clip_at_most"), ("clip", "clip_unconditional"),
-                                      ("clip", "clip_without_else"), ("ends", "ends_first_lost")])
+                                      ("clip", "clip_without_else"), ("ends", "ends_first_lost"),
+                                      ("stops", "stops_later"), ("stops", "stops_before"), ("stops", "never_stops")])
 def test_a_changed_branch_is_never_proven(pre, post):
     _, proof = _branch_pair(pre, post)
     assert proof.verdict == UNKNOWN and proof.candidate, proof.summary()
+
+
+def test_a_loop_that_breaks_on_data_is_left_to_the_fuzzer_with_its_reason():
+    """Whether iteration i runs depends on every x before it: no affine domain says that."""
+    _, proof = _branch_pair("stops_on_data", "stops_on_data")
+    assert proof.verdict == UNKNOWN and not proof.candidate, proof.summary()
+    assert "breaks on" in proof.reason, proof.reason
 
 
 def _accumulate():
