@@ -240,6 +240,7 @@ class _Builder:
                 raise NotAffine(f"control flow block {type(block).__name__} {block.label}")
         self.sdfg, self.order, self.guards = sdfg, [], []
         self.breaks: Dict[int, object] = {}     # id of a conditional that breaks a loop -> its condition
+        self.break_blocks: set = set()          # ids of the breaks those conditionals hold
         self.region(sdfg.start_block, None, None, _Place(dict(self.size_names), {}, [], [], []), [])
         if len(self.order) + len(self.guards) != len(list(sdfg.states())):
             raise NotAffine("states that the start state does not reach in sequence")
@@ -258,6 +259,8 @@ class _Builder:
                 raise NotAffine(f"control flow into state {cur.label} the prover does not recognise")
             out = cur.parent_graph.out_edges(cur)
             if isinstance(cur, BreakBlock):
+                if id(cur) not in self.break_blocks:
+                    raise NotAffine(f"a break at {cur.label} outside a loop region that breaks as `if c: break`")
                 return None                     # the end of a breaking branch (``loop_region`` checked it)
             if isinstance(cur, (ControlFlowRegion, ConditionalBlock)):
                 if isinstance(cur, ConditionalBlock):
@@ -425,6 +428,7 @@ class _Builder:
             self.breaks[id(block)] = _parse(condition.as_string, self.constants)
             found.append(self.breaks[id(block)])
         recognised = {id(b.nodes()[0]) for blk in loop.nodes() if id(blk) in self.breaks for _, b in blk.branches}
+        self.break_blocks |= recognised
         for node, _ in _blocks_of_this_loop(loop):
             if isinstance(node, BreakBlock) and id(node) not in recognised:
                 raise NotAffine(f"the loop {loop.label} breaks at {node.label}, not as `if c: break` in its body")
