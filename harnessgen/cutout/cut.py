@@ -60,7 +60,7 @@ def volumes_at(sdfg, names: List[str], values: Tuple[int, ...]) -> Tuple[int, ..
     found = []
     for value in values:
         try:
-            found.append(int(sum(size.subs({s: value for s in size.free_symbols}) for size in sizes)))
+            found.append(sum(_at(size, value) for size in sizes))
         except (TypeError, ValueError):
             found.append(-1)
     return tuple(found)
@@ -69,7 +69,11 @@ def volumes_at(sdfg, names: List[str], values: Tuple[int, ...]) -> Tuple[int, ..
 def volume_at_probe(expr: str) -> int:
     """Evaluate a symbolic volume with every symbol at DaCe's probe value."""
     try:
-        value = to_sympy(expr)
-        return int(value.subs({s: VOLUME_PROBE_SIZE for s in value.free_symbols}))
+        return _at(to_sympy(expr), VOLUME_PROBE_SIZE)
     except Exception:  # "unknown (...)" volumes
         return -1
+
+
+def _at(size, value: int) -> int:
+    """A symbolic size with every symbol at ``value``."""
+    return int(size.subs({s: value for s in size.free_symbols}))

@@ -226,11 +226,11 @@ def block_cut(where: Location, graph, blocks: Sequence, match: Dict[str, Any], o
         cutout.add_edge(src, dst, data)
     cutout.reset_cfg_list()
     _declare_free_symbols(cutout, where.sdfg)
-    used, globals_ = _block_containers(where.sdfg, blocks)
+    used, arguments = _block_containers(where.sdfg, blocks)
     for name in list(cutout.arrays):
         if name not in used:
             cutout.remove_data(name, validate=False)
-        elif name in globals_:
+        elif name in arguments:
             cutout.arrays[name].transient = False
     translated = _translate(where, match, graph_path, ids, cutout,
                             isinstance(original, xf.SingleStateTransformation))
@@ -239,7 +239,7 @@ def block_cut(where: Location, graph, blocks: Sequence, match: Dict[str, Any], o
     # a symbol the blocks assign and the program reads after them (an accumulator on an
     # interstate edge, a loop's last value) is a result of theirs as much as a container is
     symbols = sorted(live_after(list(blocks), assigned_symbols(list(blocks))))
-    return Cut(cutout, translated, configs=_block_configs(where.sdfg, blocks), symbol_outputs=symbols)
+    return Cut(cutout, translated, configs=_block_configs(blocks, arguments), symbol_outputs=symbols)
 
 
 def _block_containers(sdfg, blocks: Sequence) -> Tuple[Set[str], Set[str]]:
@@ -253,10 +253,10 @@ def _block_containers(sdfg, blocks: Sequence) -> Tuple[Set[str], Set[str]]:
     return used, arguments
 
 
-def _block_configs(sdfg, blocks: Sequence) -> Tuple[List[str], List[str]]:
-    """(input configuration, output configuration) of ``blocks`` cut out whole: arguments they
-    read, or do not write (read by their control flow, or passed through), and those they write."""
-    _, arguments = _block_containers(sdfg, blocks)
+def _block_configs(blocks: Sequence, arguments: Set[str]) -> Tuple[List[str], List[str]]:
+    """(input configuration, output configuration) of ``blocks`` cut out whole, whose
+    ``arguments`` are those of ``_block_containers``: arguments they read, or do not write
+    (read by their control flow, or passed through), and those they write."""
     reads, writes = _reads_and_writes(blocks)
     return sorted(arguments & reads | (arguments - writes)), sorted(arguments & writes)
 
@@ -292,7 +292,7 @@ def _reduced_blocks(sdfg, graph, blocks: Sequence) -> Tuple[List, str, str]:
     line of control flow that leads into them, as many as give the smallest input configuration
     (smaller at every value of ``COMPARED_AT``), the fewest where several do. Between blocks
     this is DaCe's minimum cut: only a point on that line keeps one entry and one exit."""
-    first = _block_configs(sdfg, blocks)[0]
+    first = _block_inputs(sdfg, blocks)
     best, best_inputs, best_sizes = list(blocks), first, volumes_at(sdfg, first, COMPARED_AT)
     current = list(blocks)
     for _ in range(REDUCE_BLOCKS):
@@ -300,13 +300,17 @@ def _reduced_blocks(sdfg, graph, blocks: Sequence) -> Tuple[List, str, str]:
         if previous is None or (graph is sdfg and len(current) + 1 == graph.number_of_nodes()):
             break                  # nothing before, or the whole program: the ladder's next rung
         current = [previous] + current
-        inputs = _block_configs(sdfg, current)[0]
+        inputs = _block_inputs(sdfg, current)
         sizes = volumes_at(sdfg, inputs, COMPARED_AT)
         if min(sizes) >= 0 and all(new < old for new, old in zip(sizes, best_sizes)):
             best, best_inputs, best_sizes = list(current), inputs, sizes
     if len(best) == len(blocks):
         return best, "", ""
     return best, input_volume(sdfg, first), input_volume(sdfg, best_inputs)
+
+
+def _block_inputs(sdfg, blocks: Sequence) -> List[str]:
+    return _block_configs(blocks, _block_containers(sdfg, blocks)[1])[0]
 
 
 def _straight_predecessor(graph, blocks: Sequence):

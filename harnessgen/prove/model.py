@@ -249,9 +249,7 @@ class _Builder:
     def region(self, cur, stop, came, place: "_Place", guards: List[object]):
         """States from ``cur`` in sequence until the edge back to ``stop`` (a loop's guard),
         which is returned."""
-        from dace.sdfg.state import ConditionalBlock, ControlFlowRegion, LoopRegion
-
-        from dace.sdfg.state import BreakBlock
+        from dace.sdfg.state import BreakBlock, ConditionalBlock, ControlFlowRegion, LoopRegion
 
         position = 0
         while cur is not None:
@@ -393,7 +391,7 @@ class _Builder:
         # an iteration runs where no earlier one broke: where no w before it met a break's condition
         earlier = f"w{len(place.dims)}"
         at_earlier = carried.with_env({found.variable: f"({start} + {int(step)} * {earlier})"})
-        for k, condition in enumerate(breaks):
+        for condition in breaks:
             try:
                 met = _convex(condition, at_earlier.env, self.constants)
             except NotAffine as exc:
@@ -415,19 +413,18 @@ class _Builder:
         (the iterations then end at the first that meets it); any other break refuses."""
         from dace.sdfg.state import BreakBlock, ConditionalBlock
 
-        found = []
+        found, recognised = [], set()
         for block in loop.nodes():
             if not isinstance(block, ConditionalBlock):
                 continue
-            breaking = [(c, b) for c, b in block.branches if any(isinstance(n, BreakBlock) for n in b.nodes())]
-            if not breaking:
+            if not any(isinstance(n, BreakBlock) for _, branch in block.branches for n in branch.nodes()):
                 continue
-            [(condition, branch)] = breaking if len(block.branches) == 1 else [(None, None)]
+            [(condition, branch)] = block.branches if len(block.branches) == 1 else [(None, None)]
             if condition is None or branch.number_of_nodes() != 1:
                 raise NotAffine(f"the loop {loop.label} breaks in {block.label} other than by `if c: break`")
             self.breaks[id(block)] = _parse(condition.as_string, self.constants)
             found.append(self.breaks[id(block)])
-        recognised = {id(b.nodes()[0]) for blk in loop.nodes() if id(blk) in self.breaks for _, b in blk.branches}
+            recognised.add(id(branch.nodes()[0]))
         self.break_blocks |= recognised
         for node, _ in _blocks_of_this_loop(loop):
             if isinstance(node, BreakBlock) and id(node) not in recognised:
