@@ -212,8 +212,8 @@ pyfuzz: setup $(if $(filter torch,$(COMPILER)),setup-torch) $(if $(filter tvm,$(
 
 # the whole suite on the default DaCe, then the bounded set on the other one: its unit tests,
 # the documents, tests/versions (a planted bug per subject kind, the correct twin, region
-# cutouts against their programs, a user's scalars, inputs computed before a loop) and every
-# kernel cutout's pre built
+# cutouts against their programs, a user's scalars, inputs computed before a loop), every
+# kernel cutout's pre built, and the faults no run may end on (tests/integration/test_run_errors.py)
 test: setup setup-torch setup-tvm setup-cuda
 	$(BIN)/pytest -n 2 --durations=10 --ignore=tests/versions $(TEST_ARGS)
 	@$(MAKE) --no-print-directory test-other-dace
@@ -221,7 +221,7 @@ test: setup setup-torch setup-tvm setup-cuda
 test-other-dace:
 	@$(MAKE) --no-print-directory setup-dace DACE=$(OTHER_DACE)
 	$(OTHER_BIN)/pytest -n 2 --durations=5 -m "not other_compiler and not dace_102" tests/unit docs tests/versions \
-	  tests/integration/test_cutout_builds.py $(TEST_ARGS)
+	  tests/integration/test_cutout_builds.py tests/integration/test_run_errors.py $(TEST_ARGS)
 
 bench: $(SETUP)
 	$(BIN)/python bench/perf.py $(BENCH_ARGS)

@@ -41,8 +41,9 @@ from .state import CampaignState
 from .worker import RESULTS_DIR, Task, error_result, remember, result_file, run_task, worker_subject
 
 DB_NAME = "campaign.db"
-# a worker that dies this many times on one instance (a crash in DaCe or the compiler) ends it as ERROR
-MAX_ATTEMPTS = 3
+# a worker that dies this many times on one instance while judging it alone (a crash in DaCe or
+# the compiler, a kill) ends it as ERROR
+MAX_DEATHS = 2
 
 _BUDGET_PART = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*(s|m|h|x|execs)?\s*$", re.IGNORECASE)
 
@@ -267,6 +268,10 @@ class _Feed:
         self.scheduler = Scheduler(lambda row: _queue_of(subject, row), config.options.whole_share,
                                    config.options.variant_share, expected=median_walls(done))
         self.scheduler.add(state.pending(selection))
+        # instances in flight when a local worker died: each runs alone until it finishes or
+        # dies alone (only then is the death its own), so one that kills its worker never
+        # costs the instances that ran beside it their verdicts
+        self.suspects: Dict[str, int] = {}        # id -> deaths while it ran alone
 
     @property
     def planning(self) -> bool:
@@ -360,11 +365,24 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
     scheduler = feed.scheduler
 
     def fill() -> None:
+        nonlocal broken
         while scheduler and not broken and len(inflight) < opened.capacity and _may_start(config, started):
+            if any(task.instance["id"] in feed.suspects for task in inflight.values()):
+                return                 # a suspect runs alone
             row = scheduler.next(opened.capacity)
+            if row["id"] in feed.suspects and inflight:
+                scheduler.add([row], front=True)
+                return
             attempt = state.start(row["id"], run)
             task = Task(config.program, row["spec"], row["instance"], _instance_options(config), attempt)
-            inflight[opened.executor.submit(run_task, task, live)] = task
+            try:
+                inflight[opened.executor.submit(run_task, task, live)] = task
+            except cf.process.BrokenProcessPool:
+                # a worker died before its future said so: this one waits for the next pool
+                broken = True
+                state.requeue(row["id"])
+                scheduler.add([{**row, "attempts": attempt}], front=True)
+                return
 
     while ((scheduler or feed.planning) and not broken and _may_start(config, started)) or inflight:
         feed.poll()
@@ -374,10 +392,11 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
             continue
         done, _ = cf.wait(list(inflight), timeout=1.0, return_when=cf.FIRST_COMPLETED)
         results = []
+        alone = len(inflight) == 1
         for future in done:
             task = inflight.pop(future)
             scheduler.finished(task.instance["id"])
-            result = _result_of(future, task, state, scheduler)
+            result = _result_of(future, task, state, scheduler, feed.suspects, alone)
             if result is None:
                 broken = True
                 continue
@@ -400,21 +419,33 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
     return ran
 
 
-def _result_of(future: cf.Future, task: Task, state: CampaignState, scheduler: Scheduler) -> Optional[Dict]:
-    """The task's result; None when its local worker died and it went back into the queue."""
+def _result_of(future: cf.Future, task: Task, state: CampaignState, scheduler: Scheduler, suspects: Dict[str, int],
+               alone: bool) -> Optional[Dict]:
+    """The task's result; None when its local worker died and it went back into the queue (to
+    run alone: ``suspects``). Its death counts only where it ran alone; at ``MAX_DEATHS`` it is
+    ERROR. Whatever else fails is its ERROR: no instance ends the run."""
+    instance_id = task.instance["id"]
     try:
-        return future.result()
-    except HarnessgenError:                 # ConfigError and the like: the same for every instance
-        raise
+        result = future.result()
     except cf.process.BrokenProcessPool as exc:
-        if task.attempt >= MAX_ATTEMPTS:
-            return error_result(task, f"its worker process died {task.attempt} times ({exc})")
-        state.requeue(task.instance["id"])
-        scheduler.add([{"id": task.instance["id"], "spec": task.spec, "instance": task.instance,
+        deaths = suspects.get(instance_id, 0) + (1 if alone else 0)
+        if deaths >= MAX_DEATHS:
+            suspects.pop(instance_id, None)
+            return error_result(task, f"its worker process died each of the {deaths} times it was judged alone "
+                                      f"({exc}): something in judging it (DaCe, a compiler, the transformation) "
+                                      "kills the process")
+        suspects[instance_id] = deaths
+        state.requeue(instance_id)
+        scheduler.add([{"id": instance_id, "spec": task.spec, "instance": task.instance,
                         "attempts": task.attempt}], front=True)
         return None
-    except Exception as exc:                # Dask: KilledWorker, a lost connection, ...
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:                # noqa: BLE001 -- Dask: KilledWorker, a lost connection, ...
+        suspects.pop(instance_id, None)
         return error_result(task, f"the worker failed: {type(exc).__name__}: {exc}")
+    suspects.pop(instance_id, None)
+    return result
 
 
 __all__ = ["Budget", "CampaignConfig", "CampaignOutcome", "ExecutorSpec", "run_campaign", "plan", "result_file"]

@@ -270,7 +270,17 @@ def run_summary(directory: Path, state: CampaignState, data: Optional[ReportData
     settings = json.loads(meta.get("run_settings", "{}"))
     summary = records_summary(settings, results, len(rows), warnings, state.reference_checks(), bug_rows(directory))
     summary["remaining"] = remaining(state, rows, int(settings.get("jobs") or 1))
+    # with "instances" (each judged one's result): every planned instance, and what became of it
+    summary["not_judged"] = [{"id": row["id"], "transformation": row["transformation"], "program": row["program"],
+                              "state": row["state"], "attempts": row["attempts"], "why": _why_not_judged(row)}
+                             for row in rows if not (row["state"] == "done" and row["result"])]
     return summary
+
+
+def _why_not_judged(row: Dict) -> str:
+    if row["state"] == "running":
+        return "it was being judged when the run stopped; the same command again judges it"
+    return "not started within the run's budget; the same command again continues"
 
 
 def remaining(state: CampaignState, rows: List[Dict], workers: int) -> Dict:

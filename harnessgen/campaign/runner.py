@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional
 
 from .. import prove as provelib
 from ..core import evidence as evidencelib
-from ..core.errors import ConfigError, Unsupported
+from ..core.errors import BuildError, ConfigError, EngineError, ToolMissing, Unsupported
 from ..core.files import write_atomic, write_json
 from ..core.outcome import Outcome
 from ..core.records import AUTO_RACE_MIN_S, AUTO_RACE_THREADS, FuzzOptions, InstanceResult, engine_dir
@@ -38,7 +38,9 @@ class InstanceRunner:
         self.progress = progress
 
     def run(self, spec: str, inst: Instance) -> InstanceResult:
-        """The instance's verdict; an error of harnessgen's (or DaCe's) is recorded as ERROR."""
+        """The instance's verdict. Whatever goes wrong in judging it (harnessgen's error, DaCe's,
+        an engine that does not start, a build that fails unexpectedly, a setting the user must
+        fix) is this instance's ERROR verdict, with its reason and log: never the end of the run."""
         started = time.monotonic()
         result = _blank(inst)
         try:
@@ -47,13 +49,10 @@ class InstanceRunner:
                                        lambda variant, past: self.judge(spec, variant, past=past))
         except Unsupported as exc:
             result.verdict, result.message = "UNSUPPORTED", str(exc)
-        except (ConfigError, KeyboardInterrupt):
-            raise                      # the user must act; every other instance would fail the same way
-        except Exception as exc:       # a bug in harnessgen (or DaCe): record it, go on with the others
-            where = self.options.out_dir / "errors" / f"{inst.id}.txt"
-            write_atomic(where, traceback.format_exc().encode())
-            result.verdict = "ERROR"
-            result.message = f"{type(exc).__name__}: {exc} (traceback in {where})"
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:       # noqa: BLE001 -- recorded with its traceback; the run goes on
+            record_error(result, exc, self.options.out_dir / "errors" / f"{inst.id}.txt")
         result.wall_seconds = round(time.monotonic() - started, 3)
         return result
 
@@ -150,41 +149,70 @@ class InstanceRunner:
         if proof is not None:
             self._settle_proof(proof, crashing, result)
         why_not = self._why_not_fuzzed(proof, passing, crashing, remaining, fuzz_started)
-        engine_execs, engine_seconds = 0, 0.0
+        engine_execs, engine_seconds, engine_failure = 0, 0.0, None
         if not why_not:
-            engine = get_engine(opts.engine)
-            job = FuzzJob(build=harness, seeds_dir=screened, out_dir=work, time_s=remaining,
-                          options=read_options(self.target.options_file), dict_file=self.target.dict_file,
-                          until_crash=opts.until_crash, seed=opts.seed, progress=self._progress_hook(inst),
-                          race_threads=opts.race_threads, race_repeat=opts.race_repeat,
-                          parallel=opts.afl_jobs, max_execs=opts.max_execs, resume=opts.resume,
-                          exec_timeout_ms=result.exec_timing.get("afl_timeout_ms"))
-            engine_started = time.monotonic() - fuzz_started
-            with result.timed("engine"):
-                res = engine.run(job)
-            engine_execs, engine_seconds = res.execs, time.monotonic() - fuzz_started - engine_started
-            result.execs, result.execs_per_sec = res.execs, round(res.execs_per_sec, 1)
-            if "race_execs_per_sec" in res.stats:
-                result.race_execs_per_sec = float(res.stats["race_execs_per_sec"])
-            for crash in res.crashes:
-                crash.seconds = None if crash.seconds is None else engine_started + crash.seconds
-                if crash.execs is not None:
-                    crash.execs += len(passing) + len(crashing)
-            raw += sorted(res.crashes, key=lambda c: (c.seconds is None, c.seconds or 0.0, c.path.name))
-            if auto_race:
-                with result.timed("race"):
-                    raw += self._race_check_queue(harness, res.queue, fuzz_started, result)
+            try:
+                fuzzed = self.subject.fuzzable(harness, inst, opts)
+                result.build_dir = str(fuzzed.dir)
+                engine_started = time.monotonic() - fuzz_started
+                with result.timed("engine"):
+                    res = get_engine(opts.engine).run(self._job(inst, fuzzed, screened, work, remaining, result))
+            except (EngineError, BuildError, ToolMissing) as exc:
+                # judged on the seeds alone: a finding among them stands; a PASS does not (ERROR below)
+                engine_failure = exc
+                why_not = f"the engine could not run: {str(exc).splitlines()[0]}"
+            else:
+                harness = fuzzed
+                engine_execs, engine_seconds = res.execs, time.monotonic() - fuzz_started - engine_started
+                raw += self._engine_crashes(res, engine_started, len(passing) + len(crashing), result)
+                if auto_race:
+                    with result.timed("race"):
+                        raw += self._race_check_queue(harness, res.queue, fuzz_started, result)
         result.execs += len(passing) + len(crashing)
         result.fuzz_seconds = round(time.monotonic() - fuzz_started, 3)
         result.evidence = evidencelib.judge(
             ran, engine_execs, engine_seconds, proof,
             why_not or "the engine ran but executed nothing (its log is in the afl/ folder of the run)",
-            meant_to_fuzz=not why_not or why_not.startswith(evidencelib.MEANT_PREFIX),
+            meant_to_fuzz=not why_not or engine_failure is not None or why_not.startswith(evidencelib.MEANT_PREFIX),
             seeds_planned=len(inputs)).to_json()
         with result.timed("triage"):
             self._triage(inst, harness, raw, result)
         if proof is not None:
             self._report_proof(proof, result)
+        if engine_failure is not None:
+            self._engine_failed(engine_failure, inst, result, len(passing))
+
+    def _job(self, inst: Instance, harness: HarnessBuild, seeds: Path, work: Path, remaining: float,
+             result: InstanceResult) -> FuzzJob:
+        opts = self.options
+        return FuzzJob(build=harness, seeds_dir=seeds, out_dir=work, time_s=remaining,
+                       options=read_options(self.target.options_file), dict_file=self.target.dict_file,
+                       until_crash=opts.until_crash, seed=opts.seed, progress=self._progress_hook(inst),
+                       race_threads=opts.race_threads, race_repeat=opts.race_repeat,
+                       parallel=opts.afl_jobs, max_execs=opts.max_execs, resume=opts.resume,
+                       exec_timeout_ms=result.exec_timing.get("afl_timeout_ms"))
+
+    @staticmethod
+    def _engine_crashes(res, engine_started: float, seeds_run: int, result: InstanceResult) -> List[RawCrash]:
+        """The engine's crashes, timed from the instance's fuzzing start, its statistics on ``result``."""
+        result.execs, result.execs_per_sec = res.execs, round(res.execs_per_sec, 1)
+        if "race_execs_per_sec" in res.stats:
+            result.race_execs_per_sec = float(res.stats["race_execs_per_sec"])
+        for crash in res.crashes:
+            crash.seconds = None if crash.seconds is None else engine_started + crash.seconds
+            if crash.execs is not None:
+                crash.execs += seeds_run
+        return sorted(res.crashes, key=lambda c: (c.seconds is None, c.seconds or 0.0, c.path.name))
+
+    def _engine_failed(self, exc: Exception, inst: Instance, result: InstanceResult, passed: int) -> None:
+        """The engine did not run: a finding of the seeds stands (said in its notes); without
+        one the instance is ERROR, never a PASS that rests on less than it was meant to."""
+        if result.verdict != Outcome.PASS.name:
+            result.notes.append(f"the engine could not run ({str(exc).splitlines()[0][:300]}): "
+                                "the verdict rests on the seed inputs")
+            return
+        record_error(result, exc, self.options.out_dir / "errors" / f"{inst.id}.txt",
+                     after=f"the {passed} seed input(s) that ran passed")
 
     def _why_not_fuzzed(self, proof, passing: List[Path], crashing: List[tuple], remaining: float,
                         fuzz_started: float) -> str:
@@ -300,6 +328,26 @@ class InstanceRunner:
         elif triaged.invalid:
             result.message = (f"{len(triaged.invalid)} raw crash(es) were pre failing on its own input "
                               f"(missing constraint; see {keep / 'notes.json'})")
+
+
+def record_error(result: InstanceResult, exc: BaseException, where: Path, after: str = "") -> None:
+    """``result`` becomes ERROR with the reason, the stage it failed in and its log: an
+    engine's or a build's own log where the error names one, else ``where`` (the traceback)."""
+    stage = next((name for kind, name in ERROR_STAGES if isinstance(exc, kind)), "harnessgen")
+    log = getattr(exc, "log", "") if isinstance(exc, EngineError) else ""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if isinstance(exc, BuildError) and exc.log:
+        text += f"\n--- the build's output ---\n{exc.log}"
+    write_atomic(where, text.encode())
+    reason = f"{type(exc).__name__}: {exc}" if stage == "harnessgen" else str(exc)
+    result.verdict = "ERROR"
+    result.error = {"stage": stage, "reason": reason[:2000], "log": str(log or where)}
+    result.message = f"{reason.splitlines()[0][:400] if reason else type(exc).__name__}" + \
+        (f"; {after}" if after else "") + f" (log: {log or where})"
+
+
+# what an ERROR's stage is named after (the first that matches); anything else is harnessgen's
+ERROR_STAGES = ((EngineError, "engine"), (ToolMissing, "setup"), (BuildError, "build"), (ConfigError, "config"))
 
 
 # afl-fuzz's own limit for one execution, and how far above the slowest measured run ours stays

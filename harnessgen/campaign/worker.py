@@ -10,7 +10,7 @@ from typing import Callable, Dict, Optional
 
 from .. import subjects
 from ..core import runlog
-from ..core.files import write_json
+from ..core.files import write_atomic, write_json
 from ..plan.instances import Instance
 from .runner import InstanceRunner
 
@@ -62,10 +62,14 @@ def run_task(task: Task, live: Optional[Callable] = None) -> Dict:
 
 
 def error_result(task: Task, message: str) -> Dict:
-    """The result of a task whose worker died or could not run it (a harnessgen error)."""
+    """The result of a task whose worker died or could not run it: its ERROR, with the reason
+    kept in the run's ``errors/<id>.txt``."""
     inst = task.instance
+    where = Path(task.options.out_dir) / "errors" / f"{inst['id']}.txt"
+    write_atomic(where, f"{message}\n".encode())
     return {"id": inst["id"], "transformation": inst["transformation"], "program": inst["program"],
-            "target": inst["target"], "verdict": "ERROR", "message": message, "attempt": task.attempt,
+            "target": inst["target"], "verdict": "ERROR", "message": f"{message} (log: {where})",
+            "error": {"stage": "worker", "reason": message, "log": str(where)}, "attempt": task.attempt,
             "spec": task.spec, "execs": 0, "execs_per_sec": 0.0, "findings": [], "crashes": [],
             "seconds_to_first_finding": None, "wall_seconds": 0.0, "verdict_seconds": 0.0,
             "finished_at": time.time()}

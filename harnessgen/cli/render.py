@@ -192,8 +192,10 @@ def verdict_count_line(results: Iterable[InstanceResult], summary_file: Path) ->
     for r in results:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     total = sum(counts.values())
-    return (f"{total} instance(s): " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-            + f"; summary in {summary_file}")
+    errors = counts.pop("ERROR", 0)
+    judged = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    not_judged = f"{'; ' if judged else ''}{errors} ERROR (not judged: see below)" if errors else ""
+    return f"{total} instance(s): {judged}{not_judged}; summary in {summary_file}"
 
 
 def attention_lines(results: List[InstanceResult], out: Path, verbose: bool) -> List[str]:
@@ -221,7 +223,21 @@ def attention_lines(results: List[InstanceResult], out: Path, verbose: bool) -> 
         lines.append(f"[yellow]{len(unfuzzed)} PASS verdict(s) rest on the seed inputs only:[/] afl-fuzz was meant to "
                      f"run and did not ({escape(unfuzzed[0].evidence['why_not_fuzzed'])}); they are not counted as fuzzed")
     summary = json.loads((out / "summary.json").read_text())
-    lines += codegen_cause_lines(summary) + [remaining_line(summary)]
+    lines += error_lines(summary) + codegen_cause_lines(summary) + [remaining_line(summary)]
+    return lines
+
+
+def error_lines(summary: Dict) -> List[str]:
+    """The instances harnessgen could not judge, by reason: each reason once, with its log."""
+    errors = summary.get("errors") or {}
+    if not errors.get("count"):
+        return []
+    stages = ", ".join(f"{n} {stage}" for stage, n in errors.get("by_stage", {}).items())
+    lines = [f"[magenta]{errors['count']} instance(s) ERROR[/] ({escape(stages)}): harnessgen could not judge them; "
+             "each is in summary.json with its reason and log, and the same command again judges them again"]
+    for entry in errors.get("reasons", [])[:5]:
+        lines.append(f"  {entry['instances']} x {escape(entry['reason'][:200])} (first {escape(entry['first'])}; "
+                     f"log {escape(entry['log'])})")
     return lines
 
 
@@ -235,7 +251,9 @@ def codegen_cause_lines(summary: Dict) -> List[str]:
 def remaining_line(summary: Dict) -> str:
     """How much of the plan is judged, what is left, and how long the rest would take."""
     left = summary.get("remaining") or {}
-    line = f"judged {summary['finished']} of {summary['planned']} planned instance(s)"
+    errors = (summary.get("errors") or {}).get("count", 0)
+    line = f"judged {summary['finished'] - errors} of {summary['planned']} planned instance(s)" + \
+        (f" ({errors} ERROR)" if errors else "")
     if left.get("instances"):
         eta = left.get("estimated_seconds")
         when = f"; the rest would take about {duration(eta)} on {left['workers']} worker(s)" if eta else ""

@@ -37,3 +37,13 @@ class BuildError(HarnessgenError):
     def first_error(self) -> str:
         """The compiler's first error line (file:line: error: ...), or ''."""
         return next((line.strip() for line in self.log.splitlines() if "error:" in line), "")
+
+
+class EngineError(HarnessgenError):
+    """The fuzzing engine could not run for one instance (it did not start, or its build lacks
+    what it runs): that instance's ERROR verdict, never the end of a run. ``log``: where its
+    own output is."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log

@@ -97,7 +97,8 @@ class InstanceResult:
     program: str
     target: str
     verdict: str                         # PASS, an Outcome name, BUILT (built, not fuzzed: --build-only, or
-                                         # a GPU build where no GPU is), UNSUPPORTED, or ERROR (a harnessgen bug)
+                                         # a GPU build where no GPU is), UNSUPPORTED, or ERROR (not judged:
+                                         # see ``error``)
     execs: int = 0
     execs_per_sec: float = 0.0           # of the single-thread instance
     race_execs_per_sec: Optional[float] = None
@@ -123,6 +124,8 @@ class InstanceResult:
     exec_timing: Dict = dataclasses.field(default_factory=dict)  # measured seed runs, afl-fuzz's -t (runner)
     phases: Dict = dataclasses.field(default_factory=dict)       # seconds per part of the instance (``timed``)
     notes: List[str] = dataclasses.field(default_factory=list)   # what the verdict was judged with (never a finding)
+    # ERROR: {"stage": engine | build | setup | config | worker | harnessgen, "reason": ..., "log": path}
+    error: Dict = dataclasses.field(default_factory=dict)
 
     @contextlib.contextmanager
     def timed(self, phase: str):
@@ -221,9 +224,27 @@ def run_summary(settings: Dict, results: List[InstanceResult], planned: int, war
         "reference_checks": reference_checks or [],
         "codegen_causes": codegen_causes(results),
         "per_transformation": per_transformation(results),
+        "errors": error_counts(results),
         "time_by_phase": time_by_phase(results),
         "instances": [r.to_json() for r in results],
     }
+
+
+def error_counts(results: List[InstanceResult]) -> Dict:
+    """The instances harnessgen could not judge (ERROR), apart from the verdicts: how many, per
+    stage they failed in, and each distinct reason once with its first instance and log."""
+    errors = [r for r in results if r.verdict == "ERROR"]
+    stages: Dict[str, int] = {}
+    reasons: Dict[str, Dict] = {}
+    for r in errors:
+        stage = (r.error or {}).get("stage", "harnessgen")
+        stages[stage] = stages.get(stage, 0) + 1
+        reason = ((r.error or {}).get("reason") or r.message).splitlines()[0][:300] if (r.error or r.message) else ""
+        entry = reasons.setdefault(reason, {"reason": reason, "stage": stage, "instances": 0, "first": r.id,
+                                            "log": (r.error or {}).get("log", "")})
+        entry["instances"] += 1
+    return {"count": len(errors), "by_stage": dict(sorted(stages.items())),
+            "reasons": sorted(reasons.values(), key=lambda e: -e["instances"])}
 
 
 def time_by_phase(results: List[InstanceResult]) -> Dict[str, float]:

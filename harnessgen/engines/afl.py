@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 from ..core import envs
-from ..core.errors import ConfigError, ToolMissing
+from ..core.errors import ConfigError, EngineError, ToolMissing
 from ..core.procs import die_with_parent
 from ..core.protocol import OPENMP_WAIT, HarnessEnv
 from . import Engine, EngineResult, FuzzJob, RawCrash
@@ -160,6 +160,10 @@ class AflEngine(Engine):
         afl = shutil.which(AFL_FUZZ)
         if not afl:
             raise ToolMissing("afl-fuzz is not installed: run `make setup`")
+        if not job.build.harness_afl.is_file():
+            # a build made for replay only: fuzzing it would end in afl-fuzz's "not found"
+            raise EngineError(f"the build {job.build.dir} has no AFL harness (harness_afl): it was built for replay "
+                              "only", log=str(job.build.dir))
         out = Path(job.out_dir)
         names = instance_names(job)
         resume = job.resume and (out / names[0] / "fuzzer_stats").exists()
@@ -177,7 +181,8 @@ class AflEngine(Engine):
             if proc.returncode not in (0, None) and not stats[name]:
                 log_path = out.parent / f"{out.name}.{name}.log"
                 tail = log_path.read_text(errors="replace")[-3000:]
-                raise ConfigError(f"afl-fuzz failed to start (exit {proc.returncode}); its log {log_path}:\n{tail}")
+                raise EngineError(f"afl-fuzz failed to start (exit {proc.returncode}): {_last_words(tail)}",
+                                  log=str(log_path))
         crashes = [self._timed(path, kind, started_wall) for path, kind in crash_files(out)]
         main = stats[names[0]]
         plain = [name for name in names if name != "race"]
@@ -250,3 +255,14 @@ class AflEngine(Engine):
             seconds = int(match.group(1)) / 1000.0 if match else None
         execs = _EXECS.search(path.name)
         return RawCrash(path, seconds, kind, int(execs.group(1)) if execs else None)
+
+
+def _last_words(log_tail: str) -> str:
+    """afl-fuzz's reason for stopping (its "PROGRAM ABORT" line and the one after it), else the
+    log's last line: what a verdict line can show."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in log_tail.splitlines()]
+    lines = [line for line in lines if line]
+    for k, line in enumerate(lines):
+        if "PROGRAM ABORT" in line:
+            return " ".join(lines[k:k + 2])[:300]
+    return (lines[-1] if lines else "no output")[:300]

@@ -20,7 +20,8 @@ from .. import __version__
 from ..core.files import write_json
 from ..core.runtime import Tolerance
 from ..cuda import toolkit
-from ..harness.build import AFL_CXX, AFL_ENV, CXX, CXXFLAGS, RPATH, Job, compiler_versions, publish_dir, run_jobs
+from ..harness.build import (AFL_CXX, AFL_ENV, CXX, CXXFLAGS, RPATH, Job, compiler_versions, publish_dir, reusable,
+                             run_jobs)
 from ..harness.built import HarnessBuild
 from ..harness.emit import SideSource, render_harness, template_sources
 from .spec import KernelSpec, layout as kernel_layout, render_side, side_signature
@@ -46,7 +47,9 @@ def build_kernel(spec: KernelSpec, target: str, work_dir: Path, tolerance: Optio
     tolerance = tolerance or Tolerance()
     key = cache_key(spec, tolerance, afl)
     final = Path(work_dir) / "builds" / key
-    if not (final / "manifest.json").exists():
+    needed = ["manifest.json", "layout.json", "libpre.so", "libpost.so", "harness_replay",
+              *(["harness_afl"] if afl else [])]
+    if not reusable(final, needed):
         final.parent.mkdir(parents=True, exist_ok=True)
         publish_dir(final, lambda tmp: _build_into(tmp, key, spec, target, tolerance, afl))
     return HarnessBuild.open(final)

@@ -89,16 +89,56 @@ def compiler_versions(afl: bool) -> Dict[str, str]:
 
 
 def cache_key(pair: CutoutPair, layout: InputLayout, tolerance: Tolerance, afl: bool, cmplog: bool) -> str:
+    """Everything that decides what a build holds: the pair (its two programs, and what the
+    instance reads and writes of them), the layout and oracle, the templates, compilers and
+    flags, and its flavour (an AFL harness, a CMPLOG one, or a replay-only harness compiled at
+    ``REPLAY_ONLY_HARNESS_OPT``). Two pairs with one key are bound to give the same build."""
     import dace
 
     blob = json.dumps({
         "harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
-        "post": pair.post.hash_sdfg(), "layout": layout.to_json(), "oracle": tolerance.to_json(),
-        "templates": hashlib.sha256(template_sources().encode()).hexdigest(), "flags": CXXFLAGS,
-        "linker": LINKER, "compilers": compiler_versions(afl), "afl": afl, "cmplog": cmplog, "afl_env": AFL_ENV,
-        "fresh_state": bool(SIDE_FLAGS), "cuda": _cuda_key(pair),
-    }, sort_keys=True)
+        "post": pair.post.hash_sdfg(), "configs": _pair_configs(pair), "layout": layout.to_json(),
+        "oracle": tolerance.to_json(), "templates": hashlib.sha256(template_sources().encode()).hexdigest(),
+        "flags": CXXFLAGS, "linker": LINKER, "compilers": compiler_versions(afl), "afl_env": AFL_ENV,
+        "flavour": _flavour(afl, cmplog), "fresh_state": bool(SIDE_FLAGS), "cuda": _cuda_key(pair),
+    }, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _pair_configs(pair: CutoutPair) -> Dict:
+    """What a build's manifest records of its pair besides the two programs (what triage reads
+    back from a build: the same programs with other configurations are another build)."""
+    return {"input": sorted(pair.input_config), "output": sorted(pair.output_config), "aliases": pair.aliases}
+
+
+def _flavour(afl: bool, cmplog: bool) -> Dict:
+    """The binaries a build holds, and how its harness is compiled for them."""
+    return {"afl": afl, "cmplog": cmplog,
+            "harness_opt": None if afl or cmplog else REPLAY_ONLY_HARNESS_OPT}
+
+
+def artifacts(afl: bool, cmplog: bool) -> List[str]:
+    """What a finished build of that flavour holds: a cached build is used only when all of
+    them are there."""
+    return ["manifest.json", "layout.json", "pre.sdfg", "post.sdfg", "libpre.so", "libpost.so", "harness_replay",
+            *(["harness_afl"] if afl else []), *(["harness_cmplog"] if cmplog else [])]
+
+
+def reusable(final: Path, needed: List[str]) -> bool:
+    """Whether the cached build ``final`` holds every artifact in ``needed``. One that is there
+    but incomplete (a file deleted, a disk cleaned) is put aside, to be built again: a missing
+    artifact is built, never assumed."""
+    if not final.is_dir():
+        return False
+    if all((final / name).is_file() for name in needed):
+        return True
+    aside = final.with_name(f"{final.name}.incomplete-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        os.rename(final, aside)
+    except OSError:          # another process put it aside (or rebuilt it) first
+        return all((final / name).is_file() for name in needed)
+    shutil.rmtree(aside, ignore_errors=True)
+    return False
 
 
 def _cuda_key(pair: CutoutPair) -> Optional[List[str]]:
@@ -117,7 +157,7 @@ def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Opti
     tolerance = tolerance or Tolerance()
     key = cache_key(pair, layout, tolerance, afl, cmplog)
     final = Path(work_dir) / "builds" / key
-    if not (final / "manifest.json").exists():
+    if not reusable(final, artifacts(afl, cmplog)):
         final.parent.mkdir(parents=True, exist_ok=True)
         failed = final.parent / f"pre-failed-{_pre_key(pair, layout, afl)}.json"
         if failed.is_file():           # this pre did not build before: every pair with it fails alike
@@ -130,6 +170,33 @@ def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Opti
                 write_json(failed, {"message": str(exc), "side": exc.side, "log": exc.log})
             raise
     return HarnessBuild.open(final)
+
+
+def pair_of(built: HarnessBuild, instance) -> CutoutPair:
+    """The pair a build was made of, read back from its folder (``instance``: whose it is now:
+    builds are shared by content)."""
+    import dace
+
+    manifest = built.manifest
+    match = json.loads((built.dir / "transformation.json").read_text())
+    return CutoutPair(instance=instance, pre=dace.SDFG.from_file(str(built.dir / "pre.sdfg")),
+                      post=dace.SDFG.from_file(str(built.dir / "post.sdfg")), input_config=manifest["input_config"],
+                      output_config=manifest["output_config"], program_sdfg=None, translated_match=match,
+                      aliases=manifest.get("aliases", []), grown_for=manifest.get("grown_for", ""))
+
+
+def with_afl(built: HarnessBuild, instance, work_dir: Path, cmplog: bool = False) -> HarnessBuild:
+    """The build of the same pair that afl-fuzz can run: ``built`` where it has its AFL harness,
+    else that pair built again with it (a pair built for replay only, because a proof was to
+    settle it, that must be fuzzed after all). What the folder kept besides the build (its
+    constraints, its proof) comes along."""
+    if built.harness_afl.is_file() and (built.harness_cmplog is not None or not cmplog):
+        return built
+    fuzzable = build(pair_of(built, instance), built.layout, work_dir, built.tolerance, afl=True, cmplog=cmplog)
+    for kept in [*built.dir.glob("proof-*.json"), built.dir / "constraints.json"]:
+        if kept.is_file() and not (fuzzable.dir / kept.name).exists():
+            write_atomic(fuzzable.dir / kept.name, kept.read_bytes())
+    return fuzzable
 
 
 def _pre_key(pair: CutoutPair, layout: InputLayout, afl: bool) -> str:
@@ -352,7 +419,7 @@ def build_variants(pairs: List[CutoutPair], layout: InputLayout, work_dir: Path,
     key = hashlib.sha256(json.dumps(["variants", *(cache_key(p, layout, tolerance, True, False) for p in pairs)])
                          .encode()).hexdigest()[:20]
     final = Path(work_dir) / "builds" / key
-    if (final / "manifest.json").exists():
+    if reusable(final, ["manifest.json", "layout.json", "harness_afl", "harness_replay"]):
         return HarnessBuild.open(final)
     final.parent.mkdir(parents=True, exist_ok=True)
 

@@ -108,6 +108,11 @@ class Subject(abc.ABC):
         without one (a static finding, a build failure) and return None. ``past``: how many
         steps larger than the first the judged part of the program is (growth after an audit)."""
 
+    def fuzzable(self, harness, inst, options):
+        """The build the engine runs: ``harness`` where it holds the engine's binaries, else the
+        same pair built with them (EngineError where a kind cannot build them)."""
+        return harness
+
     def passing_checks(self, harness, passing: List[Path]) -> List[Path]:
         """Inputs the harness passed that a check of this kind flags (kind ``sanitizer``)."""
         return []

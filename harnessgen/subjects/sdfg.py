@@ -29,7 +29,7 @@ from ..cutout.extract import PRE_NAME, CutoutPair
 from ..dacecompat import keep_template
 from ..engines import RawCrash
 from ..harness.build import (CXX, CXXFLAGS, cause_registry, compile_errors, program_compile_causes,
-                             program_fails_alike)
+                             program_fails_alike, with_afl)
 from ..harness.codegen_causes import diagnostics, from_compiler_output, line_context
 from ..harness.judge import JudgeOptions, constrain, prepare as prepare_pair
 from ..inputs.layout import InputLayout
@@ -166,7 +166,9 @@ class SdfgSubject(Subject):
         judging = JudgeOptions.of(options, strict_names=len(self.target.programs) == 1)
         with result.timed("constraints"):
             constraints, layout = constrain(pair, judging)
-        # a pair proven equal bit for bit is not fuzzed: its build needs no instrumented harness
+        # a pair proven equal bit for bit, or disproven, is not fuzzed: its build needs no
+        # instrumented harness (a counterexample that does not replay is fuzzed after all: the
+        # runner asks ``fuzzable`` for the harness then)
         with result.timed("prove"):
             proof = prove(pair.pre, pair.post, layout) if options.prove != "off" else None
         fuzzed = options.engine == "afl" and not (proof is not None and proof.settles)
@@ -193,6 +195,11 @@ class SdfgSubject(Subject):
         if proof is not None:
             keep_proof(harness.dir, proof)
         return harness
+
+    def fuzzable(self, harness, inst, options):
+        if options.engine != "afl":
+            return harness
+        return with_afl(harness, inst, options.work_dir, cmplog=options.cmplog or options.afl_jobs > 1)
 
     def _larger_after_build_failure(self, spec: str, inst: Instance, options, result, started: float, past: int,
                                     pair: CutoutPair, exc: BuildError):

@@ -37,7 +37,7 @@ from ..core.protocol import Exit, HarnessEnv, Marker
 from ..core.runtime import Tolerance
 from ..cutout.extract import CutoutPair
 from ..engines import RawCrash
-from ..harness.build import CXX, CXXFLAGS
+from ..harness.build import CXX, CXXFLAGS, pair_of
 from ..harness.built import HarnessBuild
 from ..harness.replay import ReplayResult, ReplayWorker
 from ..inputs.layout import InputLayout
@@ -300,15 +300,7 @@ class Triage:
 
     # ------------------------------------------------------------ output
     def _pair(self) -> CutoutPair:
-        import dace
-
-        pre = dace.SDFG.from_file(str(self.build.dir / "pre.sdfg"))
-        post = dace.SDFG.from_file(str(self.build.dir / "post.sdfg"))
-        manifest = self.build.manifest
-        match = json.loads((self.build.dir / "transformation.json").read_text())
-        return CutoutPair(instance=self.instance, pre=pre, post=post, input_config=manifest["input_config"],
-                          output_config=manifest["output_config"], program_sdfg=None, translated_match=match,
-                          aliases=manifest.get("aliases", []), grown_for=manifest.get("grown_for", ""))
+        return pair_of(self.build, self.instance)
 
     def _write(self, key: Key, entry: Dict) -> Finding:
         started = time.monotonic()

@@ -163,3 +163,66 @@ def test_a_side_compiled_with_templates_instantiated_in_the_pch_is_the_same_obje
                         "-o", str(obj)], check=True, capture_output=True)
         objects.append(obj.read_bytes())
     assert objects[0] == objects[1]
+
+
+def _same_sources_as_the_program():
+    """A reference check's pair (the program, pre and post alike) and an instance's pair with the
+    same two programs: what once shared one cache entry."""
+    import dataclasses
+
+    from harnessgen.cutout.extract import whole_program_pair
+    from tests.conftest import program_sdfg
+
+    reference = whole_program_pair(program_sdfg("elementwise_chain"), "reference-elementwise_chain")
+    instance = dataclasses.replace(reference, instance=dataclasses.replace(reference.instance, id="an-instance"))
+    return reference, instance, layout_of(reference)
+
+
+def test_a_replay_only_build_and_a_fuzzing_build_of_the_same_sources_are_two_builds(tmp_path):
+    """Either order (the reference check's replay-only build first, as in the run that lost its
+    instance, or the instance's first): each gets every artifact it needs."""
+    reference, instance, layout = _same_sources_as_the_program()
+    for order in ("reference first", "instance first"):
+        work = tmp_path / order.replace(" ", "-")
+        steps = [(reference, False), (instance, True)]
+        builds = {afl: build(pair, layout, work, afl=afl) for pair, afl in
+                  (steps if order == "reference first" else steps[::-1])}
+        assert builds[True].dir != builds[False].dir, order
+        assert builds[True].harness_afl.is_file() and builds[True].manifest["afl"] is True, order
+        assert not builds[False].harness_afl.exists() and builds[False].manifest["afl"] is False, order
+
+
+def test_the_key_holds_what_the_instance_reads_and_writes_of_its_programs(tmp_path):
+    import dataclasses
+
+    from harnessgen.harness.build import cache_key
+
+    reference, _, layout = _same_sources_as_the_program()
+    fewer_outputs = dataclasses.replace(reference, output_config=reference.output_config[:-1])
+    assert cache_key(reference, layout, Tolerance(), False, False) != \
+        cache_key(fewer_outputs, layout, Tolerance(), False, False)
+    assert cache_key(reference, layout, Tolerance(), True, False) != \
+        cache_key(reference, layout, Tolerance(), True, True)
+
+
+def test_a_cached_build_missing_an_artifact_is_built_again(tmp_path):
+    reference, _, layout = _same_sources_as_the_program()
+    first = build(reference, layout, tmp_path, afl=True)
+    first.harness_afl.unlink()
+    again = build(reference, layout, tmp_path, afl=True)
+    assert again.dir == first.dir and again.harness_afl.is_file()
+    assert not list(tmp_path.glob("builds/*.incomplete-*"))
+
+
+def test_a_replay_only_build_that_must_be_fuzzed_after_all_gets_its_afl_harness(tmp_path):
+    """A pair built for replay only (its proof was to settle it) whose proof did not settle it:
+    ``with_afl`` builds it with the harness afl-fuzz runs, keeping what the folder kept."""
+    from harnessgen.harness.build import with_afl
+
+    reference, instance, layout = _same_sources_as_the_program()
+    replay_only = build(reference, layout, tmp_path, afl=False)
+    (replay_only.dir / "constraints.json").write_text("{}")
+    fuzzable = with_afl(replay_only, instance.instance, tmp_path)
+    assert fuzzable.dir != replay_only.dir and fuzzable.harness_afl.is_file()
+    assert (fuzzable.dir / "constraints.json").is_file()
+    assert with_afl(fuzzable, instance.instance, tmp_path).dir == fuzzable.dir

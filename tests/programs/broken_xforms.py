@@ -78,3 +78,14 @@ class PassThatRaises(dace.transformation.pass_pipeline.Pass):
     def apply_pass(self, sdfg, _):
         sdfg.add_symbol("hg_never_used", dace.int32)
         raise RuntimeError("PassThatRaises: the pass gave up half-way")
+
+
+@properties.make_properties
+class KillsItsProcess(_TaskletRewrite):
+    """Kills the process that applies it (as a crash in DaCe, a compiler or the OOM killer does)."""
+
+    def apply(self, graph, sdfg):
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)

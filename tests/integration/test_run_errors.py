@@ -1,0 +1,115 @@
+"""No failure of one instance ends a run, and no build is taken for one it is not.
+
+Faults injected where a run meets them: afl-fuzz missing, afl-fuzz that does not start, a
+build artifact deleted from the cache, a worker process killed. Each ends in that instance's
+recorded verdict (ERROR with its stage, reason and log where nothing could judge it), the run
+finishes, the other instances keep their verdicts, and a finding the seed inputs made stands.
+
+Also on DaCe 2.0 (``make test-other-dace`` runs this file): the program whose instance's build
+once came out of the reference check's cache entry (the same sources, without an AFL harness)
+is judged, and DaCe's wrong result is found."""
+import os
+import stat
+from pathlib import Path
+
+from tests.conftest import PROGRAMS, run_cli, summary_of
+
+STRIDED = f"{PROGRAMS / 'strided_copy.py'}:strided_copy"
+BROKEN = PROGRAMS / "broken_xforms.py"
+FINDINGS = {"MISMATCH", "OOB_WRITE"}
+
+
+def fuzz(tmp: Path, program: str, specs: str, *extra: str, env=None):
+    proc = run_cli(["fuzz", "--program", program, "--transformation", specs, "--params", "default", "--time", "4",
+                    "--no-audit", *extra], tmp, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc, summary_of(tmp)
+
+
+def by_transformation(summary: dict) -> dict:
+    out: dict = {}
+    for entry in summary["instances"]:
+        out.setdefault(entry["transformation"], []).append(entry)
+    return out
+
+
+def test_the_instance_sharing_the_reference_checks_sources_is_fuzzed_and_its_wrong_result_found(tmp_path):
+    """The reference check builds the one-state program for replay; the instance's pre is the
+    same program. The instance's build has its AFL harness, and DaCe's bug is a finding that
+    replays, seen in the whole program."""
+    proc, summary = fuzz(tmp_path, STRIDED, "OutLocalStorage", "--audit")
+    assert [c["verdict"] for c in summary["reference_checks"][0]["forms"]] == ["AGREES", "AGREES"], \
+        summary["reference_checks"]
+    (entry,) = summary["instances"]
+    outcomes = {f["outcome"] for f in entry["findings"]}
+    assert "MISMATCH" in outcomes and entry["verdict"] in FINDINGS, (entry["verdict"], entry["message"])
+    assert entry["audit"]["verdict"] == "DIFFERS", entry["audit"]
+    finding = next(f for f in entry["findings"] if f["outcome"] == "MISMATCH")
+    replay = run_cli(["replay", finding["path"]], tmp_path)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert summary["errors"]["count"] == 0 and summary["not_judged"] == []
+
+
+def test_without_afl_fuzz_each_instance_is_an_error_and_a_seed_finding_stands(tmp_path):
+    """afl-fuzz missing: the correct transformation's instances are ERROR (never a PASS on less
+    than was meant), the broken one keeps the finding its seeds made, and the run finishes."""
+    proc, summary = fuzz(tmp_path, STRIDED, "OutLocalStorage,MapTiling", "--prove", "off", "--no-reference-check",
+                         env={"HARNESSGEN_AFL_FUZZ": "no-such-afl-fuzz"})
+    rows = by_transformation(summary)
+    assert {f["outcome"] for e in rows["OutLocalStorage"] for f in e["findings"]} & FINDINGS, rows["OutLocalStorage"]
+    assert rows["MapTiling"] and all(e["verdict"] == "ERROR" and e["error"]["stage"] == "setup"
+                                     for e in rows["MapTiling"]), rows["MapTiling"]
+    assert summary["errors"]["count"] == len(rows["MapTiling"])
+    assert "afl-fuzz is not installed" in summary["errors"]["reasons"][0]["reason"]
+    assert f"{len(rows['MapTiling'])} ERROR" in proc.stderr
+
+
+def test_an_afl_fuzz_that_does_not_start_is_the_instances_error_with_its_log(tmp_path):
+    fake = tmp_path / "afl-fuzz"
+    fake.write_text("#!/bin/sh\necho '[-] PROGRAM ABORT : the fork server did not come up'\n"
+                    "echo '         Location : fake(), fake.c:1'\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    proc, summary = fuzz(tmp_path, STRIDED, "MapTiling", "--prove", "off", "--no-reference-check",
+                         env={"HARNESSGEN_AFL_FUZZ": str(fake)})
+    entries = summary["instances"]
+    assert entries and all(e["verdict"] == "ERROR" and e["error"]["stage"] == "engine" for e in entries), entries
+    assert all("fork server did not come up" in e["error"]["reason"] for e in entries)
+    log = Path(entries[0]["error"]["log"])
+    assert log.is_file() and "PROGRAM ABORT" in log.read_text()
+    assert summary["finished"] == summary["planned"] == len(entries)
+
+
+def test_a_deleted_build_artifact_is_built_again(tmp_path):
+    """A cached build missing its AFL harness (a cleaned disk, an interrupted copy) is rebuilt
+    where it is needed, never run as if it were there."""
+    work = tmp_path / "work"          # its own cache: the shared one's builds are other tests' too
+    args = ["fuzz", "--program", STRIDED, "--transformation", "MapTiling", "--params", "default", "--time", "3",
+            "--prove", "off", "--no-audit", "--no-reference-check"]
+    first = run_cli([*args, "--build-only"], tmp_path / "first", work_dir=work)
+    assert first.returncode == 0, first.stderr[-3000:]
+    built = [Path(e["build_dir"]) for e in summary_of(tmp_path / "first")["instances"]]
+    assert built and all((b / "harness_afl").is_file() for b in built)
+    for b in built:
+        (b / "harness_afl").unlink()
+    again = run_cli(args, tmp_path / "again", work_dir=work)
+    assert again.returncode == 0, again.stderr[-3000:]
+    entries = summary_of(tmp_path / "again")["instances"]
+    assert entries and all(e["verdict"] == "PASS" and e["evidence"]["engine_execs"] > 0 for e in entries), \
+        [(e["id"], e["verdict"], e["message"]) for e in entries]
+    assert all((Path(e["build_dir"]) / "harness_afl").is_file() for e in entries)
+
+
+def test_a_worker_killed_by_its_instance_ends_only_that_instance(tmp_path):
+    """With two local workers, a transformation that kills the process applying it: its
+    instance is ERROR (its worker died each time it ran alone), the instance beside it is
+    judged, and the run finishes."""
+    proc, summary = fuzz(tmp_path, "kernels:sigmoid", f"{BROKEN}:KillsItsProcess,{BROKEN}:LeavesTaskletAlone",
+                         "--jobs", "2", "--no-reference-check")
+    rows = by_transformation(summary)
+    killed, alone = rows["KillsItsProcess"], rows["LeavesTaskletAlone"]
+    assert killed and all(e["verdict"] == "ERROR" and e["error"]["stage"] == "worker" for e in killed), killed
+    assert "died each of the 2 times" in killed[0]["error"]["reason"]
+    assert alone and all(e["verdict"] == "PASS" for e in alone), [(e["id"], e["verdict"], e["message"]) for e in alone]
+    assert summary["finished"] == summary["planned"]
+    assert os.path.isfile(killed[0]["error"]["log"])

@@ -1,0 +1,18 @@
+"""Two nested maps that copy a strided range: the inner map's range starts at the outer map's
+parameter. The whole program is one state, so an instance's cutout is the program itself: the
+reference check and the instance build the same sources (the shape whose build once came from
+the reference check's cache entry, without its AFL harness).
+
+OutLocalStorage gives the inner map a local buffer shaped by the outer memlet,
+``ceil((N - i) / 2)``: a shape that names the outer map's parameter outside its scope. DaCe's
+own program (no harnessgen) then writes B wrongly (DaCe 1.0.2 and 2.0.0b1)."""
+import dace
+
+N = dace.symbol("N")
+
+
+@dace.program
+def strided_copy(A: dace.float64[N], B: dace.float64[N]):
+    for i in dace.map[0:2]:
+        for j in dace.map[i:N:2]:
+            B[j] = A[j]
