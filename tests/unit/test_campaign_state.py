@@ -133,7 +133,7 @@ def test_a_worker_gets_its_next_instance_before_the_driver_reports_the_last_one(
     monkeypatch.setattr(campaign, "run_task", lambda task, live: {"id": task.instance["id"], "verdict": "PASS"})
     scheduler = Scheduler(lambda row: "main", 0.25, 0.15)
     scheduler.add(state.pending())
-    feed = type("Feed", (), {"scheduler": scheduler, "planning": False, "poll": lambda self: None})()
+    feed = type("Feed", (), {"scheduler": scheduler, "planning": False, "poll": lambda self: None, "suspects": {}})()
     running_when_reported = []
 
     class Progress:
