@@ -15,7 +15,9 @@ from typing import Callable, Dict, List, Optional
 
 from .. import campaign
 from ..core import runlog
-from ..core.records import FuzzOptions, InstanceResult
+from ..core.records import FuzzOptions, InstanceResult, engine_dir
+from ..engines.afl import lead_stats
+from ..plan.instances import Instance
 from . import run_report as report
 from .executors import ExecutorSpec
 from .planning import PlanProgress
@@ -50,7 +52,9 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
     if len(planned.rows) == 1 and not planned.deferred and jobs > 1 and executor is None:
         options = dataclasses.replace(options, afl_jobs=jobs)
         jobs = 1
-    executor = executor or ExecutorSpec("inline" if jobs <= 1 else "local", workers=jobs)
+    # one job too runs in a worker process of its own: an instance that kills its process (a crash
+    # in DaCe, a compiler, the OOM killer) is that instance's ERROR, never the end of the run
+    executor = executor or ExecutorSpec("local", workers=max(1, jobs))
     config = dataclasses.replace(config, options=options, planned=planned, run_settings={
         "program": program_spec, "transformation": planned.label,
         "time_per_instance_s": options.time_s, "tolerance": options.tolerance.to_json(), "jobs": jobs,
@@ -116,7 +120,14 @@ class _RunHooks:
         pass
 
     def update(self, running) -> None:
-        pass
+        """afl-fuzz's statistics of the instances in flight in worker processes, read from their
+        afl-fuzz folders (an instance run in this process reports its own)."""
+        if self.live_stats is None:
+            return
+        for task in running:
+            stats = lead_stats(engine_dir(task.options.out_dir, task.instance["id"]))
+            if stats:
+                self.live_stats(Instance.from_json(task.instance), stats)
 
     def finished(self, entry) -> None:
         result = InstanceResult.from_json(entry)

@@ -77,8 +77,9 @@ def cmd_fuzz(args) -> int:
                            out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress,
                            build_only=args.build_only)
     console = render.console()
-    # live afl-fuzz statistics come from this process only: with --jobs over several instances, a
-    # line per instance (on one instance, --jobs means afl-fuzz instances, still run from here)
+    # live afl-fuzz statistics of one instance at a time, read from its afl-fuzz folder by this
+    # process: with --jobs over several instances, a line per instance (on one instance, --jobs
+    # means afl-fuzz instances)
     one_instance = len(split_ids(args.instance)) == 1
     bars = AflProgress(console, args.time) if not args.no_progress and (args.jobs <= 1 or one_instance) and \
         console.is_terminal else None

@@ -32,7 +32,7 @@ def test_fuzz_writes_the_summary_contract(tmp_path):
     assert len(seeds) >= 8
     # the main command writes the report as a campaign does, from its run's state
     assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "out" / "campaign.db").is_file()
-    assert summary["executor"] == "inline" and entry["id"] in (tmp_path / "out" / "report.html").read_text()
+    assert summary["executor"] == "local" and entry["id"] in (tmp_path / "out" / "report.html").read_text()
 
 
 def test_fuzz_runs_on_a_dask_cluster_with_the_same_summary_contract(tmp_path):

@@ -12,6 +12,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import PROGRAMS, run_cli, summary_of
 
 STRIDED = f"{PROGRAMS / 'strided_copy.py'}:strided_copy"
@@ -100,12 +102,13 @@ def test_a_deleted_build_artifact_is_built_again(tmp_path):
     assert all((Path(e["build_dir"]) / "harness_afl").is_file() for e in entries)
 
 
-def test_a_worker_killed_by_its_instance_ends_only_that_instance(tmp_path):
-    """With two local workers, a transformation that kills the process applying it: its
-    instance is ERROR (its worker died each time it ran alone), the instance beside it is
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_worker_killed_by_its_instance_ends_only_that_instance(tmp_path, jobs):
+    """A transformation that kills the process applying it, with one worker (the default) or two:
+    its instance is ERROR (its worker died each time it ran alone), the instance beside it is
     judged, and the run finishes."""
     proc, summary = fuzz(tmp_path, "kernels:sigmoid", f"{BROKEN}:KillsItsProcess,{BROKEN}:LeavesTaskletAlone",
-                         "--jobs", "2", "--no-reference-check")
+                         "--jobs", jobs, "--no-reference-check")
     rows = by_transformation(summary)
     killed, alone = rows["KillsItsProcess"], rows["LeavesTaskletAlone"]
     assert killed and all(e["verdict"] == "ERROR" and e["error"]["stage"] == "worker" for e in killed), killed
