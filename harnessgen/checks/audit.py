@@ -111,6 +111,9 @@ def audit(whole_pair: Callable[[], CutoutPair], options: AuditOptions) -> AuditR
     try:
         prepared = judge.prepare(pair, options.judge)
     except BuildError as exc:
+        if not exc.of_the_code:
+            return AuditRecord(verdict=SKIPPED, reason=f"the build failed, saying nothing of the code: {exc}"[:300],
+                               seconds=_since(started))
         if exc.side != "hg_post":
             return AuditRecord(verdict=SKIPPED, reason=f"the whole program itself does not build: {exc}"[:300],
                                seconds=_since(started))

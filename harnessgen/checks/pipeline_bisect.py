@@ -94,6 +94,8 @@ class _Judge:
         try:
             harness = judge.prepare(pair, self.options.judge, (None, layout)).harness
         except BuildError as exc:
+            if not exc.of_the_code:
+                raise      # a failure of the machine, not of the passes: it bisects nothing
             return exc.side == "hg_post"
         with tempfile.TemporaryDirectory(prefix="hg-bisect-") as tmp:
             _, failing = judge.screen(harness, self._inputs(layout), Path(tmp), deadline=self.deadline)

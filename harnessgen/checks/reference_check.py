@@ -197,6 +197,8 @@ def _check_form(sdfg, form: str, reference: Reference, layout, keep: Path, optio
     try:
         harness = judge.prepare(pair, options.judge, (None, layout)).harness
     except BuildError as exc:
+        if not exc.of_the_code:        # a compiler killed or silent: nothing known of the form, nothing kept
+            return FormCheck(form, SKIPPED, reason=f"the build failed, saying nothing of the code: {exc}"[:400])
         # the program itself (not a transformation of it) does not compile: a finding against
         # the pipeline that made this form
         record = FormCheck(form, BUILD_FAILURE, reason=f"{exc}: {exc.first_error}"[:400])

@@ -38,6 +38,13 @@ class BuildError(HarnessgenError):
         """The compiler's first error line (file:line: error: ...), or ''."""
         return next((line.strip() for line in self.log.splitlines() if "error:" in line), "")
 
+    @property
+    def of_the_code(self) -> bool:
+        """Whether the failure says something of the code built (a compiler's diagnostic, or a
+        known cause matched before compiling) rather than of the machine (a compiler killed,
+        gone, silent): only such a failure of a program's side can be a finding."""
+        return bool(self.cause or self.first_error) and self.side in ("hg_pre", "hg_post")
+
 
 class EngineError(HarnessgenError):
     """The fuzzing engine could not run for one instance (it did not start, or its build lacks

@@ -641,8 +641,9 @@ def run_jobs(jobs: Dict[str, Job], running: Optional[Dict[str, cf.Future]] = Non
     for name, proc in sorted(results.items(), key=lambda r: (jobs[r[0]].side != "hg_pre", r[0])):
         if proc.returncode != 0:
             log = (proc.stderr or proc.stdout)[-4000:]
-            raise BuildError(f"building {name} failed ({jobs[name].side}): "
-                             f"{log.strip().splitlines()[-1] if log.strip() else ''}",
+            why = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else \
+                (log.strip().splitlines()[-1] if log.strip() else f"exit {proc.returncode}, no output")
+            raise BuildError(f"building {name} failed ({jobs[name].side}): {why}",
                              side=jobs[name].side, log=" ".join(jobs[name].cmd) + "\n" + log)
 
 

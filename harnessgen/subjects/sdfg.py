@@ -179,6 +179,8 @@ class SdfgSubject(Subject):
                 harness = prepare_pair(pair, dataclasses.replace(judging, afl=fuzzed, cmplog=options.cmplog or
                                                                  options.afl_jobs > 1), (constraints, layout)).harness
         except BuildError as exc:
+            if not exc.of_the_code:
+                raise      # a compiler killed or silent, the harness's own code: this instance's ERROR
             if exc.side != "hg_post":
                 origin = _blocked(exc, pair, options, result, whole_key if pair.whole_program else "")
                 if origin == DACE_MADE:

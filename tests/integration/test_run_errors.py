@@ -102,6 +102,24 @@ def test_a_deleted_build_artifact_is_built_again(tmp_path):
     assert all((Path(e["build_dir"]) / "harness_afl").is_file() for e in entries)
 
 
+def test_a_compiler_killed_while_building_post_is_an_error_never_a_finding(tmp_path):
+    """post's compiler killed (the OOM killer, a timeout) says nothing of the transformation: the
+    instance is ERROR at its build, with the build's output in its log, and nothing is filed."""
+    compiler = tmp_path / "clang++"
+    compiler.write_text('#!/bin/sh\ncase "$*" in *hg_post.cpp*) kill -9 $$;; esac\nexec clang++ "$@"\n')
+    compiler.chmod(compiler.stat().st_mode | stat.S_IXUSR)
+    proc = run_cli(["fuzz", "--program", STRIDED, "--transformation", "MapTiling", "--params", "default", "--time",
+                    "3", "--prove", "off", "--no-audit", "--no-reference-check"], tmp_path,
+                   env={"HARNESSGEN_CXX": str(compiler)}, work_dir=tmp_path / "work")   # its own cache: no build reused
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    entries = summary_of(tmp_path)["instances"]
+    assert entries and all(e["verdict"] == "ERROR" and e["error"]["stage"] == "build" for e in entries), \
+        [(e["id"], e["verdict"], e["message"]) for e in entries]
+    assert "killed by signal 9" in entries[0]["error"]["reason"]
+    assert "hg_post.cpp" in Path(entries[0]["error"]["log"]).read_text()
+    assert not list((tmp_path / "crashes").rglob("meta.json"))
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_worker_killed_by_its_instance_ends_only_that_instance(tmp_path, jobs):
     """A transformation that kills the process applying it, with one worker (the default) or two:
