@@ -107,6 +107,7 @@ def collect(directory: Path, state: CampaignState, selection: Optional[List[str]
             "params": _params_text(params), "match": params.get("match") or row["id"],
             "variant": bool(params.get("values")),
             "evidence": _evidence_text(result), "evidence_kind": _pass_evidence_kind(result),
+            "error": result.get("error") or {},
         })
         by_spec.setdefault(row["spec"], []).append(instances[-1])
     transformations = []

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..core import envs, protocol
 from ..core.errors import BuildError, ToolMissing
-from ..harness.build import CXX, CXXFLAGS, Job, dace_include, publish_dir, run_jobs
+from ..harness.build import CXX, CXXFLAGS, Job, dace_include, publish_dir, reusable, run_jobs
 from ..harness.built import HarnessBuild
 
 TSAN_FLAGS = [f for f in CXXFLAGS if f != "-O2"] + ["-O1", "-g", "-fsanitize=thread"]
@@ -92,7 +92,7 @@ def runtime_package(compiler_path: str) -> str:
 def build_tsan(build: HarnessBuild) -> Path:
     """The TSan replay binary of this build (made once, published atomically)."""
     final = build.dir / "tsan"
-    if not (final / "harness_tsan").exists():
+    if not reusable(final, ["harness_tsan"]):
         check_sanitizer_runtime()
         publish_dir(final, lambda tmp: _compile_tsan(build, tmp))
     return final / "harness_tsan"

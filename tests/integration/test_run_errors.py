@@ -65,6 +65,8 @@ def test_without_afl_fuzz_each_instance_is_an_error_and_a_seed_finding_stands(tm
     assert summary["errors"]["count"] == len(rows["MapTiling"])
     assert "afl-fuzz is not installed" in summary["errors"]["reasons"][0]["reason"]
     assert f"{len(rows['MapTiling'])} ERROR" in proc.stderr
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Not judged: ERROR" in report and rows["MapTiling"][0]["id"] in report.split("## Per instance")[0]
 
 
 def test_an_afl_fuzz_that_does_not_start_is_the_instances_error_with_its_log(tmp_path):
