@@ -11,10 +11,14 @@ from typing import Callable, ContextManager, Dict, List, Optional, Sequence
 from .bug_report import write_bug_reports
 from .cluster import Bug, collect, write_bugs
 from .reduce import ReduceOptions, cached_reduction, reduce_bug
+from .version_verdicts import STILL_PRESENT, newest_showing, version_key
 from .versions import load_kept_versions, rejudge_bugs
 
 # a reduction given less than this is not started (its bug waits for the next analysis)
 MIN_REDUCE_SECONDS = 10.0
+# outcomes that are a wrong result: reduced first, and always, with a bug's whole reduction time
+# even where the analysis's own time is spent (what silently corrupts a run is filed first)
+WRONG_RESULTS = ("MISMATCH", "RACE", "OOB_WRITE")
 
 
 def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
@@ -24,9 +28,9 @@ def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
     """Cluster the findings of ``run_dirs`` (with those an earlier analysis into ``out_dir``
     kept), reduce each bug's program (``reduce``; None: not), and write ``bugs.json`` and
     ``bugs/<id>/BUG.md`` there (default: the first run). ``seconds`` bounds the reductions
-    together (the bugs with the most findings first; a bug left over says so and is reduced
-    by the next analysis, which keeps what this one reduced); ``step(label)`` is told of
-    every step, for a progress display. ``on_dace``: DaCe versions each bug is judged on again
+    together, in ``reduction_order`` (wrong results first, and always reduced; another bug
+    left over says so and is reduced by the next analysis, which keeps what this one reduced);
+    ``step(label)`` is told of every step, for a progress display. ``on_dace``: DaCe versions each bug is judged on again
     (``versions``), in their own environments; the verdicts of earlier judgements are kept."""
     run_dirs = [Path(r) for r in run_dirs]
     out_dir = Path(out_dir) if out_dir is not None else run_dirs[0]
@@ -34,25 +38,49 @@ def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
     with step("clustering the findings into distinct bugs"):
         bugs = collect(run_dirs, out_dir)
     clustered = time.monotonic()
+    load_kept_versions(bugs, out_dir)
     if reduce is not None and reduce.seconds > 0:
         deadline = None if seconds is None else clustered + seconds
-        for number, bug in enumerate(bugs, 1):
+        ordered = reduction_order(bugs)
+        for number, bug in enumerate(ordered, 1):
             left = reduce.seconds if deadline is None else min(reduce.seconds, deadline - time.monotonic())
+            if bug.signature.kind in WRONG_RESULTS:
+                left = reduce.seconds      # always reduced, with its whole time: what is filed first
             cached = cached_reduction(bug, out_dir)
             if cached is not None or left < MIN_REDUCE_SECONDS:
                 bug.reduction = cached.to_json() if cached is not None else _not_reduced(bug, seconds)
                 continue
-            with step(f"reducing bug {number}/{len(bugs)} ({bug.signature.transformation} {bug.signature.kind}, "
+            with step(f"reducing bug {number}/{len(ordered)} ({bug.signature.transformation} {bug.signature.kind}, "
                       f"{len(bug.findings)} finding(s))"):
                 bug.reduction = _reduced(bug, out_dir, dataclasses.replace(reduce, seconds=left))
     reduced = time.monotonic()
-    load_kept_versions(bugs, out_dir)
     if on_dace:
         work_dir = reduce.judge.work_dir if reduce is not None else Path(".harnessgen")
         rejudge_bugs(bugs, out_dir, on_dace, work_dir, Path.cwd(), step=step)
     write_bug_reports(bugs, out_dir)
     write_bugs(bugs, run_dirs, out_dir, seconds=clustered - started, reduce_seconds=reduced - clustered)
     return bugs
+
+
+def reduction_order(bugs: Sequence[Bug]) -> List[Bug]:
+    """The order a DaCe developer looks at bugs in, which the reductions follow: wrong results
+    (what silently corrupts a run) before crashes, build failures and exceptions; within each,
+    bugs present on the newest DaCe known (found there, or judged there again) before the
+    others; then as clustered (the most instances first)."""
+    known = [(bug, _versions_known(bug)) for bug in bugs]
+    every = [version for _, versions in known for version in versions]
+    newest = max(every, key=version_key) if every else None
+    ranked = sorted(known, key=lambda entry: (entry[0].signature.kind not in WRONG_RESULTS,
+                                              newest is None or newest_showing(entry[1]) != newest))
+    return [bug for bug, _ in ranked]
+
+
+def _versions_known(bug: Bug) -> Dict[str, Dict]:
+    """Each DaCe version a bug is known on: those its findings were made on (present there),
+    and those it was judged on again (their verdicts)."""
+    known = {f.dace: {"verdict": STILL_PRESENT} for f in bug.findings if f.dace}
+    known.update(bug.versions)
+    return known
 
 
 def _not_reduced(bug: Bug, seconds: float) -> Dict:

@@ -44,6 +44,7 @@ class FindingRecord:
     size: Tuple[int, int]               # (states, nodes) of the cutout before the transformation
     signature: sig.Signature
     params: Dict = dataclasses.field(default_factory=dict)   # a parameter variant's non-default values
+    dace: str = ""                      # the DaCe version it was found on ('' where its folder does not say)
 
     @property
     def rank(self) -> Tuple:
@@ -206,7 +207,8 @@ def read_finding(folder: Path, verdict: str = "") -> Optional[FindingRecord]:
     stamp = folder / ("meta.json" if (folder / "meta.json").is_file() else "error.txt")
     return FindingRecord(path=folder, outcome=outcome, transformation=transformation, instance=instance,
                          program=program, target=target, seen_at=stamp.stat().st_mtime, input_bytes=input_bytes,
-                         size=sdfg_size(pre), signature=signature, params=params)
+                         size=sdfg_size(pre), signature=signature, params=params,
+                         dace=str(((meta or {}).get("versions") or {}).get("dace") or ""))
 
 
 def _pyfuzz_finding(folder: Path, meta: Dict) -> FindingRecord:

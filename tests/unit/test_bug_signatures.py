@@ -161,3 +161,37 @@ def test_placeholders_are_never_taken_for_the_programs_names():
     assert sig.normalise_compiler("vec<double, 4>", names={"N"}) == sig.normalise_compiler("vec<float, 8>", ()) \
         == "vec<TYPE, N>"
     assert sig.exception_line("StopIteration") == ("StopIteration", "")
+
+
+def test_the_analysis_reduces_wrong_results_and_bugs_on_the_newest_dace_first(monkeypatch):
+    """A DaCe developer files a wrong result before a crash, and a bug on the newest DaCe before
+    one only an older DaCe has: the reductions go in that order, whatever the clustering's."""
+    from harnessgen.bugs.analysis import reduction_order
+    from harnessgen.bugs.cluster import Bug
+
+    def bug(kind: str, dace: str, instances: int, versions=None) -> Bug:
+        s = sig.Signature(kind, "T", (kind.lower(), dace, str(instances)))
+        findings = [FindingRecord(path=Path(f"/f/{kind}-{dace}-{n}"), outcome=kind, transformation="T",
+                                  instance=f"T-{n}", program="p", target="t", seen_at=float(n), input_bytes=None,
+                                  size=(1, 1), signature=s, dace=dace) for n in range(instances)]
+        return Bug(s, findings, versions=versions or {})
+
+    crash_new = bug("FAILED_TO_APPLY", "2.0.0b1", 9)
+    mismatch_old = bug("MISMATCH", "1.0.2", 5)
+    mismatch_fixed = bug("RACE", "1.0.2", 4, {"2.0.0b1": {"verdict": "FIXED"}})
+    oob_new = bug("OOB_WRITE", "2.0.0b1", 1)
+    mismatch_still = bug("MISMATCH", "1.0.2", 2, {"2.0.0b1": {"verdict": "STILL_PRESENT"}})
+    ordered = reduction_order([crash_new, mismatch_old, mismatch_fixed, oob_new, mismatch_still])
+    assert ordered == [oob_new, mismatch_still, mismatch_old, mismatch_fixed, crash_new]
+    # a wrong result is reduced even where the analysis's time is spent; a crash waits
+    import harnessgen.bugs.analysis as analysis
+
+    reduced = []
+    patches = {"collect": lambda runs, out: [crash_new, mismatch_old], "cached_reduction": lambda b, out: None,
+               "_reduced": lambda b, out, options: reduced.append(b.signature.kind) or {"reduced": True},
+               "load_kept_versions": lambda bugs, out: None, "write_bug_reports": lambda bugs, out: None,
+               "write_bugs": lambda *a, **k: None}
+    for name, value in patches.items():
+        monkeypatch.setattr(analysis, name, value)
+    analysis.analyse([Path("run")], reduce=analysis.ReduceOptions(seconds=30.0), seconds=0.0)
+    assert reduced == ["MISMATCH"] and "not reduced" in crash_new.reduction["reason"]
