@@ -15,12 +15,16 @@ WORK         := .harnessgen
 # DACE=<version>: run on that DaCe, in an environment of its own built from
 # constraints-dace-<version>.txt ($(WORK)/daceenvs/dace-<version>); empty or 1.0.2: the default
 # environment (.venv, constraints.txt). OTHER_DACE is the version `make test` also checks.
+# DACE=<path to a DaCe source tree> (a git checkout, an unpacked sdist): that tree installed
+# editable, in an environment of its own with OTHER_DACE's pins for everything else.
 DACE         ?=
 DEFAULT_DACE := 1.0.2
 OTHER_DACE   := 2.0.0b1
 DACE_ENV      = $(WORK)/daceenvs/dace-$(1)
 ON_OTHER_DACE = $(filter-out $(DEFAULT_DACE),$(DACE))
-BIN          := $(if $(ON_OTHER_DACE),$(call DACE_ENV,$(DACE))/bin,$(VENV)/bin)
+DACE_TREE    := $(if $(findstring /,$(DACE)),$(abspath $(DACE)))
+DACE_TAG     := $(if $(DACE_TREE),checkout-$(notdir $(DACE_TREE))-$(shell printf '%s' '$(DACE_TREE)' | sha1sum | cut -c1-8),$(DACE))
+BIN          := $(if $(ON_OTHER_DACE),$(call DACE_ENV,$(DACE_TAG))/bin,$(VENV)/bin)
 OTHER_BIN    := $(call DACE_ENV,$(OTHER_DACE))/bin
 SETUP        := $(if $(ON_OTHER_DACE),setup-dace,setup)
 DEB_PACKAGES := afl++ clang lld llvm libomp-dev libclang-rt-14-dev build-essential cmake procps gnuplot-nox gdb
@@ -29,7 +33,7 @@ XFORM        ?=
 TIME         ?= 2
 BUDGET       ?= 840
 JOBS         ?= $(shell nproc 2>/dev/null || echo 1)
-OUT          ?= $(WORK)/runs/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORM),$(subst $(comma),+,$(subst :,-,$(XFORM))),defaults)$(if $(ON_OTHER_DACE),-dace$(DACE))
+OUT          ?= $(WORK)/runs/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORM),$(subst $(comma),+,$(subst :,-,$(XFORM))),defaults)$(if $(ON_OTHER_DACE),-dace$(DACE_TAG))
 comma        := ,
 FUZZ_ARGS    ?=
 TEST_ARGS    ?=
@@ -38,7 +42,7 @@ XFORMS       ?=
 ON_DACE      ?=
 CAMPAIGN_ARGS ?=
 WHATSUP_ARGS ?= -s -d
-CAMPAIGN     ?= $(WORK)/campaigns/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORMS),$(subst $(comma),+,$(subst :,-,$(XFORMS))),defaults)$(if $(ON_OTHER_DACE),-dace$(DACE))
+CAMPAIGN     ?= $(WORK)/campaigns/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORMS),$(subst $(comma),+,$(subst :,-,$(XFORMS))),defaults)$(if $(ON_OTHER_DACE),-dace$(DACE_TAG))
 # make campaign: BUDGET is per instance there (60s, 5m, 200000x); for make fuzz it bounds the whole run
 CAMPAIGN_BUDGET = $(if $(filter command line environment,$(origin BUDGET)),$(BUDGET),60s)
 
@@ -96,11 +100,24 @@ help:
 
 setup: deps venv
 
-# another DaCe in its own environment: make setup-dace DACE=2.0.0b1
+# another DaCe in its own environment: make setup-dace DACE=2.0.0b1, or DACE=/path/to/dace
 setup-dace: deps
-	@test -n "$(ON_OTHER_DACE)" || { echo "make setup-dace needs DACE=<version> other than $(DEFAULT_DACE) (e.g. DACE=$(OTHER_DACE))"; exit 2; }
+	@test -n "$(ON_OTHER_DACE)" || { echo "make setup-dace needs DACE=<version> other than $(DEFAULT_DACE) (e.g. DACE=$(OTHER_DACE)) or DACE=<path to a DaCe source tree>"; exit 2; }
+ifneq ($(DACE_TREE),)
+	@test -f "$(DACE_TREE)/dace/__init__.py" || { echo "DACE=$(DACE): no dace/__init__.py there; give the folder of a DaCe source tree (a git checkout or an unpacked sdist, with setup.py or pyproject.toml)"; exit 2; }
+	@$(MAKE) --no-print-directory $(call DACE_ENV,$(DACE_TAG))/.stamp-tree
+else
 	@test -f constraints-dace-$(DACE).txt || { echo "no constraints-dace-$(DACE).txt: write one (pip freeze of a venv with dace==$(DACE)) to run on DaCe $(DACE)"; exit 2; }
 	@$(MAKE) --no-print-directory $(call DACE_ENV,$(DACE))/.stamp
+endif
+# a DaCe source tree, editable (its edits take effect at once): OTHER_DACE's pins but DaCe's own
+$(WORK)/daceenvs/dace-checkout-%/.stamp-tree: constraints-dace-$(OTHER_DACE).txt pyproject.toml
+	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
+	$(@D)/bin/pip install -q --upgrade pip
+	grep -v '^dace==' constraints-dace-$(OTHER_DACE).txt > $(@D)/constraints.txt
+	$(@D)/bin/pip install -q -c $(@D)/constraints.txt -e '$(DACE_TREE)'
+	$(@D)/bin/pip install -q -c $(@D)/constraints.txt -e '.[test,dask]'
+	touch $@
 $(WORK)/daceenvs/dace-%/.stamp: constraints-dace-%.txt pyproject.toml
 	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
 	$(@D)/bin/pip install -q --upgrade pip

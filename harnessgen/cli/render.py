@@ -22,6 +22,7 @@ from ..checks.pipeline_bisect import BisectRecord
 from ..core import runlog
 from ..core.evidence import SEEDS_ONLY, Evidence
 from ..core.records import InstanceResult, per_transformation
+from ..core.versions import dace_source
 from ..plan.params import describe
 from ..prove import Proof
 
@@ -37,10 +38,14 @@ def console() -> Console:
 
 
 def dace_version() -> str:
+    """The DaCe in use, as a planning line names it: its version and, for a source tree, where it
+    is and its git revision."""
     try:
-        return version("dace")
+        installed = version("dace")
     except PackageNotFoundError:
         return "not installed"
+    source = dace_source()
+    return f"{installed}, {source}" if source else installed
 
 
 def duration(seconds: float) -> str:

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 from .. import __version__
 from .outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from .runtime import Tolerance
+from .versions import dace_source
 
 # the largest value of a size symbol, and the bound of decoded floats, by default (--max-size,
 # --float-bound)
@@ -218,7 +219,7 @@ def run_summary(settings: Dict, results: List[InstanceResult], planned: int, war
     import dace
 
     return {
-        "harnessgen": __version__, "dace": dace.__version__, **settings,
+        "harnessgen": __version__, "dace": dace.__version__, "dace_source": dace_source(), **settings,
         "distinct_bugs": bugs or [],      # bugs.json's table: findings clustered by root cause
         "planned": planned, "finished": len(results), "not_run": planned - len(results), "warnings": warnings,
         "reference_checks": reference_checks or [],

@@ -17,3 +17,34 @@ def source_digest() -> str:
     for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".json") and p.is_file()):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def dace_source() -> str:
+    """Where the DaCe in use comes from when it is a source tree rather than a release (`make
+    setup-dace DACE=/path/to/checkout`): its folder and, in a git checkout, its revision (with
+    "+changes" where the work tree has uncommitted ones); '' for an installed release. Found
+    without importing DaCe."""
+    import importlib.util
+    import subprocess
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("dace")
+    if spec is None or not spec.origin:
+        return ""
+    tree = Path(spec.origin).resolve().parent.parent
+    if tree.name in ("site-packages", "dist-packages"):
+        return ""
+
+    def git(*args: str) -> str:
+        try:
+            proc = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    revision = git("rev-parse", "--short=12", "HEAD")
+    if not revision:
+        return f"source tree {tree} (not a git checkout)"
+    changed = "+changes" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return f"checkout {tree} at {revision}{changed}"
