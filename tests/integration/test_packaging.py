@@ -52,3 +52,13 @@ def test_a_non_editable_install_runs_one_instance_outside_the_checkout(tmp_path,
     assert (run / "out" / "report.html").is_file()
     manifest = json.loads((Path(entry["build_dir"]) / "manifest.json").read_text())
     assert manifest["subject"] == "sdfg"
+
+
+def test_pip_install_into_an_environment_with_dace_keeps_its_dace(tmp_path):
+    """A user's environment that has DaCe already (in harnessgen's range): installing this
+    repository installs harnessgen alone, never another DaCe over theirs."""
+    report = tmp_path / "report.json"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-build-isolation", "--quiet",
+                    "--report", str(report), str(REPO)], check=True, capture_output=True, text=True, timeout=600)
+    planned = {entry["metadata"]["name"].lower() for entry in json.loads(report.read_text())["install"]}
+    assert planned == {"harnessgen"}, planned
