@@ -38,7 +38,10 @@ def dace_source() -> str:
 
     def git(*args: str) -> str:
         try:
-            proc = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True, timeout=10)
+            # a tree unpacked from an archive belongs to another user: read it all the same (it
+            # is the DaCe this process runs anyway)
+            proc = subprocess.run(["git", "-c", f"safe.directory={tree}", "-C", str(tree), *args],
+                                  capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             return ""
         return proc.stdout.strip() if proc.returncode == 0 else ""
