@@ -523,16 +523,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         return args.func(args)
     except ConfigError as exc:
-        render.console().print(f"[bold red]error:[/] {exc}")
+        render.console().print(f"[bold red]error:[/] {render.escape(str(exc))}")
         return 2
     except Unsupported as exc:
-        render.console().print(f"[bold yellow]unsupported:[/] {exc}")
+        render.console().print(f"[bold yellow]unsupported:[/] {render.escape(str(exc))}")
         return 3
     except InternalError as exc:
-        render.console().print(f"[bold red]internal error (a bug in harnessgen, please report):[/] {exc}")
+        render.console().print(f"[bold red]internal error (a bug in harnessgen, please report):[/] "
+                                 f"{render.escape(str(exc))}")
         return 70
     except HarnessgenError as exc:
-        render.console().print(f"[bold red]error:[/] {exc}")
+        render.console().print(f"[bold red]error:[/] {render.escape(str(exc))}")
         return 1
     except KeyboardInterrupt:
         render.console().print("interrupted; AFL++ output and findings so far are kept")

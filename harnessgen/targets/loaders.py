@@ -291,7 +291,14 @@ def load_python_program(path: Path, function: str) -> Target:
                           "builds an SDFG")
 
     def build(simplify: bool = True):
-        sdfg = prog.to_sdfg(simplify=simplify)
+        try:
+            sdfg = prog.to_sdfg(simplify=simplify)
+        except Exception as exc:     # noqa: BLE001 -- whatever DaCe raises, the user's program is the cause
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise ConfigError(f"--program: DaCe could not make an SDFG of {path.name}:{function} "
+                              f"({type(exc).__name__}: {first[:400]}); change the program so DaCe's frontend "
+                              "accepts it (if it is a program DaCe should accept, that is a DaCe frontend bug "
+                              "to file)") from exc
         if not isinstance(sdfg, dace.SDFG):
             raise ConfigError(f"--program: {path.name}:{function} did not produce an SDFG")
         return prepare_sdfg(sdfg, simplify)

@@ -233,3 +233,16 @@ def test_a_harness_whose_first_execution_is_slow_is_fuzzed_with_a_limit_above_it
     timing = entry["exec_timing"]
     assert timing["slowest_run_ms"] >= 1200 and timing["afl_timeout_ms"] >= 3600, timing
     assert entry["verdict"] == "PASS" and entry["evidence"]["kind"] == "FUZZED", entry["evidence"]
+
+
+def test_a_program_daces_frontend_refuses_is_named_with_what_it_raised(tmp_path):
+    """Slices of different lengths (the odd and even elements of N): DaCe's frontend raises
+    while parsing. The user gets a named error, not a traceback of harnessgen's."""
+    program = tmp_path / "uneven.py"
+    program.write_text("import dace\nN = dace.symbol('N')\n\n\n@dace.program\n"
+                       "def uneven(A: dace.float64[N], B: dace.float64[N]):\n    B[0:N:2] = A[1:N:2]\n")
+    proc = run_cli(["fuzz", "--program", f"{program}:uneven", "--transformation", "MapTiling", "--time", "1"], tmp_path)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "DaCe could not make an SDFG of uneven.py:uneven" in said and "[ceiling(N/2" in said, said[-1500:]
+    assert "Traceback" not in said.split("error: --program")[-1]
