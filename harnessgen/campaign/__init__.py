@@ -29,7 +29,7 @@ from typing import Callable, Dict, List, Optional
 
 from ..bugs.reduce import ReduceOptions
 from ..core import runlog
-from ..core.errors import ConfigError, HarnessgenError
+from ..core.errors import ConfigError
 from ..core.files import clear_stale_omp_registrations
 from ..dacecompat import dace_version
 from ..harness.judge import JudgeOptions
@@ -425,12 +425,12 @@ def _result_of(future: cf.Future, task: Task, state: CampaignState, scheduler: S
     run alone: ``suspects``). Its death counts only where it ran alone; at ``MAX_DEATHS`` it is
     ERROR. Whatever else fails is its ERROR: no instance ends the run."""
     instance_id = task.instance["id"]
+    deaths = suspects.pop(instance_id, 0)
     try:
-        result = future.result()
+        return future.result()
     except cf.process.BrokenProcessPool as exc:
-        deaths = suspects.get(instance_id, 0) + (1 if alone else 0)
+        deaths += 1 if alone else 0
         if deaths >= MAX_DEATHS:
-            suspects.pop(instance_id, None)
             return error_result(task, f"its worker process died each of the {deaths} times it was judged alone "
                                       f"({exc}): something in judging it (DaCe, a compiler, the transformation) "
                                       "kills the process")
@@ -439,13 +439,8 @@ def _result_of(future: cf.Future, task: Task, state: CampaignState, scheduler: S
         scheduler.add([{"id": instance_id, "spec": task.spec, "instance": task.instance,
                         "attempts": task.attempt}], front=True)
         return None
-    except KeyboardInterrupt:
-        raise
     except Exception as exc:                # noqa: BLE001 -- Dask: KilledWorker, a lost connection, ...
-        suspects.pop(instance_id, None)
         return error_result(task, f"the worker failed: {type(exc).__name__}: {exc}")
-    suspects.pop(instance_id, None)
-    return result
 
 
 __all__ = ["Budget", "CampaignConfig", "CampaignOutcome", "ExecutorSpec", "run_campaign", "plan", "result_file"]

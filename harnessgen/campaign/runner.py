@@ -49,8 +49,6 @@ class InstanceRunner:
                                        lambda variant, past: self.judge(spec, variant, past=past))
         except Unsupported as exc:
             result.verdict, result.message = "UNSUPPORTED", str(exc)
-        except KeyboardInterrupt:
-            raise
         except Exception as exc:       # noqa: BLE001 -- recorded with its traceback; the run goes on
             record_error(result, exc, self.options.out_dir / "errors" / f"{inst.id}.txt")
         result.wall_seconds = round(time.monotonic() - started, 3)

@@ -238,11 +238,11 @@ def error_counts(results: List[InstanceResult]) -> Dict:
     stages: Dict[str, int] = {}
     reasons: Dict[str, Dict] = {}
     for r in errors:
-        stage = (r.error or {}).get("stage", "harnessgen")
+        stage = r.error.get("stage", "harnessgen")     # results written before ``error`` was: no stage
         stages[stage] = stages.get(stage, 0) + 1
-        reason = ((r.error or {}).get("reason") or r.message).splitlines()[0][:300] if (r.error or r.message) else ""
+        reason = (r.error.get("reason") or r.message or "").split("\n", 1)[0][:300]
         entry = reasons.setdefault(reason, {"reason": reason, "stage": stage, "instances": 0, "first": r.id,
-                                            "log": (r.error or {}).get("log", "")})
+                                            "log": r.error.get("log", "")})
         entry["instances"] += 1
     return {"count": len(errors), "by_stage": dict(sorted(stages.items())),
             "reasons": sorted(reasons.values(), key=lambda e: -e["instances"])}

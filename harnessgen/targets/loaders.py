@@ -296,9 +296,9 @@ def load_python_program(path: Path, function: str) -> Target:
         except Exception as exc:     # noqa: BLE001 -- whatever DaCe raises, the user's program is the cause
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise ConfigError(f"--program: DaCe could not make an SDFG of {path.name}:{function} "
-                              f"({type(exc).__name__}: {first[:400]}); change the program so DaCe's frontend "
-                              "accepts it (if it is a program DaCe should accept, that is a DaCe frontend bug "
-                              "to file)") from exc
+                              f"({type(exc).__name__}: {first[:400]}); change the program so DaCe accepts it (if "
+                              "it is a program DaCe should accept, that is a DaCe bug to file: its frontend's, or "
+                              "its simplify's where only the simplified form fails)") from exc
         if not isinstance(sdfg, dace.SDFG):
             raise ConfigError(f"--program: {path.name}:{function} did not produce an SDFG")
         return prepare_sdfg(sdfg, simplify)
