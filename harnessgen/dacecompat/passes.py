@@ -8,7 +8,7 @@ from typing import List, Sequence, Set
 import dace.transformation.dataflow  # noqa: F401 -- registers the pattern transformations
 import dace.transformation.interstate  # noqa: F401
 import dace.transformation.passes  # noqa: F401 -- registers the passes
-from dace.transformation import pass_pipeline
+from dace.transformation import pass_pipeline, transformation as xf
 from dace.transformation.passes.simplify import SIMPLIFY_PASSES
 from dace.transformation.transformation import PatternTransformation
 
@@ -49,3 +49,12 @@ def present(names: Sequence[str]) -> List[str]:
 def newer_defaults(exclude: Sequence[str] = ()) -> List[str]:
     """The newer transformations and passes this DaCe has, without those in ``exclude``."""
     return [n for n in present(NEWER_TRANSFORMATIONS + NEWER_PASSES) if n not in exclude]
+
+
+def region_compatible(cls):
+    """Marks a pass of ours as one that handles control-flow regions: DaCe 2.0's simplify skips
+    every member without the mark (a warning, nothing more) on a program with regions, which
+    would make a pipeline holding it silently DaCe's own; DaCe 1.0.2 names the same mark
+    differently."""
+    mark = getattr(xf, "explicit_cf_compatible", None) or getattr(xf, "experimental_cfg_block_compatible", None)
+    return mark(cls) if mark is not None else cls

@@ -58,6 +58,8 @@ from dace.transformation.passes.simplify import SIMPLIFY_PASSES, SimplifyPass
 from ..core.sdfg_edit import copy_loop_body
 from ..dacecompat.loop_form import LoopRegionForm, body_copy, body_sinks, constant_stride
 from ..dacecompat.loops import region_loop
+from ..dacecompat.passes import region_compatible
+from ..dacecompat.regions import regions_of
 from ..targets.cloudsc_xforms import GPUOffloadMap, UnrollByTwo
 
 TILE = 4
@@ -422,6 +424,7 @@ class PrivateCopyWithoutValues(xf.SingleStateTransformation):
 
 
 # ---------------------------------------------------------------- (k)
+@region_compatible
 @properties.make_properties
 class FuseStatesMissingViews(ppl.Pass):
     """A state-fusion *pass* that checks for a dependency between two consecutive states by the
@@ -440,7 +443,9 @@ class FuseStatesMissingViews(ppl.Pass):
 
     def apply_pass(self, sdfg: SDFG, _) -> int:
         fused = 0
-        for level in list(sdfg.all_sdfgs_recursive()):
+        # every graph of states: each SDFG's own and, on DaCe 2.0, its loops' and branches'
+        levels = [graph for sd in sdfg.all_sdfgs_recursive() for graph in (sd, *regions_of(sd))]
+        for level in levels:
             pair = _fusable_states(level)
             while pair is not None:
                 _fuse_first_into_second(level, *pair)
@@ -476,7 +481,7 @@ def _fusable_states(level: SDFG):
 
 
 def _fuse_first_into_second(level: SDFG, first: SDFGState, second: SDFGState) -> None:
-    was_start = level.start_state is first
+    was_start = level.start_block is first
     for node in first.nodes():
         second.add_node(node)
         if isinstance(node, nodes.NestedSDFG):
