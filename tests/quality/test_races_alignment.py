@@ -72,7 +72,7 @@ def test_correct_parallel_transformations_stay_silent_in_race_mode(tmp_path, pro
     _, insts = instances_of(program, spec)
     inst = next(i for i in insts if pick is None or pick in i.description)
     proc = run_cli(["fuzz", "--program", f"kernels:{program}", "--transformation", spec, "--instance", inst.id,
-                    "--time", "60", "--race"], tmp_path)
+                    "--time", "30", "--race"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     [entry] = summary_of(tmp_path)["instances"]
     assert entry["verdict"] == "PASS", entry
