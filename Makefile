@@ -87,8 +87,8 @@ help:
 	@echo "make setup-gpu                                           on a GPU machine: pycuda (kernel replays) as well"
 	@echo "make gpu-check [GPU_CHECK_ARGS=--quick]                 on a GPU machine: tests/gpu, GPU fuzzing of kernels and"
 	@echo "                                                         gpukernels; figures in $(WORK)/gpu-check/gpu-check.md"
-	@echo "make test                                               the whole test suite, then its bounded set on DaCe $(OTHER_DACE)"
-	@echo "make setup-dace DACE=2.0.0b1                           another DaCe in its own environment; DACE=2.0.0b1 on any"
+	@echo "make test                                               the whole test suite on DaCe $(DEFAULT_DACE), then its bounded set on $(OTHER_DACE)"
+	@echo "make setup-dace DACE=1.0.2                              another DaCe in its own environment; DACE=1.0.2 on any"
 	@echo "                                                         target (fuzz, campaign, bugs...) runs there"
 	@echo "make shipped-parses                                     parse the built-in programs that ship (CLOUDSC) again on"
 	@echo "                                                         every pinned DaCe: after an edit to the port or the loader"
@@ -100,7 +100,7 @@ help:
 
 setup: deps venv
 
-# another DaCe in its own environment: make setup-dace DACE=2.0.0b1, or DACE=/path/to/dace
+# another DaCe in its own environment: make setup-dace DACE=1.0.2, or DACE=/path/to/dace
 setup-dace: deps
 	@test -n "$(ON_OTHER_DACE)" || { echo "make setup-dace needs DACE=<version> other than $(DEFAULT_DACE) (e.g. DACE=$(OTHER_DACE)) or DACE=<path to a DaCe source tree>"; exit 2; }
 ifneq ($(DACE_TREE),)
