@@ -83,8 +83,6 @@ class Scheduler:
         candidates = [q for q in QUEUES if self.queues[q]]
         if len(candidates) > 1 and all(self.shares[q] == 0 for q in candidates):
             candidates = candidates[:1]
-        if self._first_wave(workers):
-            candidates = [MAIN]
         if len(candidates) > 1:
             room = [q for q in candidates if self._running(q) < self._workers_for(q, workers)]
             candidates = room or candidates
@@ -93,14 +91,6 @@ class Scheduler:
         self.urgent.discard(row["id"])
         self.running[row["id"]] = (queue, now, row["spec"])
         return row
-
-    def _first_wave(self, workers: int) -> bool:
-        """Whether this start is one of the run's first, one per worker, before any instance
-        has finished: those come from the main queue, whose cut-out instances reach a verdict
-        quickest, so the first verdict does not wait on a variant's parameter search or a whole
-        program. The other queues have used none of their share then, so they take the next
-        free workers and keep their share from there."""
-        return bool(self.queues[MAIN]) and not any(self.spent.values()) and len(self.running) < workers
 
     def _pick(self, queue: str, now: float) -> int:
         """The index in ``queue`` of the next instance: one put back in front, else the first

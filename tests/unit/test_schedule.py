@@ -1,7 +1,7 @@
 """Which instance starts next: each queue gets its share of the workers' time."""
 import time
 
-from harnessgen.campaign.planning import MAIN, VARIANTS, WHOLE
+from harnessgen.campaign.planning import MAIN, WHOLE
 from harnessgen.campaign.schedule import Scheduler, estimate_seconds, median_walls
 
 
@@ -108,14 +108,3 @@ def test_a_run_that_continues_starts_with_the_transformations_that_were_quickest
     scheduler = Scheduler(lambda row: MAIN, expected=median_walls(done))
     scheduler.add([{"id": f"{spec}-{i}", "spec": spec} for i in range(3) for spec in ("dear", "new", "cheap")])
     assert [scheduler.next()["spec"] for _ in range(3)] == ["new", "cheap", "dear"]   # unknown: 0 s expected
-
-
-def test_the_first_wave_comes_from_the_main_queue_then_every_queue_keeps_its_share():
-    """On two workers, both first starts are cut-out instances (variants and whole programs
-    would hold the first verdict back); once one has finished, the variants, which have used
-    none of their share, take the next free worker."""
-    scheduler = Scheduler(lambda row: row["spec"], whole_share=0.25, variant_share=0.15)
-    scheduler.add(rows(VARIANTS, 3) + rows(WHOLE, 3) + rows(MAIN, 5))
-    assert [scheduler.next(workers=2)["spec"] for _ in range(2)] == [MAIN, MAIN]
-    scheduler.finished("main-0")
-    assert scheduler.next(workers=2)["spec"] in (VARIANTS, WHOLE)
