@@ -210,9 +210,13 @@ def _deferred(subject: subjects.Subject, specs: List[str], cached: set) -> List[
     """The transformations left to the background planner: every one not cached, except the
     first pattern transformation where no cached one gives the workers something to start
     with (judging starts after one enumeration, not after all of them: CLOUDSC's eleven take
-    8 s); the pattern transformations first, then those that work on whole programs."""
+    8 s), one quick to judge where there is one (``Subject.quick_to_judge``: the first verdicts
+    wait on its instances); the pattern transformations first, then those that work on whole
+    programs."""
     patterns = [s for s in specs if not subject.whole_program(s)]
-    first = [] if any(s in cached for s in patterns) else [s for s in patterns if s not in cached][:1]
+    uncached_patterns = [s for s in patterns if s not in cached]
+    quick = [s for s in uncached_patterns if subject.quick_to_judge(s)]
+    first = [] if any(s in cached for s in patterns) else (quick or uncached_patterns)[:1]
     uncached = [s for s in specs if s not in cached and s not in first]
     return [s for s in uncached if not subject.whole_program(s)] + [s for s in uncached if subject.whole_program(s)]
 

@@ -80,6 +80,12 @@ class Subject(abc.ABC):
         enumeration runs beside the run, and its instances get their own share of the time."""
         return False
 
+    def quick_to_judge(self, spec: str) -> bool:
+        """Whether the instances of ``spec`` are expected to reach a verdict in a moment (small
+        cutouts, quick builds): the planner enumerates such a transformation before the run
+        starts, so that the first verdicts come within seconds."""
+        return False
+
     def loading_steps(self, specs: List[str]) -> List[Tuple[str, Callable[[], None]]]:
         """(label, load) for what enumerating ``specs`` will load (programs parsed, forms made),
         so that the planner can show each step as it happens."""

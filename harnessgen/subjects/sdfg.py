@@ -23,7 +23,7 @@ from ..core.errors import BuildError, ConfigError, Unsupported
 from ..core.files import write_json
 from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from ..core.records import BLOCKED, InstanceResult
-from ..cutout.changes import Change, Passes, load_change
+from ..cutout.changes import Change, Passes, Patterns, load_change
 from ..cutout.cut import volume_at_probe
 from ..cutout.extract import PRE_NAME, CutoutPair
 from ..dacecompat import keep_template
@@ -115,6 +115,14 @@ class SdfgSubject(Subject):
 
     def whole_program(self, spec: str) -> bool:
         return isinstance(self.change(spec), Passes)
+
+    def quick_to_judge(self, spec: str) -> bool:
+        # a match inside one state is cut out of that state: a loop or a region's transformation
+        # takes the whole loop, whose cutout (a CLOUDSC loop, unrolled) builds for seconds
+        from dace.transformation.transformation import SingleStateTransformation
+
+        change = self.change(spec)
+        return isinstance(change, Patterns) and issubclass(change.cls, SingleStateTransformation)
 
     def loading_steps(self, specs: List[str]):
         forms = sorted({self.change(spec).simplified for spec in specs}, reverse=True)

@@ -61,3 +61,14 @@ def test_passes_are_enumerated_beside_the_run_and_then_cached(tmp_path):
     assert sorted(positions) == list(range(len(planned.rows), len(planned.rows) + len(positions)))
     # the same plan again: the passes come from the cache, nothing is deferred
     assert plan(cfg, Recorder(), defer=True).deferred == []
+
+
+def test_the_transformation_enumerated_before_the_run_is_one_quick_to_judge(tmp_path):
+    """A loop transformation listed first is left beside the run: the workers start on a
+    single-state one, whose small cutouts give the first verdicts within seconds."""
+    planned = plan(config(tmp_path, "LoopToMap,MapTiling,FuseStates"), Recorder(), defer=True)
+    assert {row["spec"] for row in planned.rows} == {"MapTiling"}
+    assert planned.deferred == ["LoopToMap", "FuseStates"]
+    # with none quick to judge, the first pattern transformation still gives the workers a start
+    planned = plan(config(tmp_path / "loops", "LoopToMap,FuseStates"), Recorder(), defer=True)
+    assert planned.deferred == ["FuseStates"]
