@@ -51,7 +51,7 @@ TORCH        ?=
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv shipped-parses fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
+.PHONY: setup warm setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv shipped-parses fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -98,7 +98,7 @@ help:
 	@echo "make bench-zoo                                          time the planted-bug zoo (about 10 min)"
 	@echo "make bench-prove                                        proof coverage: kernels x all CPU built-ins and CLOUDSC defaults (--prove only)"
 
-setup: deps venv
+setup: deps venv warm
 
 # another DaCe in its own environment: make setup-dace DACE=1.0.2, or DACE=/path/to/dace
 setup-dace: deps
@@ -143,6 +143,13 @@ $(VENV)/.stamp: pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask]'
 	touch $@
+
+# the precompiled headers every build shares, made once here: a fresh clone's first verdict
+# does not wait on them (harnessgen/harness/warm.py; never fails setup)
+warm: $(WORK)/.warm-stamp
+$(WORK)/.warm-stamp: $(VENV)/.stamp
+	$(BIN)/python -m harnessgen.harness.warm $(WORK)
+	@touch $@
 
 # GPU work needs the CUDA toolchain: a kernel target, or GPU transformations (XFORM=gpu, GPU...)
 NEEDS_CUDA = $(or $(findstring gpukernels,$(TARGET)),$(findstring gpu,$(XFORM)),$(findstring GPU,$(XFORM)))

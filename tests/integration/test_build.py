@@ -226,3 +226,16 @@ def test_a_replay_only_build_that_must_be_fuzzed_after_all_gets_its_afl_harness(
     assert fuzzable.dir != replay_only.dir and fuzzable.harness_afl.is_file()
     assert (fuzzable.dir / "constraints.json").is_file()
     assert with_afl(fuzzable, instance.instance, tmp_path).dir == fuzzable.dir
+
+
+def test_warming_at_setup_makes_the_precompiled_headers_later_builds_use(tmp_path):
+    """``make setup`` warms the work directory: an instance of another kernel and another
+    transformation then builds without a precompiled header of its own."""
+    from harnessgen.harness.warm import warm
+
+    warm(tmp_path)
+    made = sorted(p.name for p in (tmp_path / "pch").iterdir())
+    assert len(made) >= 3, made          # DaCe's runtime for the plain and the AFL compiler, the harness
+    pair = make_pair("softmax", "MapExpansion")
+    build(pair, layout_of(pair), tmp_path, afl=True)
+    assert sorted(p.name for p in (tmp_path / "pch").iterdir()) == made
