@@ -147,7 +147,7 @@ $(VENV)/.stamp: pyproject.toml constraints.txt
 # the precompiled headers every build shares, made once here: a fresh clone's first verdict
 # does not wait on them (harnessgen/harness/warm.py; never fails setup)
 warm: $(WORK)/.warm-stamp
-$(WORK)/.warm-stamp: $(VENV)/.stamp
+$(WORK)/.warm-stamp: $(WORK)/.deps-stamp $(VENV)/.stamp
 	$(BIN)/python -m harnessgen.harness.warm $(WORK)
 	@touch $@
 

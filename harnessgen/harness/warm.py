@@ -23,11 +23,9 @@ def warm(work_dir: Path) -> float:
     seconds."""
     from ..cutout.changes import load_change
     from ..cutout.extract import extract
-    from ..inputs.constraints import derive
-    from ..inputs.layout import build_layout
     from ..plan.params import ParamOptions
     from ..targets import resolve
-    from .build import build
+    from .judge import JudgeOptions, prepare
 
     started = time.monotonic()
     target, _ = resolve("kernels")
@@ -35,9 +33,7 @@ def warm(work_dir: Path) -> float:
     change = load_change(TRANSFORMATION)
     [first, *_] = change.instances(target, [program], lambda name, simplified: target.programs[name].sdfg(simplified),
                                    None, ParamOptions())
-    pair = extract(program.sdfg(True), first, change.cls)
-    layout = build_layout(pair, derive(pair))
-    build(pair, layout, work_dir, afl=True, cmplog=True)
+    prepare(extract(program.sdfg(True), first, change.cls), JudgeOptions(work_dir=work_dir, afl=True, cmplog=True))
     return time.monotonic() - started
 
 

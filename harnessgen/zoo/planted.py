@@ -463,7 +463,7 @@ def _names_read_by_code(state: SDFGState) -> set:
             if e.data.data and isinstance(e.dst, (nodes.CodeNode, nodes.EntryNode))}
 
 
-def _fusable_states(level: SDFG):
+def _fusable_states(level: ControlFlowRegion):
     for edge in level.edges():
         first, second = edge.src, edge.dst
         if not (isinstance(first, SDFGState) and isinstance(second, SDFGState)) or first is second:
@@ -480,7 +480,7 @@ def _fusable_states(level: SDFG):
     return None
 
 
-def _fuse_first_into_second(level: SDFG, first: SDFGState, second: SDFGState) -> None:
+def _fuse_first_into_second(level: ControlFlowRegion, first: SDFGState, second: SDFGState) -> None:
     was_start = level.start_block is first
     for node in first.nodes():
         second.add_node(node)

@@ -11,8 +11,9 @@ from tests.conftest import PROGRAMS, instances_of, program_sdfg, run_cli, summar
 # (DaCe 2.0's loops are LoopRegions: spmv has no StateFusion match there, clip_small's start
 # state is no longer one StartStateElimination removes)
 ON_STATE_MACHINES = pytest.mark.dace_102
-CONTEXT_DEPENDENT = [pytest.param("spmv", "StateFusion", marks=ON_STATE_MACHINES), ("elementwise_chain", "OTFMapFusion"),
-                     ("softmax", "BufferTiling"), pytest.param("clip_small", "StartStateElimination", marks=ON_STATE_MACHINES)]
+CONTEXT_DEPENDENT = [pytest.param("spmv", "StateFusion", marks=ON_STATE_MACHINES),
+                     ("elementwise_chain", "OTFMapFusion"), ("softmax", "BufferTiling"),
+                     pytest.param("clip_small", "StartStateElimination", marks=ON_STATE_MACHINES)]
 
 
 @pytest.mark.parametrize("program,spec", CONTEXT_DEPENDENT)

@@ -23,7 +23,7 @@ def gated_pair():
     assert str(sdfg.symbols[SYMBOL]) == "double"
     cls = load_transformation("MapTiling")
     insts = enumerate_instances(target, [program], cls, "MapTiling", {"gated_symbol": sdfg})
-    # the map before the branch: B[i] = A[i] * (g * 2.0)
+    # the map before the branch: B[i] = A[i] * g
     first = next(i for i in insts if sdfg.node(i.match.get("state_id", 0)).label == "MapState")
     return extract(sdfg, first, cls)
 

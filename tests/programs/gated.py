@@ -1,22 +1,14 @@
-"""A float computed before a branch is tested in its condition: DaCe makes it an interstate
-symbol of type double, a free symbol of every cutout after its assignment."""
+"""A float computed before a branch and tested in its condition (``gated_symbol``): an
+interstate symbol of type double, a free symbol of every cutout after its assignment. And a
+branch on a scalar argument (``branch_on_scalar``)."""
 import dace
 
 N = dace.symbol("N")
 
-@dace.program
-def gated(A: dace.float64[N], G: dace.float64[1], B: dace.float64[N]):
-    g = G[0] * 2.0
-    for i in dace.map[0:N]:
-        B[i] = A[i] * g
-    if g > 1.0:
-        for i in dace.map[0:N]:
-            B[i] = B[i] + g
-
 
 @dace.program
 def branch_on_scalar(A: dace.float64[N], s: dace.float64, B: dace.float64[N]):
-    # the condition reads the scalar argument s on an interstate edge
+    # the condition reads the scalar argument s (an interstate edge's on 1.0.2, a branch's on 2.0)
     if s > 1.0:
         B[:] = A * 2.0
     else:
@@ -24,9 +16,10 @@ def branch_on_scalar(A: dace.float64[N], s: dace.float64, B: dace.float64[N]):
 
 
 def gated_symbol():
-    """``gated`` as DaCe 1.0.2's frontend makes it, built by hand so that every DaCe has it: ``g``
-    an interstate symbol of type double, assigned from ``G[0]`` before the first map and tested
-    on the edge into the second (DaCe 2.0's frontend keeps ``g`` a scalar container)."""
+    """``g = G[0] * 2.0``, then ``B = A * g``, and ``B += g`` where ``g > 1.0``, built by hand
+    as DaCe 1.0.2's frontend writes such a program, so that every DaCe has it: ``g`` an
+    interstate symbol of type double, assigned before the first map and tested on the edge
+    into the second (DaCe 2.0's frontend keeps ``g`` a scalar container)."""
     sdfg = dace.SDFG("gated_symbol")
     for name, shape in (("A", [N]), ("G", [1]), ("B", [N])):
         sdfg.add_array(name, shape, dace.float64)
