@@ -1,9 +1,21 @@
-"""A float computed before a branch and tested in its condition (``gated_symbol``): an
-interstate symbol of type double, a free symbol of every cutout after its assignment. And a
-branch on a scalar argument (``branch_on_scalar``)."""
+"""A float computed before a branch and tested in its condition (``gated``, and
+``gated_symbol`` as DaCe 1.0.2's frontend makes it): an interstate symbol of type double, a free
+symbol of every cutout after its assignment. And a branch on a scalar argument
+(``branch_on_scalar``)."""
 import dace
 
 N = dace.symbol("N")
+
+
+@dace.program
+def gated(A: dace.float64[N], G: dace.float64[1], B: dace.float64[N]):
+    # explicit maps and a size symbol: the plain-Python reference test runs it
+    g = G[0] * 2.0
+    for i in dace.map[0:N]:
+        B[i] = A[i] * g
+    if g > 1.0:
+        for i in dace.map[0:N]:
+            B[i] = B[i] + g
 
 
 @dace.program
