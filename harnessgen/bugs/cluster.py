@@ -82,6 +82,8 @@ class Bug:
     reduction: Optional[Dict] = None    # reduce.Reduction's record, once reduced
     # DaCe version -> versions.VersionVerdict's record, once judged on other DaCe versions
     versions: Dict[str, Dict] = dataclasses.field(default_factory=dict)
+    # instances that took a member instance's verdict: their pair is the same up to names
+    same_pair: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -97,13 +99,15 @@ class Bug:
 
     @property
     def instances(self) -> List[str]:
-        return sorted({f.instance for f in self.findings})
+        """Every instance that shows the bug: those with a finding of it, and their equals."""
+        return sorted({f.instance for f in self.findings} | set(self.same_pair))
 
     def to_json(self) -> Dict:
         rep, first = self.representative, self.first
         return {"id": self.id, "kind": self.signature.kind, "transformation": self.signature.transformation,
                 "signature": list(self.signature.parts), "description": self.signature.describe(),
-                "instances": len(self.instances), "findings": len(self.findings),
+                "instances": len(self.instances), "same_pair_instances": len(self.same_pair),
+                "findings": len(self.findings),
                 "programs": sorted({f.program for f in self.findings}),
                 "first_seen": {"at": _iso(first.seen_at), "instance": first.instance, "path": str(first.path)},
                 "representative": rep.to_json(), "reduction": self.reduction, "versions": self.versions,
@@ -279,7 +283,25 @@ def collect(run_dirs: List[Path], out_dir: Optional[Path] = None) -> List[Bug]:
         record = read_finding(folder, verdict)
         if record is not None:
             records.append(record)
-    return cluster(records)
+    bugs = cluster(records)
+    followers = same_pair_followers(run_dirs)
+    for bug in bugs:
+        own = {f.instance for f in bug.findings}
+        bug.same_pair = sorted({follower for instance in own for follower in followers.get(instance, ())} - own)
+    return sorted(bugs, key=lambda b: (-len(b.instances), b.signature.kind, b.id))
+
+
+def same_pair_followers(run_dirs: List[Path]) -> Dict[str, List[str]]:
+    """Representative instance -> the instances that took its verdict (summary.json's)."""
+    out: Dict[str, List[str]] = {}
+    for run_dir in run_dirs:
+        summary_file = Path(run_dir) / "summary.json"
+        if not summary_file.is_file():
+            continue
+        for entry in json.loads(summary_file.read_text()).get("instances", []):
+            if entry.get("same_pair_as"):
+                out.setdefault(entry["same_pair_as"], []).append(entry["id"])
+    return out
 
 
 def bugs_document(bugs: List[Bug], run_dirs: List[Path], seconds: float = 0.0, reduce_seconds: float = 0.0) -> Dict:

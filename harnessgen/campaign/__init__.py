@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from ..bugs.reduce import ReduceOptions
-from ..core import runlog
+from ..core import runlog, shared_pairs
 from ..core.errors import ConfigError
-from ..core.files import clear_stale_omp_registrations
+from ..core.files import clear_stale_omp_registrations, write_json
 from ..dacecompat import dace_version
 from ..harness.judge import JudgeOptions
 from . import planning, run_report as report
@@ -190,7 +190,7 @@ def start_over(directory: Path) -> None:
     """--fresh: the state, every result, afl-fuzz's folders and the warnings go; findings stay."""
     (directory / DB_NAME).unlink(missing_ok=True)
     (directory / runlog.LOG_NAME).unlink(missing_ok=True)
-    for folder in (RESULTS_DIR, "afl", "instances"):
+    for folder in (RESULTS_DIR, "afl", "instances", shared_pairs.PAIRS_DIR):
         shutil.rmtree(directory / folder, ignore_errors=True)
 
 
@@ -199,6 +199,8 @@ def _open_state(config: CampaignConfig, directory: Path) -> CampaignState:
     if config.replan and not state.is_same(config.identity):
         state.close()
         (directory / DB_NAME).unlink()
+        # another campaign's claims: its representatives' verdicts are not this one's
+        shutil.rmtree(directory / shared_pairs.PAIRS_DIR, ignore_errors=True)
         state = CampaignState(directory / DB_NAME)
     state.check_same(config.identity)
     return state
@@ -268,6 +270,7 @@ class _Feed:
         self.scheduler = Scheduler(lambda row: _queue_of(subject, row), config.options.whole_share,
                                    config.options.variant_share, expected=median_walls(done))
         self.scheduler.add(state.pending(selection))
+        self.pairs = _Followers()
         # instances in flight when a local worker died: each runs alone until it finishes or
         # dies alone (only then is the death its own), so one that kills its worker never
         # costs the instances that ran beside it their verdicts
@@ -299,6 +302,56 @@ class _Feed:
         if self.planner is not None:
             self.poll()
             self.planner.close()
+
+
+class _Followers:
+    """Instances whose pair is one another instance judges, waiting for its verdict
+    (``core.shared_pairs``)."""
+
+    def __init__(self):
+        # representative's id -> its followers, each with its worker's pending result
+        self.waiting: Dict[str, List[tuple]] = {}
+
+    def settled(self, task: Task, result: Dict, state: CampaignState, scheduler: Scheduler) -> List[Dict]:
+        """The finished results a worker's ``result`` makes: none while it is a follower whose
+        representative has no verdict yet; else its own and those of its followers."""
+        if shared_pairs.is_pending(result):
+            owner = result["same_pair_as"]
+            if state.status(owner) is None:       # a claim this campaign does not know: judged alone
+                return self._take(task, result, {"id": owner, "verdict": "ERROR"}, state, scheduler)
+            representative = state.result(owner)
+            if representative is None:
+                self.waiting.setdefault(owner, []).append((task, result))
+                return []
+            return self._take(task, result, representative, state, scheduler)
+        state.finish(task.instance["id"], result)
+        done = [result]
+        for follower, pending in self.waiting.pop(result["id"], []):
+            done += self._take(follower, pending, result, state, scheduler)
+        return done
+
+    @staticmethod
+    def _take(task: Task, pending: Dict, representative: Dict, state: CampaignState,
+              scheduler: Scheduler) -> List[Dict]:
+        instance_id = task.instance["id"]
+        if not shared_pairs.shareable(representative):
+            state.requeue(instance_id)
+            scheduler.add([{"id": instance_id, "spec": task.spec, "instance": task.instance,
+                            "attempts": task.attempt, "alone": True}], front=True)
+            return []
+        result = {**shared_pairs.shared_result(pending, representative), "finished_at": time.time()}
+        write_json(result_file(task.options.out_dir, instance_id), result)
+        state.finish(instance_id, result)
+        return [result]
+
+    def release(self, state: CampaignState, scheduler: Scheduler) -> None:
+        """Followers whose representative did not finish here: pending again, judged later."""
+        for followers in self.waiting.values():
+            for task, _ in followers:
+                state.requeue(task.instance["id"])
+                scheduler.add([{"id": task.instance["id"], "spec": task.spec, "instance": task.instance,
+                                "attempts": task.attempt}])
+        self.waiting.clear()
 
 
 def _queue_of(subject, row: Dict) -> str:
@@ -374,7 +427,10 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
                 scheduler.add([row], front=True)
                 return
             attempt = state.start(row["id"], run)
-            task = Task(config.program, row["spec"], row["instance"], _instance_options(config), attempt)
+            options = _instance_options(config)
+            if row.get("alone"):     # its representative's verdict was its place's: judged itself
+                options = dataclasses.replace(options, share_pairs=False)
+            task = Task(config.program, row["spec"], row["instance"], options, attempt)
             try:
                 inflight[opened.executor.submit(run_task, task, live)] = task
             except cf.process.BrokenProcessPool:
@@ -400,8 +456,7 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
             if result is None:
                 broken = True
                 continue
-            state.finish(task.instance["id"], result)
-            results.append(result)
+            results += feed.pairs.settled(task, result, state, scheduler)
         # the idle workers get their next instance before the terminal and summary.json are
         # brought up to date: that bookkeeping grows with the run (0.7 s at 1,200 results)
         if not opened.in_process:
@@ -412,6 +467,7 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
                 progress.finished(result)
         if progress:
             progress.update(list(inflight.values()))
+    feed.pairs.release(state, scheduler)
     if broken:
         raise _BrokenExecutor()
     if not _may_start(config, started):

@@ -38,6 +38,8 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
     transformation enumerated beside the run added ``count`` instances. With
     ``options.budget_s`` no instance starts after the budget (``options.resume``: the same
     command continues)."""
+    if instance_ids:      # the instances asked for are each judged, never taken as another's equal
+        options = dataclasses.replace(options, share_pairs=False)
     config = campaign.CampaignConfig(
         program=program_spec, transformations=xform_spec or "", directory=options.out_dir,
         budget=campaign.Budget(options.time_s, options.max_execs), options=options, fresh=False,

@@ -17,6 +17,8 @@ from typing import Callable, Dict, List, Optional
 
 from .. import prove as provelib
 from ..core import evidence as evidencelib
+from ..core import shared_pairs
+from ..core.shared_pairs import SamePair
 from ..core.errors import BuildError, ConfigError, EngineError, ToolMissing, Unsupported
 from ..core.files import write_atomic, write_json
 from ..core.outcome import Outcome
@@ -44,9 +46,14 @@ class InstanceRunner:
         started = time.monotonic()
         result = _blank(inst)
         try:
-            self.judge(spec, inst, result=result)
+            self.judge(spec, inst, result=result, claim=self._claim(inst))
             self.subject.after_verdict(spec, inst, self.options, result,
                                        lambda variant, past: self.judge(spec, variant, past=past))
+        except SamePair as same:      # its verdict is the representative's, once there is one
+            result.verdict, result.same_pair_as, result.pair_key = shared_pairs.PENDING, same.representative, same.key
+            result.message = str(same)
+            if inst.params:
+                result.params = {"values": inst.params, "match": inst.base}
         except Unsupported as exc:
             result.verdict, result.message = "UNSUPPORTED", str(exc)
         except Exception as exc:       # noqa: BLE001 -- recorded with its traceback; the run goes on
@@ -54,12 +61,20 @@ class InstanceRunner:
         result.wall_seconds = round(time.monotonic() - started, 3)
         return result
 
+    def _claim(self, inst: Instance) -> Optional[Callable[[str], str]]:
+        """How the instance's pair is claimed (``shared_pairs.claim``): only its own first
+        judgement, never a variant's or a larger cutout's after the verdict."""
+        if not self.options.share_pairs:
+            return None
+        return lambda key: shared_pairs.claim(self.options.out_dir, key, inst.id)
+
     def judge(self, spec: str, inst: Instance, result: Optional[InstanceResult] = None,
-              past: int = 0) -> InstanceResult:
-        """Prepare, fuzz and triage one instance (``past``: in a cutout that many steps larger)."""
+              past: int = 0, claim: Optional[Callable[[str], str]] = None) -> InstanceResult:
+        """Prepare, fuzz and triage one instance (``past``: in a cutout that many steps larger;
+        ``claim``: see ``Subject.prepare``)."""
         result = result if result is not None else _blank(inst)
         started = time.monotonic()
-        harness = self.subject.prepare(spec, inst, self.options, result, started, past)
+        harness = self.subject.prepare(spec, inst, self.options, result, started, past, claim=claim)
         if harness is not None:
             result.build_dir = str(harness.dir)
             self._fuzz_built(inst, harness, result, started)

@@ -142,7 +142,7 @@ class CampaignState:
         rows = list(self.db.execute("SELECT id, attempts FROM instances WHERE state = 'running'"))
         for row in rows:
             path = Path(result_file(row["id"]))
-            result = _read_result(path)
+            result = read_result(path)
             if result is not None and result.get("attempt") == row["attempts"]:
                 self.finish(row["id"], result)
                 counts["recorded"] += 1
@@ -187,6 +187,17 @@ class CampaignState:
                             "completions = completions + 1 WHERE id = ?",
                             (result.get("verdict"), json.dumps(result, default=str), time.time(), instance_id))
 
+    def status(self, instance_id: str) -> Optional[str]:
+        """pending, running or done; None for an instance this campaign does not hold."""
+        row = self.db.execute("SELECT state FROM instances WHERE id = ?", (instance_id,)).fetchone()
+        return row["state"] if row else None
+
+    def result(self, instance_id: str) -> Optional[Dict]:
+        """A finished instance's result (None while it is not done)."""
+        row = self.db.execute("SELECT result FROM instances WHERE id = ? AND state = 'done'",
+                              (instance_id,)).fetchone()
+        return json.loads(row["result"]) if row and row["result"] else None
+
     def counts(self, selection: Optional[List[str]] = None) -> Dict[str, int]:
         out = {"pending": 0, "running": 0, "done": 0}
         wanted = None if selection is None else set(selection)
@@ -217,7 +228,7 @@ def _in_order(rows: List[Dict], selection: List[str]) -> List[Dict]:
     return [by_id[i] for i in selection if i in by_id]
 
 
-def _read_result(path: Path) -> Optional[Dict]:
+def read_result(path: Path) -> Optional[Dict]:
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):

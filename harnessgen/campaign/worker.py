@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, Dict, Optional
 
 from .. import subjects
-from ..core import runlog
+from ..core import runlog, shared_pairs
 from ..core.files import write_atomic, write_json
 from ..plan.instances import Instance
 from .runner import InstanceRunner
@@ -54,10 +54,10 @@ def run_task(task: Task, live: Optional[Callable] = None) -> Dict:
     options = task.options
     with runlog.captured_warnings(options.out_dir, echo=options.verbose):
         runner = InstanceRunner(worker_subject(task.program_spec), options, live)
-        result = runner.run(task.spec, inst)
-    entry = result.to_json()
+        entry = runner.run(task.spec, inst).to_json()
     entry.update(attempt=task.attempt, spec=task.spec, finished_at=time.time())
-    write_json(result_file(options.out_dir, inst.id), entry)
+    if not shared_pairs.is_pending(entry):     # a follower's is the driver's to finish (``_Followers``)
+        write_json(result_file(options.out_dir, inst.id), entry)
     return entry
 
 

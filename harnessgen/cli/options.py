@@ -82,6 +82,10 @@ def add_instance_options(p) -> None:
     p.add_argument("--variant-share", type=float, default=0.15, metavar="F",
                    help="share of the workers' time for parameter variants beyond each match's defaults "
                         "(--params); default 0.15")
+    p.add_argument("--share-pairs", action=argparse.BooleanOptionalAction, default=True,
+                   help="an instance whose cutout pair equals one already judged up to names and GUIDs takes "
+                        "that one's verdict (\"same pair as <id>\") instead of being built and fuzzed again; "
+                        "never where a whole-program audit runs (default on)")
     p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
     p.add_argument("--prove", choices=("first", "only", "off"), default="first",
                    help="translation validation of affine cutouts (islpy + z3): first (default) proves each pair "
@@ -124,7 +128,7 @@ def fuzz_options(args, **fields):
         reference_check=args.reference_check, audit_time_s=args.audit_time, reduce_seconds=args.reduce_time,
         reduce_candidates=args.reduce_candidates, params=parse_mode(args.params),
         params_shrink_s=args.params_shrink_time, prove=args.prove, whole_share=args.whole_share,
-        variant_share=args.variant_share, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
+        variant_share=args.variant_share, share_pairs=args.share_pairs, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 
 
 def redo_list(text: str) -> tuple:

@@ -152,7 +152,9 @@ def summary_table(results: List[InstanceResult]) -> Optional[Table]:
     table = Table(title="verdicts per transformation")
     variants = any(row["param_variants"] for row in rows)
     proofs = any(row["proofs"] for row in rows)
-    columns = ("transformation", "instances") + (("matches", "parameter variants") if variants else ()) \
+    shared = any(row["same_pair"] for row in rows)
+    columns = ("transformation", "instances") + (("distinct pairs",) if shared else ()) \
+        + (("matches", "parameter variants") if variants else ()) \
         + ("verdicts", "PASS rests on") + (("proofs",) if proofs else ()) + ("findings", "median s to verdict")
     for col in columns:
         table.add_column(col, justify="left" if col in ("transformation", "verdicts", "PASS rests on", "proofs")
@@ -160,6 +162,7 @@ def summary_table(results: List[InstanceResult]) -> Optional[Table]:
     for row in rows:
         verdicts = ", ".join(f"{n} {v}" for v, n in row["verdicts"].items())
         table.add_row(row["transformation"], str(row["instances"]),
+                      *((str(row["distinct_pairs"]),) if shared else ()),
                       *((str(row["matches"]), str(row["param_variants"])) if variants else ()), verdicts,
                       pass_evidence_text(row),
                       *((", ".join(f"{n} {v}" for v, n in row["proofs"].items()),) if proofs else ()),
@@ -193,6 +196,7 @@ def bug_lines(run_dir: Path) -> List[str]:
 
 
 def verdict_count_line(results: Iterable[InstanceResult], summary_file: Path) -> str:
+    results = list(results)
     counts: Dict[str, int] = {}
     for r in results:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
@@ -200,7 +204,9 @@ def verdict_count_line(results: Iterable[InstanceResult], summary_file: Path) ->
     errors = counts.pop("ERROR", 0)
     judged = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     not_judged = f"{'; ' if judged else ''}{errors} ERROR (not judged: see below)" if errors else ""
-    return f"{total} instance(s): {judged}{not_judged}; summary in {summary_file}"
+    shared = sum(1 for r in results if r.same_pair_as)
+    pairs = f" ({total - shared} distinct pair(s) judged; {shared} took an equal pair's verdict)" if shared else ""
+    return f"{total} instance(s){pairs}: {judged}{not_judged}; summary in {summary_file}"
 
 
 def attention_lines(results: List[InstanceResult], out: Path, verbose: bool) -> List[str]:

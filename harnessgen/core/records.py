@@ -80,6 +80,7 @@ class FuzzOptions:
     prove: str = "first"                 # first: prove, fuzz what the proof does not settle; only: never fuzz; off
     whole_share: float = 0.25            # of the workers' time, for instances judged on whole programs (passes)
     variant_share: float = 0.15          # of the workers' time, for parameter variants beyond each match's defaults
+    share_pairs: bool = True             # an instance whose pair equals a judged one's up to names takes its verdict
 
     def keep_dir(self, inst) -> Path:
         """Where an instance's findings and raw crashes are kept: crashes/<target>/<instance>/."""
@@ -127,6 +128,8 @@ class InstanceResult:
     notes: List[str] = dataclasses.field(default_factory=list)   # what the verdict was judged with (never a finding)
     # ERROR: {"stage": engine | build | setup | config | worker | harnessgen, "reason": ..., "log": path}
     error: Dict = dataclasses.field(default_factory=dict)
+    pair_key: str = ""                   # the pair's canonical key (cutout.canonical), where it has one
+    same_pair_as: str = ""               # the instance whose verdict this one takes (core.shared_pairs)
 
     @contextlib.contextmanager
     def timed(self, phase: str):
@@ -170,8 +173,9 @@ def per_transformation(results: List[InstanceResult]) -> List[Dict]:
         row = rows.setdefault(r.transformation, {"transformation": r.transformation, "instances": 0, "verdicts": {},
                                                  "findings": 0, "times": [], "reproducers": [], "matches": set(),
                                                  "param_variants": 0, "proofs": {}, "pass_evidence": {},
-                                                 "not_fuzzed_as_meant": 0})
+                                                 "not_fuzzed_as_meant": 0, "distinct_pairs": 0, "same_pair": 0})
         row["instances"] += 1
+        row["same_pair" if r.same_pair_as else "distinct_pairs"] += 1
         if r.verdict == Outcome.PASS.name and r.evidence:
             kind = r.evidence["kind"]
             row["pass_evidence"][kind] = row["pass_evidence"].get(kind, 0) + 1
@@ -222,6 +226,9 @@ def run_summary(settings: Dict, results: List[InstanceResult], planned: int, war
         "harnessgen": __version__, "dace": dace.__version__, "dace_source": dace_source(), **settings,
         "distinct_bugs": bugs or [],      # bugs.json's table: findings clustered by root cause
         "planned": planned, "finished": len(results), "not_run": planned - len(results), "warnings": warnings,
+        # finished instances judged themselves, and those that took an equal pair's verdict
+        "distinct_pairs": sum(1 for r in results if not r.same_pair_as),
+        "same_pair": sum(1 for r in results if r.same_pair_as),
         "reference_checks": reference_checks or [],
         "codegen_causes": codegen_causes(results),
         "per_transformation": per_transformation(results),

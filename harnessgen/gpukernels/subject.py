@@ -44,7 +44,7 @@ class KernelSubject(Subject):
     def names(self, inst) -> List[str]:
         return [inst.id, inst.program]            # a kernel's name names its one instance too
 
-    def prepare(self, spec: str, inst, options, result, started: float, past: int = 0):
+    def prepare(self, spec: str, inst, options, result, started: float, past: int = 0, claim=None):
         try:
             return build_kernel(self.kernels[inst.program], inst.target, options.work_dir, options.tolerance,
                                 afl=options.engine == "afl")

@@ -109,10 +109,13 @@ class Subject(abc.ABC):
 
     # ---------------------------------------------------------------- one instance
     @abc.abstractmethod
-    def prepare(self, spec: str, inst, options, result, started: float, past: int = 0):
+    def prepare(self, spec: str, inst, options, result, started: float, past: int = 0,
+                claim: Optional[Callable[[str], str]] = None):
         """Build the instance's harness (a ``build.HarnessBuild``), or give ``result`` its verdict
         without one (a static finding, a build failure) and return None. ``past``: how many
-        steps larger than the first the judged part of the program is (growth after an audit)."""
+        steps larger than the first the judged part of the program is (growth after an audit).
+        ``claim(key)``: where the kind knows its pair's canonical key, the instance that judges
+        that pair (``core.shared_pairs.claim``); another one's id raises ``SamePair``."""
 
     def fuzzable(self, harness, inst, options):
         """The build the engine runs: ``harness`` where it holds the engine's binaries, else the

@@ -23,6 +23,8 @@ from ..core.errors import BuildError, ConfigError, Unsupported
 from ..core.files import write_json
 from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from ..core.records import BLOCKED, InstanceResult
+from ..core.shared_pairs import SamePair
+from ..cutout.canonical import pair_key
 from ..cutout.changes import Change, Passes, Patterns, load_change
 from ..cutout.cut import volume_at_probe
 from ..cutout.extract import PRE_NAME, CutoutPair
@@ -152,7 +154,8 @@ class SdfgSubject(Subject):
         return self.change(spec).instances(self.target, self.target.select(self.program), self.sdfg, settings, params)
 
     # ---------------------------------------------------------------- one instance
-    def prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0):
+    def prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0,
+                claim: Optional[Callable[[str], str]] = None):
         whole_key = self._whole_program_key(inst)
         if self.change(spec).judged_whole(inst, past) and _blocked_program(whole_key, inst, options, result):
             return None
@@ -174,6 +177,14 @@ class SdfgSubject(Subject):
         judging = JudgeOptions.of(options, strict_names=len(self.target.programs) == 1)
         with result.timed("constraints"):
             constraints, layout = constrain(pair, judging)
+        if claim is not None and not self._audited(spec, inst, options):
+            # (an audited instance's verdict rests on its place in the program: never shared)
+            with result.timed("pair_key"):
+                key = _pair_key(pair, constraints)
+            result.pair_key = key or ""
+            owner = claim(key) if key else inst.id
+            if owner != inst.id:
+                raise SamePair(owner, key)
         # a pair proven equal bit for bit, or disproven, is not fuzzed: its build needs no
         # instrumented harness (a counterexample that does not replay is fuzzed after all: the
         # runner asks ``fuzzable`` for the harness then)
@@ -384,7 +395,7 @@ class SdfgSubject(Subject):
             result.audit = {"verdict": SKIPPED, "reason": "the instance's cutout is the whole program"}
             return
         sdfg = self.program_of(inst)
-        if not (options.audit if options.audit is not None else is_cheap(sdfg)):
+        if not self._audited(spec, inst, options):
             result.audit = {"verdict": SKIPPED, "reason": "--no-audit" if options.audit is False else
                             "the whole program is too large to run by default (--audit runs it)"}
             return
@@ -409,6 +420,12 @@ class SdfgSubject(Subject):
             for finding in result.findings:
                 finding["observable"] = label == "observable"
                 _mark_finding(Path(finding["path"]), label, record)
+
+    def _audited(self, spec: str, inst: Instance, options) -> bool:
+        """Whether a dynamic verdict of the instance gets the whole-program audit."""
+        if self.change(spec).judged_whole(inst, 0):
+            return False
+        return options.audit if options.audit is not None else is_cheap(self.program_of(inst))
 
     # ---------------------------------------------------------------- a static verdict, on the whole program
     def _confirm_static(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
@@ -497,6 +514,14 @@ class SdfgSubject(Subject):
         result.crashes, result.triage, result.evidence = again.crashes, again.triage, again.evidence
         result.build_dir = again.build_dir
         result.message = f"{why}: {again.message}"
+
+
+def _pair_key(pair: CutoutPair, constraints) -> Optional[str]:
+    """The pair's canonical key: pre, post, what they read and write, and their constraints."""
+    return pair_key(pair.pre.to_json(), pair.post.to_json(), {
+        "inputs": sorted(pair.input_config), "outputs": sorted(pair.output_config),
+        "symbol_outputs": list(pair.symbol_outputs), "whole_program": pair.whole_program,
+        "constraints": constraints.to_json()})
 
 
 def code_identity(spec: str) -> str:

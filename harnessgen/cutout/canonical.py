@@ -1,0 +1,134 @@
+"""A pair's canonical form: pre and post up to the names and GUIDs DaCe gives them.
+
+Two instances of a transformation at different places of a program (or two settings of its
+parameters) often make the same pair: the same containers, symbols, code and change, with
+other names. Such pairs compute the same functions, so they are bound to get the same verdict,
+and one of them is judged for all (``pair_key``).
+
+The key is sound before it is complete: a difference it cannot see past (two containers
+declared in another order, a label in a code string) makes two keys, never one. What it
+leaves out is only what no generated code depends on: GUIDs, labels, source positions, the
+transformation history, and the names themselves, each replaced by its place in the order of
+first appearance (a bijection, so pairs whose names collide differently do not merge).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Dict, Iterable, List, Optional
+
+# keys whose values no generated code depends on
+_DROPPED = frozenset({"guid", "label", "debuginfo", "transformation_hist", "orig_sdfg", "hash", "name",
+                      "source_files", "dace_version", "origin", "collapsed"})
+# keys whose values are DaCe's own words (a container may be named like one of them)
+_NOT_NAMES = frozenset({"type", "language", "dtype", "storage", "schedule", "lifetime", "instrument",
+                        "wcr_nonatomic", "allow_oob", "unroll", "omp_schedule"})
+# dict-valued keys whose keys are names
+_NAME_KEYED = frozenset({"_arrays", "symbols", "in_connectors", "out_connectors", "constants_prop",
+                         "symbol_mapping", "values", "assignments"})
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CANON = "hg_n{}"
+
+
+def pair_key(pre_json: Dict, post_json: Dict, extra: Optional[Dict] = None) -> Optional[str]:
+    """A hex digest equal for two pairs whose pre, post and ``extra`` (the constraints, the
+    input and output configuration) are the same up to names; None where the pair cannot be
+    put into that form safely (a name also called as a function in its code)."""
+    document = [_stripped(pre_json), _stripped(post_json), _stripped(extra or {})]
+    names = _names_in_order(document)
+    if _called(document, names):
+        return None
+    renamed = _renamed(document, {name: _CANON.format(i) for i, name in enumerate(names)})
+    text = json.dumps(renamed, sort_keys=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _stripped(node):
+    if isinstance(node, dict):
+        return {k: _stripped(v) for k, v in node.items() if k not in _DROPPED}
+    if isinstance(node, list):
+        return [_stripped(v) for v in node]
+    return node
+
+
+def _names_in_order(document) -> List[str]:
+    """Every declared name (containers, symbols, connectors, map parameters), in the order of
+    first appearance in a walk of the document: the same walk on an equivalent pair meets the
+    names at the same places."""
+    declared = set()
+    _collect_declared(document, declared)
+    ordered: Dict[str, None] = {}
+    for word in _words(document):
+        if word in declared:
+            ordered.setdefault(word)
+    return list(ordered)
+
+
+def _collect_declared(node, declared: set) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _NAME_KEYED and isinstance(value, dict):
+                declared.update(str(k) for k in value)
+            elif key == "params" and isinstance(value, list):
+                declared.update(str(v) for v in value if isinstance(v, str))
+            elif key in ("data", "src_connector", "dst_connector") and isinstance(value, str):
+                declared.add(value)
+            _collect_declared(value, declared)
+    elif isinstance(node, list):
+        for value in node:
+            _collect_declared(value, declared)
+
+
+def _words(node) -> Iterable[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _WORD.findall(str(key))
+            if key not in _NOT_NAMES:
+                yield from _words(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _words(value)
+    elif isinstance(node, str):
+        yield from _WORD.findall(node)
+
+
+def _called(document, names: List[str]) -> bool:
+    """Whether a name is also called as a function somewhere (``exp(``): renaming it would
+    rename the function."""
+    if not names:
+        return False
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(")
+    return any(pattern.search(text) for text in _strings(document))
+
+
+def _strings(node) -> Iterable[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key not in _NOT_NAMES:
+                yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+    elif isinstance(node, str):
+        yield node
+
+
+def _renamed(node, mapping: Dict[str, str]):
+    if not mapping:
+        return node
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(mapping, key=len, reverse=True))) + r")\b")
+
+    def text(value: str) -> str:
+        return pattern.sub(lambda m: mapping[m.group(0)], value)
+
+    def walk(value, key=None):
+        if isinstance(value, dict):
+            return {text(str(k)): (v if k in _NOT_NAMES else walk(v, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, key) for v in value]
+        if isinstance(value, str):
+            return text(value)
+        return value
+
+    return walk(node)

@@ -1,0 +1,69 @@
+"""The canonical form of a cutout pair: equal up to names and GUIDs, and nothing more."""
+import copy
+import uuid
+
+import dace
+
+from harnessgen.cutout.canonical import pair_key
+
+N = dace.symbol("N")
+
+
+def scaled_copy(src: str, dst: str, factor: float, in_place: bool = False, name: str = "p") -> dace.SDFG:
+    """``dst[i] = src[i] * factor + 1`` as one map (``in_place``: src and dst one container)."""
+    sdfg = dace.SDFG(name)
+    for container in {src, dst}:
+        sdfg.add_array(container, [N], dace.float64)
+    state = sdfg.add_state("s")
+    state.add_mapped_tasklet("m", {"i": "0:N"}, {"a": dace.Memlet(f"{src}[i]")}, f"b = a * {factor} + 1.0",
+                             {"b": dace.Memlet(f"{dst}[i]")}, external_edges=True)
+    return sdfg
+
+
+def key(pre: dace.SDFG, post: dace.SDFG, extra=None):
+    return pair_key(pre.to_json(), post.to_json(), extra)
+
+
+def test_pairs_that_differ_only_in_names_and_guids_have_one_key():
+    first = key(scaled_copy("A", "B", 2.0), scaled_copy("A", "B", 2.0, name="other"))
+    renamed = key(scaled_copy("X", "Y", 2.0), scaled_copy("X", "Y", 2.0, name="again"))
+    assert first is not None and first == renamed
+    fresh = scaled_copy("A", "B", 2.0)
+    for node, _ in fresh.all_nodes_recursive():
+        node.guid = str(uuid.uuid4())
+    assert key(fresh, scaled_copy("A", "B", 2.0)) == first
+
+
+def test_pairs_that_differ_in_one_constant_or_in_the_change_have_two_keys():
+    base = key(scaled_copy("A", "B", 2.0), scaled_copy("A", "B", 2.0))
+    assert key(scaled_copy("A", "B", 3.0), scaled_copy("A", "B", 3.0)) != base
+    assert key(scaled_copy("A", "B", 2.0), scaled_copy("A", "B", 3.0)) != base        # post differs only
+
+
+def test_names_are_renamed_as_a_bijection_never_merged():
+    """In place (one container read and written) is another program than a copy between two."""
+    apart = key(scaled_copy("A", "B", 2.0), scaled_copy("A", "B", 2.0))
+    together = key(scaled_copy("A", "A", 2.0), scaled_copy("A", "A", 2.0))
+    assert together != apart
+
+
+def test_the_constraints_are_part_of_the_pair():
+    pre, post = scaled_copy("A", "B", 2.0), scaled_copy("A", "B", 2.0)
+    small = {"constraints": {"symbols": {"N": {"lo": "1", "hi": "8"}}}}
+    large = {"constraints": {"symbols": {"N": {"lo": "1", "hi": "9"}}}}
+    assert key(pre, post, small) != key(pre, post, large)
+    renamed = {"constraints": {"symbols": {"M": {"lo": "1", "hi": "8"}}}}
+    other_pre, other_post = (copy.deepcopy(s) for s in (pre, post))
+    for sdfg in (other_pre, other_post):
+        sdfg.replace("N", "M")
+    assert key(other_pre, other_post, renamed) == key(pre, post, small)
+
+
+def test_a_name_that_is_also_called_has_no_key():
+    sdfg = dace.SDFG("called")
+    sdfg.add_array("exp", [N], dace.float64)
+    sdfg.add_array("B", [N], dace.float64)
+    state = sdfg.add_state("s")
+    state.add_mapped_tasklet("m", {"i": "0:N"}, {"a": dace.Memlet("exp[i]")}, "b = exp(a)",
+                             {"b": dace.Memlet("B[i]")}, external_edges=True)
+    assert key(sdfg, sdfg) is None
