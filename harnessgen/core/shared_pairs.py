@@ -51,6 +51,8 @@ def shareable(representative: Dict) -> bool:
     """Whether the representative's verdict is the pair's alone (not its place's)."""
     if representative.get("verdict") in _NOT_SHARED_VERDICTS or representative.get("same_pair_as"):
         return False
+    if not representative.get("pair_key"):       # judged in a larger cutout than the pair claimed
+        return False
     audit = representative.get("audit") or {}
     if audit.get("grown") or (audit and audit.get("verdict") != "SKIPPED"):
         return False

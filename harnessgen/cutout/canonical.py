@@ -34,7 +34,8 @@ _CANON = "hg_n{}"
 def pair_key(pre_json: Dict, post_json: Dict, extra: Optional[Dict] = None) -> Optional[str]:
     """A hex digest equal for two pairs whose pre, post and ``extra`` (the constraints, the
     input and output configuration) are the same up to names; None where the pair cannot be
-    put into that form safely (a name also called as a function in its code)."""
+    put into that form safely (a name also called as a function or taken as an attribute in
+    its code)."""
     document = [_stripped(pre_json), _stripped(post_json), _stripped(extra or {})]
     names = _names_in_order(document)
     if _called(document, names):
@@ -81,8 +82,10 @@ def _collect_declared(node, declared: set) -> None:
 
 
 def _words(node) -> Iterable[str]:
+    """The words of the document, the graph before the declarations (``attributes`` last): an
+    order of first use that does not depend on the order the containers were declared in."""
     if isinstance(node, dict):
-        for key, value in node.items():
+        for key, value in sorted(node.items(), key=lambda item: item[0] == "attributes"):
             yield from _WORD.findall(str(key))
             if key not in _NOT_NAMES:
                 yield from _words(value)
@@ -94,11 +97,12 @@ def _words(node) -> Iterable[str]:
 
 
 def _called(document, names: List[str]) -> bool:
-    """Whether a name is also called as a function somewhere (``exp(``): renaming it would
-    rename the function."""
+    """Whether a name is also called as a function somewhere (``exp(``) or taken as an
+    attribute (``x.real``): renaming it would rename what it calls or takes."""
     if not names:
         return False
-    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(")
+    alternatives = "|".join(map(re.escape, names))
+    pattern = re.compile(r"\b(?:" + alternatives + r")\s*\(|\.\s*(?:" + alternatives + r")\b")
     return any(pattern.search(text) for text in _strings(document))
 
 
@@ -122,9 +126,15 @@ def _renamed(node, mapping: Dict[str, str]):
     def text(value: str) -> str:
         return pattern.sub(lambda m: mapping[m.group(0)], value)
 
+    order = {canonical: i for i, canonical in enumerate(mapping.values())}
+
     def walk(value, key=None):
         if isinstance(value, dict):
-            return {text(str(k)): (v if k in _NOT_NAMES else walk(v, k)) for k, v in value.items()}
+            out = {text(str(k)): (v if k in _NOT_NAMES else walk(v, k)) for k, v in value.items()}
+            if key in _NAME_KEYED:       # declared in any order: listed by first use
+                out = dict(sorted(out.items(), key=lambda item: (item[0] not in order, order.get(item[0], 0),
+                                                                 item[0])))
+            return out
         if isinstance(value, list):
             return [walk(v, key) for v in value]
         if isinstance(value, str):

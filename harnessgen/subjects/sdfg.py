@@ -231,6 +231,7 @@ class SdfgSubject(Subject):
         said = (f"pre of {'the whole-program pair' if pair.whole_program else f'cutout {past}'} did not compile "
                 f"({first}), though DaCe's own code for the program compiles: harnessgen's cutout made that shape")
         result.notes.append(f"{said}; judged in the next larger cutout")
+        result.pair_key = ""          # the verdict is the larger cutout's, whose pair is its place's
         if pair.whole_program:
             raise Unsupported(f"{said} (a harnessgen defect: its stand-ins; please report it)") from exc
         try:

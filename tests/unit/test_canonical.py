@@ -9,10 +9,11 @@ from harnessgen.cutout.canonical import pair_key
 N = dace.symbol("N")
 
 
-def scaled_copy(src: str, dst: str, factor: float, in_place: bool = False, name: str = "p") -> dace.SDFG:
-    """``dst[i] = src[i] * factor + 1`` as one map (``in_place``: src and dst one container)."""
+def scaled_copy(src: str, dst: str, factor: float, name: str = "p", declared=None) -> dace.SDFG:
+    """``dst[i] = src[i] * factor + 1`` as one map (src and dst may be one container), its
+    containers declared in the order ``declared`` (default: src first)."""
     sdfg = dace.SDFG(name)
-    for container in {src, dst}:
+    for container in declared or dict.fromkeys([src, dst]):
         sdfg.add_array(container, [N], dace.float64)
     state = sdfg.add_state("s")
     state.add_mapped_tasklet("m", {"i": "0:N"}, {"a": dace.Memlet(f"{src}[i]")}, f"b = a * {factor} + 1.0",
@@ -32,6 +33,8 @@ def test_pairs_that_differ_only_in_names_and_guids_have_one_key():
     for node, _ in fresh.all_nodes_recursive():
         node.guid = str(uuid.uuid4())
     assert key(fresh, scaled_copy("A", "B", 2.0)) == first
+    # the order the containers were declared in is not the program's
+    assert key(scaled_copy("A", "B", 2.0, declared=["B", "A"]), scaled_copy("A", "B", 2.0)) == first
 
 
 def test_pairs_that_differ_in_one_constant_or_in_the_change_have_two_keys():
