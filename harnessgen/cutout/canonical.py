@@ -82,18 +82,24 @@ def _collect_declared(node, declared: set) -> None:
 
 
 def _words(node) -> Iterable[str]:
-    """The words of the document, the graph before the declarations (``attributes`` last): an
-    order of first use that does not depend on the order the containers were declared in."""
+    for text in _texts(node, with_keys=True):
+        yield from _WORD.findall(text)
+
+
+def _texts(node, with_keys: bool) -> Iterable[str]:
+    """The document's strings (and keys), the graph before the declarations (``attributes``
+    last): an order of first use that does not depend on the order names were declared in."""
     if isinstance(node, dict):
         for key, value in sorted(node.items(), key=lambda item: item[0] == "attributes"):
-            yield from _WORD.findall(str(key))
+            if with_keys:
+                yield str(key)
             if key not in _NOT_NAMES:
-                yield from _words(value)
+                yield from _texts(value, with_keys)
     elif isinstance(node, list):
         for value in node:
-            yield from _words(value)
+            yield from _texts(value, with_keys)
     elif isinstance(node, str):
-        yield from _WORD.findall(node)
+        yield node
 
 
 def _called(document, names: List[str]) -> bool:
@@ -103,19 +109,7 @@ def _called(document, names: List[str]) -> bool:
         return False
     alternatives = "|".join(map(re.escape, names))
     pattern = re.compile(r"\b(?:" + alternatives + r")\s*\(|\.\s*(?:" + alternatives + r")\b")
-    return any(pattern.search(text) for text in _strings(document))
-
-
-def _strings(node) -> Iterable[str]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key not in _NOT_NAMES:
-                yield from _strings(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _strings(value)
-    elif isinstance(node, str):
-        yield node
+    return any(pattern.search(text) for text in _texts(document, with_keys=False))
 
 
 def _renamed(node, mapping: Dict[str, str]):
