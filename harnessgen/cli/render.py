@@ -69,7 +69,7 @@ def result_lines(result: InstanceResult, position: str = "") -> List[str]:
     first = f", first finding after {r.seconds_to_first_finding:.1f} s" if r.seconds_to_first_finding is not None else ""
     where = f" {position}" if position else ""
     lines = [f"[{colour}]{r.verdict:<15}[/]{where} {escape(r.program)}/{escape(r.id)}  {r.execs:,} execs {rate}{first}"]
-    if r.verdict != "PASS" and r.message:
+    if (r.verdict != "PASS" or r.same_pair_as) and r.message:
         lines.append(f"    {escape(r.message.splitlines()[0])}")
     evidence = Evidence.from_json(r.evidence)
     if r.verdict == "PASS" and evidence is not None:
