@@ -1,6 +1,6 @@
 """Build once, at setup, what every later build shares: the precompiled headers of DaCe's
-runtime and of the harness, for the plain, the AFL and the CMPLOG compilers
-(``build.header_pch``). ``make setup`` runs ``python -m harnessgen.harness.warm``.
+runtime and of the harness, for the plain (at -O2 and, replay only, -O0), the AFL and the
+CMPLOG compilers (``build.header_pch``). ``make setup`` runs ``python -m harnessgen.harness.warm``.
 
 Without it, the first instances of a fresh clone's first run build those headers themselves,
 each worker its own copy at once (about 10 s on two cores), and the first verdict waits on
@@ -19,8 +19,8 @@ PROGRAM, TRANSFORMATION = "elementwise_chain", "MapTiling"
 
 
 def warm(work_dir: Path) -> float:
-    """Build the kernel's first instance (AFL and CMPLOG harnesses) under ``work_dir``; its
-    seconds."""
+    """Build the kernel's first instance (for replay only, and with the AFL and CMPLOG
+    harnesses) under ``work_dir``; its seconds."""
     from ..cutout.changes import load_change
     from ..cutout.extract import extract
     from ..plan.params import ParamOptions
@@ -33,7 +33,11 @@ def warm(work_dir: Path) -> float:
     change = load_change(TRANSFORMATION)
     [first, *_] = change.instances(target, [program], lambda name, simplified: target.programs[name].sdfg(simplified),
                                    None, ParamOptions())
-    prepare(extract(program.sdfg(True), first, change.cls), JudgeOptions(work_dir=work_dir, afl=True, cmplog=True))
+    pair = extract(program.sdfg(True), first, change.cls)
+    # a pair a proof settles is built for replay only, its harness at -O0: a PCH of its own
+    # (the first instances of CLOUDSC are such pairs)
+    for afl in (False, True):
+        prepare(pair, JudgeOptions(work_dir=work_dir, afl=afl, cmplog=afl))
     return time.monotonic() - started
 
 

@@ -60,33 +60,56 @@ class Instance:
 UNIMPORTABLE: Dict[str, str] = {}
 
 
-def _import_dace_transformations() -> None:
-    """Import every module of ``dace.transformation``: a transformation registers itself when
-    its module is imported, and the packages' ``__init__`` files do not import all of them
-    (DaCe 1.0.2's ``LoopLifting``). A module that fails to import is left out (its classes
-    cannot be used either) and kept in ``UNIMPORTABLE`` with the reason."""
+# packages of dace.transformation that import optional machine-learning dependencies (torch,
+# onnx: torch alone takes 4.5 s to import): imported only when a name is not found elsewhere.
+# None of their transformations is a CPU built-in (``exclusion_reason``).
+OPTIONAL_PACKAGES = ("onnx",)
+_IMPORTED: set = set()                # which rounds are done: "core", "optional"
+
+
+def _import_dace_transformations(optional: bool = False) -> None:
+    """Import every module of ``dace.transformation`` (``optional``: those of
+    ``OPTIONAL_PACKAGES`` too): a transformation registers itself when its module is imported,
+    and the packages' ``__init__`` files do not import all of them (DaCe 1.0.2's
+    ``LoopLifting``). A module that fails to import is left out (its classes cannot be used
+    either) and kept in ``UNIMPORTABLE`` with the reason."""
     import importlib
     import pkgutil
 
     import dace.transformation as package
 
-    for module in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
-                                        onerror=lambda name: UNIMPORTABLE.setdefault(name, "its package fails")):
-        if module.name in UNIMPORTABLE:
+    round_ = "optional" if optional else "core"
+    if round_ in _IMPORTED:
+        return
+    _IMPORTED.add(round_)
+    prefix = package.__name__ + "."
+    # walked by hand: pkgutil.walk_packages imports every package to look into it, the
+    # optional ones too
+    pending = [(info.name, info.ispkg) for info in pkgutil.iter_modules(package.__path__, prefix)
+               if (info.name.removeprefix(prefix) in OPTIONAL_PACKAGES) == optional]
+    while pending:
+        name, is_package = pending.pop(0)
+        if name in UNIMPORTABLE:
             continue
         try:
-            importlib.import_module(module.name)
+            module = importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 -- an optional dependency of one module is missing
-            UNIMPORTABLE[module.name] = f"{type(exc).__name__}: {exc}"
-            warnings.warn(f"DaCe module {module.name} does not import here ({type(exc).__name__}: {exc}); "
+            UNIMPORTABLE[name] = f"{type(exc).__name__}: {exc}"
+            warnings.warn(f"DaCe module {name} does not import here ({type(exc).__name__}: {exc}); "
                           "its transformations are not available")
+            continue
+        if is_package:
+            pending += [(info.name, info.ispkg) for info in pkgutil.iter_modules(module.__path__, name + ".")]
 
 
-def builtin_transformations() -> Dict[str, type]:
-    """DaCe's own pattern and subgraph transformations, by class name."""
+def builtin_transformations(optional: bool = False) -> Dict[str, type]:
+    """DaCe's own pattern and subgraph transformations, by class name (``optional``: those of
+    ``OPTIONAL_PACKAGES`` too)."""
     from dace.transformation.transformation import PatternTransformation, SubgraphTransformation
 
     _import_dace_transformations()
+    if optional:
+        _import_dace_transformations(optional=True)
     found: Dict[str, type] = {}
     classes = list(PatternTransformation.subclasses_recursive(all_subclasses=True))
     classes += list(SubgraphTransformation.subclasses_recursive())
@@ -149,8 +172,14 @@ def load_transformation(spec: str) -> type:
         builtins = builtin_transformations()
         cls = builtins.get(spec)
         if cls is None:
+            builtins = builtin_transformations(optional=True)
+            cls = builtins.get(spec)
+        if cls is None:
             close = difflib.get_close_matches(spec, sorted(builtins), n=3, cutoff=0.6) + close_pass_names(spec)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            if UNIMPORTABLE:
+                hint += f"; these DaCe modules do not import here, their transformations unknown: " \
+                        f"{', '.join(sorted(UNIMPORTABLE))}"
             raise ConfigError(f"--transformation {spec!r} is neither a DaCe built-in transformation nor a DaCe "
                               f"pass{hint}; custom ones are given as path/file.py:Class or module:Class")
     if not (isinstance(cls, type) and issubclass(cls, (PatternTransformation, SubgraphTransformation))):
