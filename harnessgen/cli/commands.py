@@ -48,6 +48,9 @@ def _add_fuzz(sub) -> None:
                    help="set a transformation property, VALUE as JSON (e.g. tile_sizes=[4,4])")
     p.add_argument("--time", type=float, default=60.0, metavar="SECONDS",
                    help="budget per instance: seed screening plus afl-fuzz (default 60)")
+    p.add_argument("--execs", type=int, metavar="N",
+                   help="... and afl-fuzz stops after N executions (afl-fuzz -E; all its instances together): "
+                        "a budget that does not depend on the machine's speed")
     add_executor_flags(p, default=1, jobs_help=(
         "instances fuzzed at the same time, in local worker processes (default 1: in this process, with live "
         "statistics); with a single instance, afl-fuzz instances on it sharing one sync directory: -M main, "
@@ -75,7 +78,7 @@ def _add_fuzz(sub) -> None:
 def cmd_fuzz(args) -> int:
     options = fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
                            out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress,
-                           build_only=args.build_only)
+                           build_only=args.build_only, max_execs=args.execs)
     console = render.console()
     # live afl-fuzz statistics of one instance at a time, read from its afl-fuzz folder by this
     # process: with --jobs over several instances, a line per instance (on one instance, --jobs
