@@ -72,10 +72,11 @@ def test_correct_parallel_transformations_stay_silent_in_race_mode(tmp_path, pro
     _, insts = instances_of(program, spec)
     inst = next(i for i in insts if pick is None or pick in i.description)
     proc = run_cli(["fuzz", "--program", f"kernels:{program}", "--transformation", spec, "--instance", inst.id,
-                    "--time", "30", "--race"], tmp_path)
+                    "--time", "60", "--execs", "100000", "--race"], tmp_path)     # bounded by executions
     assert proc.returncode == 0, proc.stderr
     [entry] = summary_of(tmp_path)["instances"]
     assert entry["verdict"] == "PASS", entry
+    assert entry["execs"] >= 50_000, entry["execs"]           # both afl-fuzz instances ran their share
     assert entry["race_execs_per_sec"] and entry["race_execs_per_sec"] > 100
 
 

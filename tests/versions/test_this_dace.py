@@ -75,7 +75,11 @@ def test_a_planted_pass_bug_is_found_and_replays(tmp_path):
 
 
 @pytest.mark.pyfuzz
+@pytest.mark.usefixtures("exclusive_cores")
 def test_a_planted_bug_in_dace_auto_optimize_is_found_through_its_frontend(tmp_path):
+    """pyfuzz finds the planted tiling bug in DaCe's auto_optimize pipeline, blames the
+    pipeline (not the frontend), shrinks the program, and its reproducer and BUG.md replay it
+    (its correct twin stays silent: tests/quality/test_pyfuzz_dace.py)."""
     out, crashes = tmp_path / "run", tmp_path / "crashes"
     cmd = [str(Path(sys.executable).with_name("harnessgen")), "pyfuzz", "--compiler", "dace", "--time", "90",
            "--out", str(out), "--crashes", str(crashes), "--dace-pass", "harnessgen.zoo.planted:TilingWithoutRemainder",
@@ -85,8 +89,19 @@ def test_a_planted_bug_in_dace_auto_optimize_is_found_through_its_frontend(tmp_p
     summary = json.loads((out / "summary.json").read_text())
     mismatches = [f for f in summary["findings"] if f["outcome"] == "MISMATCH" and "auto_optimize" in f["signature"][2]]
     assert mismatches, summary["outcomes"]
-    folder = crashes / "pyfuzz" / "dace" / mismatches[0]["directory"].rsplit("/", 1)[1]
-    assert json.loads((folder / "meta.json").read_text())["versions"]["dace"] == dace.__version__
+    finding = mismatches[0]
+    assert finding["seconds_to_find"] is not None and finding["seconds_to_find"] <= 90
+    folder = crashes / "pyfuzz" / "dace" / finding["directory"].rsplit("/", 1)[1]
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["versions"]["dace"] == dace.__version__
+    assert meta["verdict"]["agreeing_modes"] == ["simplify"]      # the pipeline, not the frontend, is blamed
     replay = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True,
                             cwd=folder, timeout=300)
     assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "auto_optimize: output" in replay.stdout
+    assert meta["shrink"]["stmts_after"] <= meta["shrink"]["stmts_before"]
+    # the bug as a developer files it: the minimal program, the versions, the comparison used
+    row = next(r for r in summary["distinct_bugs"] if r["kind"] == "MISMATCH" and "auto_optimize" in r["description"])
+    report = (out / row["report"]).read_text()
+    assert (folder / "program.py").read_text().strip() in report and "## The comparison used" in report
+    assert f"| dace | {meta['versions']['dace']} |" in report and str(folder / "repro.py") in report
