@@ -518,11 +518,12 @@ class SdfgSubject(Subject):
 
 
 def _pair_key(pair: CutoutPair, constraints) -> Optional[str]:
-    """The pair's canonical key: pre, post, what they read and write, and their constraints."""
+    """The pair's canonical key: pre, post, what they read and write, which of their
+    containers are one buffer (aliases), and their constraints."""
     return pair_key(pair.pre.to_json(), pair.post.to_json(), {
         "inputs": sorted(pair.input_config), "outputs": sorted(pair.output_config),
         "symbol_outputs": list(pair.symbol_outputs), "whole_program": pair.whole_program,
-        "constraints": constraints.to_json()})
+        "aliases": pair.aliases, "constraints": constraints.to_json()})
 
 
 def code_identity(spec: str) -> str:

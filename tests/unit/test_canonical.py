@@ -70,3 +70,22 @@ def test_a_name_that_is_also_called_has_no_key():
     state.add_mapped_tasklet("m", {"i": "0:N"}, {"a": dace.Memlet("exp[i]")}, "b = exp(a)",
                              {"b": dace.Memlet("B[i]")}, external_edges=True)
     assert key(sdfg, sdfg) is None
+
+
+def test_a_pair_whose_containers_share_a_buffer_is_another_pair():
+    """Two containers that are views of one array of the program (aliases) make another
+    program than two arrays apart, though pre and post read the same."""
+    import types
+
+    from harnessgen.subjects.sdfg import _pair_key
+
+    constraints = types.SimpleNamespace(to_json=lambda: {"symbols": {}})
+
+    def pair(aliases):
+        return types.SimpleNamespace(pre=scaled_copy("A", "B", 2.0), post=scaled_copy("A", "B", 2.0),
+                                     input_config=["A"], output_config=["B"], symbol_outputs=[],
+                                     whole_program=False, aliases=aliases)
+
+    apart = _pair_key(pair([]), constraints)
+    shared = _pair_key(pair([{"container": "B", "members": ["A", "B"], "offsets": [0, 1]}]), constraints)
+    assert apart and shared and apart != shared
