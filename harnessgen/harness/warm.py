@@ -41,6 +41,23 @@ def warm(work_dir: Path) -> float:
     return time.monotonic() - started
 
 
+# the README's first command judges this target: its program read once at setup (its shipped
+# parse, JSON, takes seconds; every later read is of a pickle kept beside it)
+MAIN_TARGET = "cloudsc"
+
+
+def warm_main_target() -> float:
+    """Read the main command's programs once (``targets.loaders.read_cached`` keeps their
+    pickles); their seconds."""
+    from ..targets import resolve
+
+    started = time.monotonic()
+    target, _ = resolve(MAIN_TARGET)
+    for program in target.programs.values():
+        program.sdfg(True)
+    return time.monotonic() - started
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     work_dir = Path(argv[0]) if argv else Path(".harnessgen")
@@ -52,6 +69,10 @@ def main(argv=None) -> int:
               "will make what it would have", file=sys.stderr)
         return 0
     print(f"build cache warm (precompiled headers for every compiler) in {seconds:.1f} s")
+    try:
+        print(f"{MAIN_TARGET} read once (its parse kept for every run) in {warm_main_target():.1f} s")
+    except Exception as exc:  # noqa: BLE001 -- only saves time: the first run reads it itself
+        print(f"reading {MAIN_TARGET} ahead failed ({type(exc).__name__}: {str(exc)[:300]})", file=sys.stderr)
     return 0
 
 
