@@ -238,4 +238,14 @@ def test_warming_at_setup_makes_the_precompiled_headers_later_builds_use(tmp_pat
     assert len(made) >= 3, made          # DaCe's runtime for the plain and the AFL compiler, the harness
     pair = make_pair("softmax", "MapExpansion")
     build(pair, layout_of(pair), tmp_path, afl=True)
+    build(pair, layout_of(pair), tmp_path, afl=False)     # replay only: its harness at -O0
     assert sorted(p.name for p in (tmp_path / "pch").iterdir()) == made
+
+
+def test_warming_at_setup_reads_the_main_commands_program_once(tmp_path, monkeypatch):
+    """The main command's first run reads its program from a pickle, not from JSON."""
+    from harnessgen.harness.warm import MAIN_TARGET, warm_main_target
+
+    monkeypatch.setenv("HARNESSGEN_PROGRAM_CACHE", str(tmp_path))
+    warm_main_target()
+    assert [p.name for p in tmp_path.glob(f"{MAIN_TARGET}-*.sdfg.pickle")]
