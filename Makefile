@@ -144,10 +144,11 @@ $(VENV)/.stamp: pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask]'
 	touch $@
 
-# the precompiled headers every build shares, made once here: a fresh clone's first verdict
-# does not wait on them (harnessgen/harness/warm.py; never fails setup)
+# the precompiled headers every build shares, and the main command's program read once, made
+# here: a fresh clone's first verdict does not wait on them (harnessgen/harness/warm.py; never
+# fails setup; again when what it warms changes)
 warm: $(WORK)/.warm-stamp
-$(WORK)/.warm-stamp: $(WORK)/.deps-stamp $(VENV)/.stamp
+$(WORK)/.warm-stamp: $(WORK)/.deps-stamp $(VENV)/.stamp harnessgen/harness/warm.py
 	$(BIN)/python -m harnessgen.harness.warm $(WORK)
 	@touch $@
 
