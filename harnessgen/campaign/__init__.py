@@ -318,7 +318,7 @@ class _Followers:
         if shared_pairs.is_pending(result):
             owner = result["same_pair_as"]
             if state.status(owner) is None:       # a claim this campaign does not know: judged alone
-                return self._take(task, result, {"id": owner, "verdict": "ERROR"}, state, scheduler)
+                return self._alone(task, state, scheduler)
             representative = state.result(owner)
             if representative is None:
                 self.waiting.setdefault(owner, []).append((task, result))
@@ -333,25 +333,34 @@ class _Followers:
     @staticmethod
     def _take(task: Task, pending: Dict, representative: Dict, state: CampaignState,
               scheduler: Scheduler) -> List[Dict]:
-        instance_id = task.instance["id"]
         if not shared_pairs.shareable(representative):
-            state.requeue(instance_id)
-            scheduler.add([{"id": instance_id, "spec": task.spec, "instance": task.instance,
-                            "attempts": task.attempt, "alone": True}], front=True)
-            return []
+            return _Followers._alone(task, state, scheduler)
         result = {**shared_pairs.shared_result(pending, representative), "finished_at": time.time()}
-        write_json(result_file(task.options.out_dir, instance_id), result)
-        state.finish(instance_id, result)
+        write_json(result_file(task.options.out_dir, task.instance["id"]), result)
+        state.finish(task.instance["id"], result)
         return [result]
+
+    @staticmethod
+    def _alone(task: Task, state: CampaignState, scheduler: Scheduler) -> List[Dict]:
+        """Back to the front of the queue, to be judged itself (its representative's verdict
+        was its place's, or about the run)."""
+        state.requeue(task.instance["id"])
+        scheduler.add([_row(task, alone=True)], front=True)
+        return []
 
     def release(self, state: CampaignState, scheduler: Scheduler) -> None:
         """Followers whose representative did not finish here: pending again, judged later."""
         for followers in self.waiting.values():
             for task, _ in followers:
                 state.requeue(task.instance["id"])
-                scheduler.add([{"id": task.instance["id"], "spec": task.spec, "instance": task.instance,
-                                "attempts": task.attempt}])
+                scheduler.add([_row(task)])
         self.waiting.clear()
+
+
+def _row(task: Task, **extra) -> Dict:
+    """The scheduler's row of a task handed back to the queue."""
+    return {"id": task.instance["id"], "spec": task.spec, "instance": task.instance, "attempts": task.attempt,
+            **extra}
 
 
 def _queue_of(subject, row: Dict) -> str:
@@ -492,8 +501,7 @@ def _result_of(future: cf.Future, task: Task, state: CampaignState, scheduler: S
                                       "kills the process")
         suspects[instance_id] = deaths
         state.requeue(instance_id)
-        scheduler.add([{"id": instance_id, "spec": task.spec, "instance": task.instance,
-                        "attempts": task.attempt}], front=True)
+        scheduler.add([_row(task)], front=True)
         return None
     except Exception as exc:                # noqa: BLE001 -- Dask: KilledWorker, a lost connection, ...
         return error_result(task, f"the worker failed: {type(exc).__name__}: {exc}")

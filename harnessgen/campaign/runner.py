@@ -51,9 +51,7 @@ class InstanceRunner:
                                        lambda variant, past: self.judge(spec, variant, past=past))
         except SamePair as same:      # its verdict is the representative's, once there is one
             result.verdict, result.same_pair_as, result.pair_key = shared_pairs.PENDING, same.representative, same.key
-            result.message = str(same)
-            if inst.params:
-                result.params = {"values": inst.params, "match": inst.base}
+            result.message, result.params = str(same), inst.variant_record
         except Unsupported as exc:
             result.verdict, result.message = "UNSUPPORTED", str(exc)
         except Exception as exc:       # noqa: BLE001 -- recorded with its traceback; the run goes on

@@ -5,11 +5,12 @@ parameters) often make the same pair: the same containers, symbols, code and cha
 other names. Such pairs compute the same functions, so they are bound to get the same verdict,
 and one of them is judged for all (``pair_key``).
 
-The key is sound before it is complete: a difference it cannot see past (two containers
-declared in another order, a label in a code string) makes two keys, never one. What it
-leaves out is only what no generated code depends on: GUIDs, labels, source positions, the
-transformation history, and the names themselves, each replaced by its place in the order of
-first appearance (a bijection, so pairs whose names collide differently do not merge).
+The key is sound before it is complete: a difference it cannot see past (the same graph
+with its nodes listed in another order, a name also called in code) makes two keys or none,
+never one for two programs. What it leaves out is only what no generated code depends on:
+GUIDs, labels, source positions, the transformation history, the order names are declared
+in, and the names themselves, each replaced by its place in the order of first use in the
+graph (a bijection, so pairs whose names collide differently do not merge).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ _CANON = "hg_n{}"
 
 def pair_key(pre_json: Dict, post_json: Dict, extra: Optional[Dict] = None) -> Optional[str]:
     """A hex digest equal for two pairs whose pre, post and ``extra`` (the constraints, the
-    input and output configuration) are the same up to names; None where the pair cannot be
+    input and output configuration, the alias groups) are the same up to names; None where the pair cannot be
     put into that form safely (a name also called as a function or taken as an attribute in
     its code)."""
     document = [_stripped(pre_json), _stripped(post_json), _stripped(extra or {})]
@@ -55,8 +56,8 @@ def _stripped(node):
 
 def _names_in_order(document) -> List[str]:
     """Every declared name (containers, symbols, connectors, map parameters), in the order of
-    first appearance in a walk of the document: the same walk on an equivalent pair meets the
-    names at the same places."""
+    first use in a walk of the document (``_texts``): the same walk on an equivalent pair meets
+    the names at the same places."""
     declared = set()
     _collect_declared(document, declared)
     ordered: Dict[str, None] = {}

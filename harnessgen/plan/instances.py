@@ -47,6 +47,12 @@ class Instance:
         """The match this instance judges, whatever its parameters."""
         return self.base or self.id
 
+    @property
+    def variant_record(self) -> Dict[str, Any]:
+        """What a result records of a parameter variant: its values and its match ({} for a
+        match at its defaults)."""
+        return {"values": self.params, "match": self.base} if self.params else {}
+
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
 

@@ -270,7 +270,7 @@ class SdfgSubject(Subject):
         ``--params-shrink-time``), and the finding they give, with its own reproducer."""
         if not inst.params:
             return
-        result.params = {"values": inst.params, "match": inst.base}
+        result.params = inst.variant_record
         if result.verdict not in FINDING_VERDICTS or options.params_shrink_s <= 0:
             return
         started = time.monotonic()

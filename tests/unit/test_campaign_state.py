@@ -121,20 +121,10 @@ def test_report_lists_static_findings_and_unfinished_instances(tmp_path):
 def test_a_worker_gets_its_next_instance_before_the_driver_reports_the_last_one(tmp_path, monkeypatch):
     """The report after each result (the terminal, summary.json) grows with the run: a free
     worker must not wait for it."""
-    import concurrent.futures as cf
-    import time
-
     import harnessgen.campaign as campaign
-    from harnessgen.campaign.executors import Opened
-    from harnessgen.campaign.schedule import Scheduler
-    from harnessgen.core.records import FuzzOptions
 
     state = _planned(tmp_path, n=4)
     monkeypatch.setattr(campaign, "run_task", lambda task, live: {"id": task.instance["id"], "verdict": "PASS"})
-    scheduler = Scheduler(lambda row: "main", 0.25, 0.15)
-    scheduler.add(state.pending())
-    feed = type("Feed", (), {"scheduler": scheduler, "planning": False, "poll": lambda self: None, "suspects": {},
-                             "pairs": campaign._Followers()})()
     running_when_reported = []
 
     class Progress:
@@ -144,11 +134,7 @@ def test_a_worker_gets_its_next_instance_before_the_driver_reports_the_last_one(
         def update(self, running):
             pass
 
-    config = campaign.CampaignConfig(program="p", transformations="X", directory=tmp_path,
-                                     budget=Budget(1.0), options=FuzzOptions(out_dir=tmp_path))
-    with cf.ThreadPoolExecutor(max_workers=1) as pool:
-        ran = campaign._drive(config, Opened(pool, 1, "one thread"), state, state.start_run("local", 1, "cmd"), feed,
-                              Progress(), time.monotonic())
+    ran = _drive_one_thread(tmp_path, state, Progress())
     assert ran == 4 and state.counts()["done"] == 4
     assert running_when_reported[:3] == [1, 1, 1] and running_when_reported[3] == 0
 
@@ -157,14 +143,8 @@ def test_a_follower_waits_for_its_representative_and_takes_its_verdict(tmp_path,
     """X-0 is X-2's equal and reaches the pair after X-2 claimed it: it takes X-2's verdict
     once X-2 has one. X-1's equal X-3 ends in ERROR (a verdict about the run, not the pair):
     X-1 is judged alone after all."""
-    import concurrent.futures as cf
-    import time
-
     import harnessgen.campaign as campaign
-    from harnessgen.campaign.executors import Opened
-    from harnessgen.campaign.schedule import Scheduler
     from harnessgen.core import shared_pairs
-    from harnessgen.core.records import FuzzOptions
 
     state = _planned(tmp_path, n=4)
     verdicts = {"X-2": "MISMATCH", "X-3": "ERROR"}
@@ -182,15 +162,7 @@ def test_a_follower_waits_for_its_representative_and_takes_its_verdict(tmp_path,
                 "message": "MISMATCH in B[0]", "findings": [{"path": "f"}], "audit": {"verdict": "SKIPPED"}}
 
     monkeypatch.setattr(campaign, "run_task", run_task)
-    scheduler = Scheduler(lambda row: "main", 0.25, 0.15)
-    scheduler.add(state.pending())
-    feed = type("Feed", (), {"scheduler": scheduler, "planning": False, "poll": lambda self: None, "suspects": {},
-                             "pairs": campaign._Followers()})()
-    config = campaign.CampaignConfig(program="p", transformations="X", directory=tmp_path,
-                                     budget=Budget(1.0), options=FuzzOptions(out_dir=tmp_path))
-    with cf.ThreadPoolExecutor(max_workers=1) as pool:
-        campaign._drive(config, Opened(pool, 1, "one thread"), state, state.start_run("local", 1, "cmd"), feed,
-                        None, time.monotonic())
+    _drive_one_thread(tmp_path, state, None)
     assert state.counts()["done"] == 4
     follower = state.result("X-0")
     assert follower["verdict"] == "MISMATCH" and follower["same_pair_as"] == "X-2"
@@ -198,3 +170,25 @@ def test_a_follower_waits_for_its_representative_and_takes_its_verdict(tmp_path,
     assert json.loads((tmp_path / "results" / "X-0.json").read_text())["verdict"] == "MISMATCH"
     assert judged_alone == ["X-1"] and state.result("X-1")["verdict"] == "PASS"
     assert not state.result("X-1").get("same_pair_as")
+
+
+def _drive_one_thread(tmp_path, state, progress) -> int:
+    """The driver over ``state``'s pending instances, one worker thread, the run's budget 1 s:
+    what ``campaign.run_task`` (patched by the test) returns is what the workers judged."""
+    import concurrent.futures as cf
+    import time
+
+    import harnessgen.campaign as campaign
+    from harnessgen.campaign.executors import Opened
+    from harnessgen.campaign.schedule import Scheduler
+    from harnessgen.core.records import FuzzOptions
+
+    scheduler = Scheduler(lambda row: "main", 0.25, 0.15)
+    scheduler.add(state.pending())
+    feed = type("Feed", (), {"scheduler": scheduler, "planning": False, "poll": lambda self: None, "suspects": {},
+                             "pairs": campaign._Followers()})()
+    config = campaign.CampaignConfig(program="p", transformations="X", directory=tmp_path,
+                                     budget=Budget(1.0), options=FuzzOptions(out_dir=tmp_path))
+    with cf.ThreadPoolExecutor(max_workers=1) as pool:
+        return campaign._drive(config, Opened(pool, 1, "one thread"), state, state.start_run("local", 1, "cmd"),
+                               feed, progress, time.monotonic())
