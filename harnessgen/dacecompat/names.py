@@ -1,6 +1,7 @@
 """Helpers DaCe moved or dropped between versions."""
 from __future__ import annotations
 
+import functools
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Container, Dict, Optional
 
@@ -8,8 +9,11 @@ import dace
 from dace import dtypes
 
 
+@functools.lru_cache(maxsize=1)
 def dace_version() -> str:
-    """The installed DaCe's version (its distribution's, which a source checkout may lack)."""
+    """The installed DaCe's version (its distribution's, which a source checkout may lack).
+    Read once per process: reading a distribution's metadata costs 2 ms, and planning CLOUDSC
+    asks for it thousands of times (13 s of a cold plan)."""
     try:
         return version("dace")
     except PackageNotFoundError:

@@ -12,7 +12,6 @@ differs and by how much; the other differing containers follow in order.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -27,7 +26,6 @@ from ..core import expr as ex
 from ..core.runtime import Tolerance, compare
 from ..cutout.extract import CutoutPair, plain_copy, scalars_to_arrays
 from ..harness.build import build
-from ..harness.replay import execute
 from ..inputs.layout import ContainerSlot, DecodedInput, InputLayout
 
 
@@ -169,28 +167,10 @@ def _run_child(build_dir: Path, side: str, inputs: Path, tmp: Path, timeout_s: f
                threads: int) -> Optional[Dict[str, np.ndarray]]:
     out = tmp / f"{side}.npz"
     out.unlink(missing_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "harnessgen.triage.localize", str(build_dir), side, str(inputs), str(out),
+    proc = subprocess.run([sys.executable, "-m", "harnessgen.triage.capture_child", str(build_dir), side, str(inputs), str(out),
                            str(threads)], capture_output=True, timeout=timeout_s,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     if proc.returncode != 0 or not out.exists():
         return None
     with np.load(out) as npz:
         return {k: npz[k] for k in npz.files}
-
-
-def _main(argv: List[str]) -> int:
-    """Child: run one side of a capture build on decoded inputs, save every container."""
-    build_dir, side, inputs, out, threads = argv
-    with np.load(inputs) as npz:
-        symbols = {k[4:]: int(npz[k]) for k in npz.files if k.startswith("sym:")}
-        arrays = {k[4:]: npz[k] for k in npz.files if k.startswith("arr:")}
-        offsets = {k[4:]: int(npz[k]) for k in npz.files if k.startswith("off:")}
-    result = execute(Path(build_dir), DecodedInput(symbols, arrays, 0, offsets), side, int(threads))
-    with open(out, "wb") as fh:
-        np.savez(fh, **result)
-    print(json.dumps({"containers": len(result)}))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
