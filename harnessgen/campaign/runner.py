@@ -368,16 +368,16 @@ MAX_TIMEOUT_MS = 60000
 
 
 def exec_timing(timings: List[float]) -> Dict:
-    """What the seed runs measured (each a process of its own: start-up, a device's context,
-    the first execution) and the time limit afl-fuzz gets from them where its own default is too
-    short: three times the slowest. A harness whose first execution pays a device's start-up
+    """What the seed runs measured (the first input of each process with the process's start-up,
+    a device's context and its first execution) and the time limit afl-fuzz gets from them where
+    its own default is too short: three times the slowest. A harness whose first execution pays a device's start-up
     (a CUDA context) would otherwise time out in afl-fuzz's dry run."""
     if not timings:
         return {}
     first_ms, median_ms = 1000.0 * max(timings), 1000.0 * sorted(timings)[len(timings) // 2]
     limit = min(MAX_TIMEOUT_MS, int(math.ceil(TIMEOUT_MARGIN * first_ms / 100.0)) * 100)
     # below afl-fuzz's default its own calibration (which also shortens it for fast targets) stays
-    return {"slowest_run_ms": round(first_ms, 1), "median_run_ms": round(median_ms, 1), "runs": len(timings),
+    return {"slowest_run_ms": round(first_ms, 1), "median_run_ms": round(median_ms, 3), "runs": len(timings),
             "afl_timeout_ms": limit if limit > AFL_DEFAULT_TIMEOUT_MS else None}
 
 

@@ -10,8 +10,8 @@ channels, and this module defines all three; the template renders its constants 
 * **stderr markers**: one line per event, ``HARNESSGEN: NAME key=value ...`` (``Marker``);
 * **environment** read at start-up (``HarnessEnv``; envs.py declares the names for users).
 
-``run_native`` runs the replay binary on one input, ``device_check`` asks it whether its sides
-can run here.
+``run_native`` runs the replay binary on one input, ``run_native_batch`` on several in one
+process, ``device_check`` asks it whether its sides can run here.
 """
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ import dataclasses
 import enum
 import os
 import subprocess
+import time
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Union
 
 from .runtime import Tolerance
 
@@ -54,6 +55,8 @@ class Marker(str, enum.Enum):
     RACE_CANDIDATE = "RACE_CANDIDATE"      # threads= run=
     NO_GPU = "NO_GPU"                      # reason=
     CUDA_ERROR = "CUDA_ERROR"              # side= call= error= (a kernel side's failing CUDA call; it aborts)
+    INPUT = "INPUT"                        # index= (several inputs: this one starts)
+    RAN = "RAN"                            # index= seconds= (several inputs: this one finished)
 
 
 # the environment a harness reads at start-up, by HarnessEnv field
@@ -159,6 +162,44 @@ def run_native(binary: Union[str, Path], data: Union[bytes, Path], env: HarnessE
     except subprocess.TimeoutExpired as exc:
         return NativeRun(None, (exc.stderr or b"").decode(errors="replace"))
     return NativeRun(proc.returncode, proc.stderr.decode(errors="replace"))
+
+
+@dataclasses.dataclass
+class BatchRun:
+    """One run of the replay binary on several inputs: which finished, in order, and how."""
+
+    finished: List[float]                    # seconds each of the first inputs took, inside the process
+    started: int                             # how many inputs it started
+    total: int                               # how many it was given
+    run: NativeRun                           # the process: its status (None: killed at its limit), stderr
+    seconds: float                           # the process's wall time, start-up included
+
+    @property
+    def complete(self) -> bool:
+        """Every input ran to its end and the process exited by itself."""
+        return len(self.finished) == self.total and not self.run.crashed
+
+
+def run_native_batch(binary: Union[str, Path], paths: Sequence[Path], env: HarnessEnv = HarnessEnv(),
+                     timeout_s: float = 20.0) -> BatchRun:
+    """Run ``binary`` on ``paths`` (two or more) in one process: it stops at the first input
+    that does not finish (a crash, an exit of its own) or at the time limit of the batch."""
+    started_at = time.monotonic()
+    try:
+        proc = subprocess.run([str(binary), *map(str, paths)], capture_output=True, timeout=timeout_s,
+                              env=env.environ())
+        run = NativeRun(proc.returncode, proc.stderr.decode(errors="replace"))
+    except subprocess.TimeoutExpired as exc:      # POSIX: what it wrote so far is on the exception
+        run = NativeRun(None, (exc.stderr or b"").decode(errors="replace"))
+    finished: List[float] = []
+    started = 0
+    for line in run.stderr.splitlines():
+        if line.startswith(f"{MARKER} {Marker.INPUT.value} "):
+            started += 1
+        elif line.startswith(f"{MARKER} {Marker.RAN.value} "):
+            fields = dict(part.split("=", 1) for part in line.split()[2:] if "=" in part)
+            finished.append(float(fields.get("seconds", 0.0)))
+    return BatchRun(finished, started, len(paths), run, time.monotonic() - started_at)
 
 
 def device_check(binary: Union[str, Path], timeout_s: float = 120.0) -> Optional[str]:

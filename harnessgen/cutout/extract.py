@@ -13,7 +13,7 @@ import json
 import pickle
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .. import __version__
 from ..core import envs
@@ -24,7 +24,7 @@ from ..core.outcome import Outcome
 from ..dacecompat import copy_sdfg, find_new_name, keep_template, kept_analyses, template_identity
 from ..dacecompat.code import code_places, index_bare_reads, symbol_types
 from ..plan import passes
-from ..plan.instances import Instance, rebuild_transformation
+from ..plan.instances import MATCH_PLACE_KEYS, Instance, rebuild_transformation
 from .aliasing import alias_groups, alibi_groups, joint_layout
 from .cut import Cut, input_volume
 from .regions import region_cuts
@@ -603,11 +603,69 @@ def _region_then_larger_cuts(program_sdfg, instance: Instance, cls: type, dace_f
         yield dataclasses.replace(cut, grown_for=f"{why}; {cut.grown_for}") if why else cut
 
 
+class _CutsAt:
+    """The candidate cutouts of one place of one program (a match's nodes, for one
+    transformation class), made as they are first asked for and kept for the next instance at
+    that place: a match's parameter variants cut out the same nodes, and only the
+    transformation's properties differ (DaCe's cutout and its input reduction were most of a
+    variant's cutout). Nothing here is changed by its users: each cut is copied before it is
+    transformed, and each instance gets its own match, aliases and configurations."""
+
+    def __init__(self, program_sdfg, made: Iterator[Cut], first: str):
+        self.program = program_sdfg           # held: an id() is unique only while its object lives
+        self._source, self._made, self._done, self._first = made, [], False, first
+        self._unreduced: Optional[str] = None
+
+    def cuts(self, instance: Instance) -> Iterator[Cut]:
+        """The cuts, smallest first, each with ``instance``'s own properties on its match."""
+        settings = {k: v for k, v in instance.match.items() if k not in MATCH_PLACE_KEYS}
+        for position in range(1 << 30):
+            if position == len(self._made):
+                if self._done:
+                    return
+                try:
+                    self._made.append(next(self._source))
+                except StopIteration:
+                    self._done = True
+                    return
+                except BaseException:
+                    _CUTS_AT.clear()          # a cut that failed half-made is made again next time
+                    raise
+            cut = self._made[position]
+            yield dataclasses.replace(cut, match={**copy.deepcopy(cut.match), **copy.deepcopy(settings)},
+                                      grown_for=cut.grown_for.replace(self._first, instance.id),
+                                      aliases=copy.deepcopy(cut.aliases), configs=copy.deepcopy(cut.configs),
+                                      symbol_outputs=list(cut.symbol_outputs))
+
+    def unreduced_volume(self, compute: Callable[[], str]) -> str:
+        if self._unreduced is None:
+            self._unreduced = compute()
+        return self._unreduced
+
+
+# the places whose cuts are kept, newest last; a few: the variants of a match run one after another
+_CUTS_AT: Dict[Tuple, _CutsAt] = {}
+_CUTS_KEPT = 8
+
+
+def _cuts_at(program_sdfg, instance: Instance, cls: type) -> _CutsAt:
+    place = json.dumps({k: v for k, v in instance.match.items() if k in MATCH_PLACE_KEYS}, sort_keys=True,
+                       default=str)
+    key = (id(program_sdfg), cls, place)
+    found = _CUTS_AT.pop(key, None)
+    if found is None or found.program is not program_sdfg:
+        found = _CutsAt(program_sdfg, _candidate_cuts(program_sdfg, instance, cls), instance.id)
+    _CUTS_AT[key] = found
+    while len(_CUTS_AT) > _CUTS_KEPT:
+        del _CUTS_AT[next(iter(_CUTS_AT))]
+    return found
+
+
 def _matching_cut(program_sdfg, instance: Instance, cls: type, past: int = 0):
     """The smallest candidate cutout inside which the transformation still matches (after the
     ``past`` smallest such), with its pre and post copies and the match relative to them."""
     matching, invalid = 0, []
-    for cut in _candidate_cuts(program_sdfg, instance, cls):
+    for cut in _cuts_at(program_sdfg, instance, cls).cuts(instance):
         pre, post = plain_copy(cut.sdfg, PRE_NAME), plain_copy(cut.sdfg, POST_NAME)
         problem = _invalid(pre)
         if problem:             # harnessgen's or DaCe's cutout defect, never post's: the next one up
@@ -684,7 +742,8 @@ def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_fo
     # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce (a
     # region cutout reduces its own, and says from what)
     grown = cut.control_flow_grown or cut.grown_for
-    before = cut.volume_before or (after if grown else _unreduced_volume(program_sdfg, instance, cls))
+    before = cut.volume_before or (after if grown else _cuts_at(program_sdfg, instance, cls).unreduced_volume(
+        lambda: _unreduced_volume(program_sdfg, instance, cls)))
     pair = CutoutPair(instance=instance, pre=pre, post=None, input_config=input_config,
                       output_config=output_config, program_sdfg=program_sdfg, translated_match=translated,
                       input_volume_before=before, input_volume_after=after, aliases=cut.aliases,

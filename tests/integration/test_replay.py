@@ -126,3 +126,35 @@ def test_what_a_library_prints_is_never_taken_for_the_workers_answer(build_cache
     with ReplayWorker(harness.dir) as worker:
         result = worker.run(first_seed(layout))
     assert result.outcome == Outcome.REPLAY_ERROR and "cuInit" in result.message
+
+
+def _alone(harness, paths, threads=1):
+    """What each input does in a process of its own."""
+    from harnessgen.core import protocol
+
+    env = protocol.HarnessEnv(threads=threads)
+    return [p for p in paths if protocol.run_native(harness.harness_replay, p, env).crashed]
+
+
+def test_seeds_screened_in_batches_fail_exactly_as_each_alone(build_cache, tmp_path):
+    # a wrong tiling fails only for sizes that are not a multiple of the tile: passing and failing
+    # inputs interleave, and each failing one aborts the batch it is in
+    pair = make_pair("elementwise_chain", "harnessgen.zoo.planted:TilingWithoutRemainder")
+    layout, harness = built(pair, build_cache)
+    paths = seeds.write(seeds.sample(layout, count=12, seed=3), tmp_path / "seeds")
+    timings = []
+    passing, crashing = seeds.screen_seeds(harness, paths, timings=timings)
+    failing_alone = _alone(harness, paths)
+    assert failing_alone and len(failing_alone) < len(paths)          # both kinds among the seeds
+    assert [p for p, _ in crashing] == failing_alone
+    assert [position for _, position in crashing] == [paths.index(p) + 1 for p in failing_alone]
+    assert passing == [p for p in paths if p not in failing_alone]
+    assert len(timings) == len(paths) and all(t > 0 for t in timings)
+
+
+def test_a_hang_in_a_batch_gets_its_own_full_time(build_cache, tmp_path):
+    pair = make_pair("sigmoid", f"{BROKEN}:SpinForever")
+    layout, harness = built(pair, build_cache)
+    paths = seeds.write(seeds.sample(layout, count=2, seed=0), tmp_path / "seeds")
+    passing, crashing = seeds.screen_seeds(harness, paths, timeout_s=1.0)
+    assert passing == [] and [p for p, _ in crashing] == paths

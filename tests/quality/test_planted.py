@@ -35,7 +35,10 @@ def test_planted_bug_is_found_and_replays(tmp_path, name):
     code, out = replay_cli(finding, tmp_path)
     assert code == 1, out
     assert expected in out and ("pre=" in out or "wrote outside" in out), out
-    assert json.loads((finding / "meta.json").read_text())["outcome"] == expected
+    meta = json.loads((finding / "meta.json").read_text())
+    assert meta["outcome"] == expected
+    if expected == "MISMATCH":    # triage says where pre and post first diverge (post aborts on an OOB write)
+        assert meta["divergence"] and meta["divergence"]["container"], meta.get("localize_error")
 
 
 # From one input on which the transformation is still right, AFL++'s own mutations
