@@ -34,6 +34,17 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def fresh_cuts():
+    """A worker keeps the cutouts of its last places for the next variant there: a test that
+    patches how cutouts are made must not get one made before it."""
+    from harnessgen.cutout import extract
+
+    extract._CUTS_AT.clear()
+    yield
+    extract._CUTS_AT.clear()
+
+
+@pytest.fixture(autouse=True)
 def subnormals_survive():
     """Fail the test that leaves this worker flushing subnormals to zero (a library built with
     -ffast-math does that on load): every NumPy oracle that runs after it would be wrong."""

@@ -632,7 +632,10 @@ class _CutsAt:
                     _CUTS_AT.clear()          # a cut that failed half-made is made again next time
                     raise
             cut = self._made[position]
-            yield dataclasses.replace(cut, match={**copy.deepcopy(cut.match), **copy.deepcopy(settings)},
+            # the cut says where the match lies; its properties are all the instance's own (the
+            # instance that made the cut may have recorded properties this one leaves at default)
+            place = {k: v for k, v in cut.match.items() if k in MATCH_PLACE_KEYS}
+            yield dataclasses.replace(cut, match={**copy.deepcopy(place), **copy.deepcopy(settings)},
                                       grown_for=cut.grown_for.replace(self._first, instance.id),
                                       aliases=copy.deepcopy(cut.aliases), configs=copy.deepcopy(cut.configs),
                                       symbol_outputs=list(cut.symbol_outputs))

@@ -90,6 +90,7 @@ def test_a_cutout_that_is_not_a_valid_sdfg_is_passed_over_for_the_next_one_up(mo
     valid = Cut(copy_sdfg(good.pre, "valid"), good.translated_match, grown_for="the next one up")
     monkeypatch.setattr(extract_module, "_candidate_cuts",
                         lambda *args: iter([Cut(broken, good.translated_match, grown_for="a broken one"), valid]))
+    extract_module._CUTS_AT.clear()      # the cuts made for ``good`` would be taken again at its place
     pair = extract(good.program_sdfg, good.instance, load_transformation("MapTiling"))
     assert pair.ok, pair.error
     assert pair.grown_for.startswith("1 smaller cutout(s) not a valid SDFG (a broken one: ") and \
