@@ -370,8 +370,8 @@ MAX_TIMEOUT_MS = 60000
 def exec_timing(timings: List[float]) -> Dict:
     """What the seed runs measured (the first input of each process with the process's start-up,
     a device's context and its first execution) and the time limit afl-fuzz gets from them where
-    its own default is too short: three times the slowest. A harness whose first execution pays a device's start-up
-    (a CUDA context) would otherwise time out in afl-fuzz's dry run."""
+    its own default is too short: three times the slowest. A harness whose first execution pays
+    a device's start-up (a CUDA context) would otherwise time out in afl-fuzz's dry run."""
     if not timings:
         return {}
     first_ms, median_ms = 1000.0 * max(timings), 1000.0 * sorted(timings)[len(timings) // 2]

@@ -141,27 +141,37 @@ class NativeRun:
 
     def fields(self, marker: Marker) -> Optional[Dict[str, str]]:
         """The key=value fields of the last line reporting ``marker``; None when none does."""
+        every = self.each(marker)
+        return every[-1] if every else None
+
+    def each(self, marker: Marker) -> List[Dict[str, str]]:
+        """The key=value fields of every line reporting ``marker``, in order."""
         head = f"{MARKER} {marker.value}"
-        lines = [line for line in self.stderr.splitlines() if line.startswith(head)]
-        if not lines:
-            return None
-        rest = lines[-1][len(head):]
-        if marker in (Marker.NO_GPU, Marker.INVALID_INPUT, Marker.POST_CRASH) and " reason=" in rest:
-            return {"reason": rest.split(" reason=", 1)[1].strip()}     # a reason may hold spaces
-        return dict(part.split("=", 1) for part in rest.split() if "=" in part)
+        return [_fields_of(marker, line[len(head):]) for line in self.stderr.splitlines() if line.startswith(head)]
+
+
+def _fields_of(marker: Marker, rest: str) -> Dict[str, str]:
+    if marker in (Marker.NO_GPU, Marker.INVALID_INPUT, Marker.POST_CRASH) and " reason=" in rest:
+        return {"reason": rest.split(" reason=", 1)[1].strip()}     # a reason may hold spaces
+    return dict(part.split("=", 1) for part in rest.split() if "=" in part)
+
+
+def _run(command: List[str], env: Dict[str, str], timeout_s: float, stdin: Optional[bytes] = None) -> NativeRun:
+    """The replay binary's status and stderr (None: it ran past ``timeout_s``; POSIX keeps what
+    it wrote so far on the exception)."""
+    try:
+        proc = subprocess.run(command, input=stdin, capture_output=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired as exc:
+        return NativeRun(None, (exc.stderr or b"").decode(errors="replace"))
+    return NativeRun(proc.returncode, proc.stderr.decode(errors="replace"))
 
 
 def run_native(binary: Union[str, Path], data: Union[bytes, Path], env: HarnessEnv = HarnessEnv(),
                timeout_s: float = 20.0, extra_env: Optional[Mapping[str, str]] = None) -> NativeRun:
     """Run ``binary`` (a replay binary) on one input: bytes go through stdin, a path as its argument."""
     from_stdin = isinstance(data, (bytes, bytearray))
-    command = [str(binary), "-" if from_stdin else str(data)]
-    try:
-        proc = subprocess.run(command, input=bytes(data) if from_stdin else None, capture_output=True,
-                              timeout=timeout_s, env=env.environ(extra_env))
-    except subprocess.TimeoutExpired as exc:
-        return NativeRun(None, (exc.stderr or b"").decode(errors="replace"))
-    return NativeRun(proc.returncode, proc.stderr.decode(errors="replace"))
+    return _run([str(binary), "-" if from_stdin else str(data)], env.environ(extra_env), timeout_s,
+                bytes(data) if from_stdin else None)
 
 
 @dataclasses.dataclass
@@ -185,21 +195,9 @@ def run_native_batch(binary: Union[str, Path], paths: Sequence[Path], env: Harne
     """Run ``binary`` on ``paths`` (two or more) in one process: it stops at the first input
     that does not finish (a crash, an exit of its own) or at the time limit of the batch."""
     started_at = time.monotonic()
-    try:
-        proc = subprocess.run([str(binary), *map(str, paths)], capture_output=True, timeout=timeout_s,
-                              env=env.environ())
-        run = NativeRun(proc.returncode, proc.stderr.decode(errors="replace"))
-    except subprocess.TimeoutExpired as exc:      # POSIX: what it wrote so far is on the exception
-        run = NativeRun(None, (exc.stderr or b"").decode(errors="replace"))
-    finished: List[float] = []
-    started = 0
-    for line in run.stderr.splitlines():
-        if line.startswith(f"{MARKER} {Marker.INPUT.value} "):
-            started += 1
-        elif line.startswith(f"{MARKER} {Marker.RAN.value} "):
-            fields = dict(part.split("=", 1) for part in line.split()[2:] if "=" in part)
-            finished.append(float(fields.get("seconds", 0.0)))
-    return BatchRun(finished, started, len(paths), run, time.monotonic() - started_at)
+    run = _run([str(binary), *map(str, paths)], env.environ(), timeout_s)
+    finished = [float(fields.get("seconds", 0.0)) for fields in run.each(Marker.RAN)]
+    return BatchRun(finished, len(run.each(Marker.INPUT)), len(paths), run, time.monotonic() - started_at)
 
 
 def device_check(binary: Union[str, Path], timeout_s: float = 120.0) -> Optional[str]:

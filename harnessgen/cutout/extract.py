@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import itertools
 import json
 import pickle
 import traceback
@@ -24,7 +25,7 @@ from ..core.outcome import Outcome
 from ..dacecompat import copy_sdfg, find_new_name, keep_template, kept_analyses, template_identity
 from ..dacecompat.code import code_places, index_bare_reads, symbol_types
 from ..plan import passes
-from ..plan.instances import MATCH_PLACE_KEYS, Instance, rebuild_transformation
+from ..plan.instances import MATCH_PLACE_KEYS, Instance, match_settings, rebuild_transformation
 from .aliasing import alias_groups, alibi_groups, joint_layout
 from .cut import Cut, input_volume
 from .regions import region_cuts
@@ -618,8 +619,8 @@ class _CutsAt:
 
     def cuts(self, instance: Instance) -> Iterator[Cut]:
         """The cuts, smallest first, each with ``instance``'s own properties on its match."""
-        settings = {k: v for k, v in instance.match.items() if k not in MATCH_PLACE_KEYS}
-        for position in range(1 << 30):
+        settings = match_settings(instance.match)
+        for position in itertools.count():
             if position == len(self._made):
                 if self._done:
                     return
@@ -634,8 +635,7 @@ class _CutsAt:
             cut = self._made[position]
             # the cut says where the match lies; its properties are all the instance's own (the
             # instance that made the cut may have recorded properties this one leaves at default)
-            place = {k: v for k, v in cut.match.items() if k in MATCH_PLACE_KEYS}
-            yield dataclasses.replace(cut, match={**copy.deepcopy(place), **copy.deepcopy(settings)},
+            yield dataclasses.replace(cut, match={**copy.deepcopy(_place(cut.match)), **copy.deepcopy(settings)},
                                       grown_for=cut.grown_for.replace(self._first, instance.id),
                                       aliases=copy.deepcopy(cut.aliases), configs=copy.deepcopy(cut.configs),
                                       symbol_outputs=list(cut.symbol_outputs))
@@ -646,15 +646,18 @@ class _CutsAt:
         return self._unreduced
 
 
-# the places whose cuts are kept, newest last; a few: the variants of a match run one after another
+# the places whose cuts are kept, newest last: a few, for variants of a match a worker judges one after another
 _CUTS_AT: Dict[Tuple, _CutsAt] = {}
 _CUTS_KEPT = 8
 
 
+def _place(match: Dict[str, Any]) -> Dict[str, Any]:
+    """Where a match lies, without the transformation's properties (``match_settings``)."""
+    return {k: v for k, v in match.items() if k in MATCH_PLACE_KEYS}
+
+
 def _cuts_at(program_sdfg, instance: Instance, cls: type) -> _CutsAt:
-    place = json.dumps({k: v for k, v in instance.match.items() if k in MATCH_PLACE_KEYS}, sort_keys=True,
-                       default=str)
-    key = (id(program_sdfg), cls, place)
+    key = (id(program_sdfg), cls, json.dumps(_place(instance.match), sort_keys=True, default=str))
     found = _CUTS_AT.pop(key, None)
     if found is None or found.program is not program_sdfg:
         found = _CutsAt(program_sdfg, _candidate_cuts(program_sdfg, instance, cls), instance.id)
@@ -664,11 +667,11 @@ def _cuts_at(program_sdfg, instance: Instance, cls: type) -> _CutsAt:
     return found
 
 
-def _matching_cut(program_sdfg, instance: Instance, cls: type, past: int = 0):
-    """The smallest candidate cutout inside which the transformation still matches (after the
-    ``past`` smallest such), with its pre and post copies and the match relative to them."""
+def _matching_cut(cuts: _CutsAt, instance: Instance, cls: type, past: int = 0):
+    """The smallest candidate cutout of ``cuts`` inside which the transformation still matches
+    (after the ``past`` smallest such), with its pre and post copies and the match relative to them."""
     matching, invalid = 0, []
-    for cut in _cuts_at(program_sdfg, instance, cls).cuts(instance):
+    for cut in cuts.cuts(instance):
         pre, post = plain_copy(cut.sdfg, PRE_NAME), plain_copy(cut.sdfg, POST_NAME)
         problem = _invalid(pre)
         if problem:             # harnessgen's or DaCe's cutout defect, never post's: the next one up
@@ -737,7 +740,8 @@ INTERFACE_CHANGED = "post changed the cutout's interface: "
 def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_for: str) -> CutoutPair:
     """``extract`` in the cutout ``past`` steps larger than the smallest that holds the match;
     ``grown_for``: why it was grown."""
-    cut, pre, post, translated, applied = _matching_cut(program_sdfg, instance, cls, past)
+    cuts = _cuts_at(program_sdfg, instance, cls)
+    cut, pre, post, translated, applied = _matching_cut(cuts, instance, cls, past)
     if grown_for:
         cut = dataclasses.replace(cut, grown_for=f"{grown_for}; {cut.grown_for or 'DaCe cutout'}")
     input_config, output_config = cut.configs or _configs(cut.sdfg)
@@ -745,8 +749,8 @@ def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_fo
     # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce (a
     # region cutout reduces its own, and says from what)
     grown = cut.control_flow_grown or cut.grown_for
-    before = cut.volume_before or (after if grown else _cuts_at(program_sdfg, instance, cls).unreduced_volume(
-        lambda: _unreduced_volume(program_sdfg, instance, cls)))
+    before = cut.volume_before or (after if grown else
+                                   cuts.unreduced_volume(lambda: _unreduced_volume(program_sdfg, instance, cls)))
     pair = CutoutPair(instance=instance, pre=pre, post=None, input_config=input_config,
                       output_config=output_config, program_sdfg=program_sdfg, translated_match=translated,
                       input_volume_before=before, input_volume_after=after, aliases=cut.aliases,

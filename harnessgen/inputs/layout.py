@@ -103,6 +103,14 @@ class DecodedInput:
         with open(path, "wb") as fh:
             np.savez(fh, **payload)
 
+    @classmethod
+    def from_npz(cls, path: Path) -> "DecodedInput":
+        """What ``to_npz`` wrote (``consumed`` is not kept: 0)."""
+        with np.load(path) as npz:
+            return cls(symbols={k[4:]: int(npz[k]) for k in npz.files if k.startswith("sym:")},
+                       arrays={k[4:]: npz[k] for k in npz.files if k.startswith("arr:")}, consumed=0,
+                       offsets={k[4:]: int(npz[k]) for k in npz.files if k.startswith("off:")})
+
 
 @dataclasses.dataclass
 class InputLayout:

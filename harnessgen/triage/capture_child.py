@@ -16,11 +16,7 @@ from ..inputs.layout import DecodedInput
 
 def main(argv: List[str]) -> int:
     build_dir, side, inputs, out, threads = argv
-    with np.load(inputs) as npz:
-        symbols = {k[4:]: int(npz[k]) for k in npz.files if k.startswith("sym:")}
-        arrays = {k[4:]: npz[k] for k in npz.files if k.startswith("arr:")}
-        offsets = {k[4:]: int(npz[k]) for k in npz.files if k.startswith("off:")}
-    result = execute(Path(build_dir), DecodedInput(symbols, arrays, 0, offsets), side, int(threads))
+    result = execute(Path(build_dir), DecodedInput.from_npz(Path(inputs)), side, int(threads))
     with open(out, "wb") as fh:
         np.savez(fh, **result)
     print(json.dumps({"containers": len(result)}))
