@@ -657,7 +657,9 @@ def _place(match: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _cuts_at(program_sdfg, instance: Instance, cls: type) -> _CutsAt:
-    key = (id(program_sdfg), cls, json.dumps(_place(instance.match), sort_keys=True, default=str))
+    # the test-only knob changes how a place is cut: a cut made under the other setting is another cut
+    key = (id(program_sdfg), cls, json.dumps(_place(instance.match), sort_keys=True, default=str),
+           _aliases_cut_apart())
     found = _CUTS_AT.pop(key, None)
     if found is None or found.program is not program_sdfg:
         found = _CutsAt(program_sdfg, _candidate_cuts(program_sdfg, instance, cls), instance.id)
