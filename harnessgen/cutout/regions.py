@@ -39,6 +39,7 @@ from dace.sdfg.analysis.cutout import SDFGCutout
 from dace.transformation import transformation as xf
 
 from ..dacecompat.code import assigned_symbols, live_after, region_code_places, symbol_types
+from ..dacecompat import kept_analyses
 from ..dacecompat import block_at, block_path, copy_sdfg, enclosing_blocks, is_region, region_kind
 from ..plan.instances import Instance, rebuild_transformation
 from .cut import VOLUME_PROBE_SIZE, Cut, input_volume, volumes_at
@@ -79,15 +80,19 @@ def region_cuts(program_sdfg, instance: Instance, cls: type, dace_failed: bool) 
     if not (where.in_region or dace_failed):
         return
     original = rebuild_transformation(cls, copy.deepcopy(instance.match), program_sdfg)
+    # each cut only reads the program: DaCe's analyses of it are kept for the next (never held
+    # open across a yield, where the caller works on other SDFGs)
     if issubclass(cls, xf.SingleStateTransformation):
-        cut = _state_cut(where, original, instance.match)
+        with kept_analyses.reading(program_sdfg):
+            cut = _state_cut(where, original, instance.match)
         if cut is not None:
             yield cut
         first = [where.graph.node(_state_id(instance.match))]
     else:
         first = _matched_blocks(original, where.graph)
     for graph, blocks, why in _ladder(where, first):
-        cut = _reduced_block_cut(where, graph, blocks, instance.match, original, why)
+        with kept_analyses.reading(program_sdfg):
+            cut = _reduced_block_cut(where, graph, blocks, instance.match, original, why)
         if cut is not None:
             yield cut
 

@@ -127,14 +127,36 @@ def _keep_substitutions() -> None:
             # be shared
             if not _active or kwargs or len(args) != 1 or not isinstance(args[0], dict):
                 return substitute(self, *args, **kwargs)
+            mapping = _relevant(self, args[0])
             try:
-                key = (self, frozenset(args[0].items()))
+                key = (self, frozenset(mapping.items()))
                 hit = _substituted.get(key)
             except TypeError:        # an unhashable value: sympy answers
                 return substitute(self, *args, **kwargs)
             if hit is None:
-                hit = _substituted[key] = substitute(self, *args, **kwargs)
+                hit = _substituted[key] = substitute(self, mapping)
             return hit
         return subs
 
     _replace(sympy.Basic, "subs", wrap)
+
+
+def _relevant(expression, mapping: dict) -> dict:
+    """The items of ``mapping`` that can change ``expression``. DaCe's cutout substitutes a
+    guess for every symbol of the program (hundreds on CLOUDSC) into each small volume: sympy
+    then makes a symbol of each name and orders them all, on every call. A name (sympy reads a
+    string key as the symbol of that name) that is none of the expression's free symbols
+    matches nothing in it, and a number put in place of another symbol brings no symbol in:
+    such items are left out, which gives sympy's own answer. Any other mapping is kept whole."""
+    number = (int, float, _sympy_number())
+    if not all(isinstance(k, str) and isinstance(v, number) for k, v in mapping.items()):
+        return mapping
+    names = {str(symbol) for symbol in expression.free_symbols}
+    return {k: v for k, v in mapping.items() if k in names}
+
+
+@functools.lru_cache(maxsize=None)
+def _sympy_number():
+    import sympy
+
+    return sympy.Number

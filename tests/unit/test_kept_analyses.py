@@ -100,3 +100,20 @@ def test_a_substitution_inside_a_reading_block_is_kept_and_equals_sympys():
         other = volume.subs({n: 20, m: 4})
     assert first == again == 63 and other == 84
     assert volume.subs(n, 1) == 2 * m                         # outside the block and other forms: sympy's own
+
+
+def test_a_substitution_leaves_out_only_names_that_cannot_change_the_expression():
+    import sympy
+
+    n, m = sympy.symbols("N M")
+    volume = (n + 1) * m
+    guesses = {f"S{i}": 20 for i in range(300)} | {"N": 20, "M": 3}      # every symbol of a program, as DaCe guesses
+    chained = {"N": m + 1, "M": 3}                                      # a value that brings a symbol in
+    program, _ = _program()
+    with kept_analyses.reading(program):
+        assert volume.subs(guesses) == 63
+        [(_, kept)] = kept_analyses._substituted.keys()
+        assert kept == frozenset({("N", 20), ("M", 3)})
+        inside = volume.subs(chained)
+    assert inside == volume.subs(dict(chained)) and inside.free_symbols == {m}      # sympy's own answer
+    assert volume.subs(dict(guesses)) == 63
