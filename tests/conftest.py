@@ -136,6 +136,7 @@ def run_cli(args: List[str], tmp: Path, timeout: float = 900, env: Optional[dict
                 "--corpus-dir", str(tmp / "corpus"), "--crashes-dir", str(tmp / "crashes"), "--no-progress"]
         if "--reduce-time" not in args:      # reducing the bugs' programs is tested where it is asked for
             cmd += ["--reduce-time", "0"]
+        cmd += ["--no-plots"]                  # the report's plots: tests/unit/test_campaign_state.py, test_campaign
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
                           env={**os.environ, **(env or {})})
     return proc

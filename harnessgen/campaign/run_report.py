@@ -306,10 +306,11 @@ def write_summary(directory: Path, state: CampaignState, data: Optional[ReportDa
     write_json(Path(directory) / "summary.json", SUMMARIES[kind](directory, state, data))
 
 
-def write(directory: Path, state: Optional[CampaignState] = None, bugs_error: str = "") -> Path:
+def write(directory: Path, state: Optional[CampaignState] = None, bugs_error: str = "", plots: bool = True) -> Path:
     """Write report.html, report.md, report/*.png and summary.json from the run's state and its
     bugs.json (``analyse_findings`` makes that); returns report.html's path. ``bugs_error``: why
-    the findings could not be clustered, where they could not."""
+    the findings could not be clustered, where they could not; ``plots``: False leaves the
+    plots out (and any an earlier report drew: they would show another state of the run)."""
     directory = Path(directory)
     own = state is None
     if own:
@@ -317,7 +318,7 @@ def write(directory: Path, state: Optional[CampaignState] = None, bugs_error: st
     try:
         data = collect(directory, state, state.selection())
         data.bugs_error = bugs_error
-        _write_files(directory, data)
+        _write_files(directory, data, plots)
         write_summary(directory, state, data)
     finally:
         if own:
@@ -343,8 +344,11 @@ def analyse_findings(directory: Path, state: CampaignState, reduce: Optional[Red
     return ""
 
 
-def _write_files(directory: Path, data: ReportData) -> None:
-    images = plots(data)
+def _write_files(directory: Path, data: ReportData, drawn: bool = True) -> None:
+    images = plots(data) if drawn else {}
+    if not drawn:
+        for stale in sorted((directory / "report").glob("*.png")):
+            stale.unlink()
     for name, png in images.items():
         write_atomic(directory / "report" / f"{name}.png", png)
     embedded = {name: base64.b64encode(png).decode() for name, png in images.items()}

@@ -107,6 +107,9 @@ def add_instance_options(p) -> None:
     p.add_argument("--audit-time", type=float, default=60.0, metavar="SECONDS",
                    help="the audit's inputs stop after this many seconds per instance (default 60; its build is extra)")
     add_reduce_flag(p)
+    p.add_argument("--no-plots", dest="plots", action="store_false",
+                   help="report.html and report.md without their plots (drawing them takes matplotlib about 2 s "
+                        "at the end of every run; `harnessgen report DIR` draws them later)")
 
 
 def add_reduce_flag(p) -> None:
@@ -126,7 +129,7 @@ def fuzz_options(args, **fields):
         seed_mode=args.seed_mode, race_threads=args.race, race_repeat=args.race_repeat,
         race_check=args.race_check, audit=args.audit, verbose=args.verbose, simplify=args.simplify,
         reference_check=args.reference_check, audit_time_s=args.audit_time, reduce_seconds=args.reduce_time,
-        reduce_candidates=args.reduce_candidates, params=parse_mode(args.params),
+        reduce_candidates=args.reduce_candidates, plots=args.plots, params=parse_mode(args.params),
         params_shrink_s=args.params_shrink_time, prove=args.prove, whole_share=args.whole_share,
         variant_share=args.variant_share, share_pairs=args.share_pairs, command_line=" ".join(["harnessgen"] + sys.argv[1:]), **fields)
 

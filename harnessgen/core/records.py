@@ -74,6 +74,7 @@ class FuzzOptions:
                                          # (False); None: the program kind's default (SDFG files as given)
     reference_check: bool = True         # check each program against its reference before the instances
     reduce_seconds: float = 60.0         # per distinct bug, when the run's findings are clustered (0: none)
+    plots: bool = True                   # the report draws its plots (--no-plots: not)
     reduce_candidates: int = 2000        # programs judged per bug at most
     params: str = "pairs"                # parameter variants per match: pairs(:K), default, boundary or a count
     params_shrink_s: float = 120.0       # per finding of a variant: time to look for simpler parameters

@@ -116,6 +116,11 @@ def test_report_lists_static_findings_and_unfinished_instances(tmp_path):
     assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["execs.png", "time_to_finding.png",
                                                                        "verdicts.png"]
     assert path.read_text().count("data:image/png;base64,") == 3
+    # --no-plots: the same report without them, and none an earlier report drew is left beside it
+    report.write(tmp_path, state, plots=False)
+    assert "data:image/png" not in path.read_text() and "report/" not in (tmp_path / "report.md").read_text()
+    assert not list((tmp_path / "report").glob("*.png"))
+    assert json.loads((tmp_path / "summary.json").read_text())["counts"] == summary["counts"]
 
 
 def test_a_worker_gets_its_next_instance_before_the_driver_reports_the_last_one(tmp_path, monkeypatch):
