@@ -243,7 +243,7 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
         seconds=options.reduce_seconds, max_candidates=options.reduce_candidates,
         judge=JudgeOptions(work_dir=options.work_dir)), seconds=analysis_seconds(config.run_budget_s),
         step=plan_progress.step if plan_progress else None)
-    outcome.report = report.write(directory, state, bugs_error=failed, plots=getattr(options, "plots", True))
+    outcome.report = report.write(directory, state, bugs_error=failed, plots=options.plots)
     return outcome
 
 

@@ -345,8 +345,10 @@ def analyse_findings(directory: Path, state: CampaignState, reduce: Optional[Red
 
 
 def _write_files(directory: Path, data: ReportData, drawn: bool = True) -> None:
-    images = plots(data) if drawn else {}
-    if not drawn:
+    if drawn:
+        images = plots(data)
+    else:       # none an earlier report drew stays beside this one: it shows another state of the run
+        images = {}
         for stale in sorted((directory / "report").glob("*.png")):
             stale.unlink()
     for name, png in images.items():

@@ -74,8 +74,8 @@ class FuzzOptions:
                                          # (False); None: the program kind's default (SDFG files as given)
     reference_check: bool = True         # check each program against its reference before the instances
     reduce_seconds: float = 60.0         # per distinct bug, when the run's findings are clustered (0: none)
-    plots: bool = True                   # the report draws its plots (--no-plots: not)
     reduce_candidates: int = 2000        # programs judged per bug at most
+    plots: bool = True                   # the report draws its plots (--no-plots: not)
     params: str = "pairs"                # parameter variants per match: pairs(:K), default, boundary or a count
     params_shrink_s: float = 120.0       # per finding of a variant: time to look for simpler parameters
     prove: str = "first"                 # first: prove, fuzz what the proof does not settle; only: never fuzz; off

@@ -13,7 +13,6 @@ import itertools
 import json
 import pickle
 import traceback
-import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
@@ -75,23 +74,6 @@ class CutoutPair:
 def plain_copy(sdfg, name: str):
     """A deep copy as a plain ``dace.SDFG`` (SDFGCutout carries base-SDFG references)."""
     return copy_sdfg(sdfg, name)
-
-
-# id(cut's SDFG) -> (a weak reference to it, its plain copy, kept as a template): a kept cut is
-# judged by every parameter variant of its match, each with a pre and a post of its own
-_PLAIN: Dict[int, Tuple[weakref.ref, Any]] = {}
-
-
-def _sides(cut_sdfg) -> Tuple[Any, Any]:
-    """Pre and post, plain copies of a cut: one copy through JSON per cut, and each side from
-    that copy's pickle (a CLOUDSC cut's JSON round trip is most of its copying)."""
-    kept = _PLAIN.get(id(cut_sdfg))
-    if kept is None or kept[0]() is not cut_sdfg:
-        plain = plain_copy(cut_sdfg, None)
-        keep_template(plain)
-        kept = _PLAIN[id(cut_sdfg)] = (weakref.ref(cut_sdfg), plain)
-        weakref.finalize(cut_sdfg, _PLAIN.pop, id(cut_sdfg), None)
-    return plain_copy(kept[1], PRE_NAME), plain_copy(kept[1], POST_NAME)
 
 
 def _make_cutout(sdfg, xform, reduce: bool):
@@ -634,6 +616,7 @@ class _CutsAt:
         self.program = program_sdfg           # held: an id() is unique only while its object lives
         self._source, self._made, self._done, self._first = made, [], False, first
         self._unreduced: Optional[str] = None
+        self._plain: Dict[int, Any] = {}      # id(a cut's SDFG, held in _made) -> its plain copy
 
     def cuts(self, instance: Instance) -> Iterator[Cut]:
         """The cuts, smallest first, each with ``instance``'s own properties on its match."""
@@ -657,6 +640,16 @@ class _CutsAt:
                                       grown_for=cut.grown_for.replace(self._first, instance.id),
                                       aliases=copy.deepcopy(cut.aliases), configs=copy.deepcopy(cut.configs),
                                       symbol_outputs=list(cut.symbol_outputs))
+
+    def sides(self, cut_sdfg) -> Tuple[Any, Any]:
+        """Pre and post of one of these cuts, plain copies: one copy through JSON per cut, and
+        each side, for every instance that judges the cut, from that copy's pickle (a CLOUDSC
+        cut's JSON round trip was most of its copying)."""
+        plain = self._plain.get(id(cut_sdfg))
+        if plain is None:
+            plain = self._plain[id(cut_sdfg)] = plain_copy(cut_sdfg, None)
+            keep_template(plain)
+        return plain_copy(plain, PRE_NAME), plain_copy(plain, POST_NAME)
 
     def unreduced_volume(self, compute: Callable[[], str]) -> str:
         if self._unreduced is None:
@@ -692,7 +685,7 @@ def _matching_cut(cuts: _CutsAt, instance: Instance, cls: type, past: int = 0):
     (after the ``past`` smallest such), with its pre and post copies and the match relative to them."""
     matching, invalid = 0, []
     for cut in cuts.cuts(instance):
-        pre, post = _sides(cut.sdfg)
+        pre, post = cuts.sides(cut.sdfg)
         problem = _invalid(pre)
         if problem:             # harnessgen's or DaCe's cutout defect, never post's: the next one up
             invalid.append(f"{cut.grown_for or 'DaCe cutout'}: {problem}")

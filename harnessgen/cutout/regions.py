@@ -39,8 +39,7 @@ from dace.sdfg.analysis.cutout import SDFGCutout
 from dace.transformation import transformation as xf
 
 from ..dacecompat.code import assigned_symbols, live_after, region_code_places, symbol_types
-from ..dacecompat import kept_analyses
-from ..dacecompat import block_at, block_path, copy_sdfg, enclosing_blocks, is_region, region_kind
+from ..dacecompat import block_at, block_path, copy_sdfg, enclosing_blocks, is_region, kept_analyses, region_kind
 from ..plan.instances import Instance, rebuild_transformation
 from .cut import VOLUME_PROBE_SIZE, Cut, input_volume, volumes_at
 

@@ -148,15 +148,10 @@ def _relevant(expression, mapping: dict) -> dict:
     string key as the symbol of that name) that is none of the expression's free symbols
     matches nothing in it, and a number put in place of another symbol brings no symbol in:
     such items are left out, which gives sympy's own answer. Any other mapping is kept whole."""
-    number = (int, float, _sympy_number())
+    import sympy
+
+    number = (int, float, sympy.Number)
     if not all(isinstance(k, str) and isinstance(v, number) for k, v in mapping.items()):
         return mapping
     names = {str(symbol) for symbol in expression.free_symbols}
     return {k: v for k, v in mapping.items() if k in names}
-
-
-@functools.lru_cache(maxsize=None)
-def _sympy_number():
-    import sympy
-
-    return sympy.Number
