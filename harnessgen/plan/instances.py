@@ -41,6 +41,9 @@ class Instance:
     # id of the match's instance with every property at its default
     params: Dict[str, Any] = dataclasses.field(default_factory=dict)
     base: str = ""
+    # a step of a recipe (``harnessgen.recipe``): where its recording is kept and which step
+    # (``{"store", "index"}``, index 0 the whole recipe); {} for every other instance
+    step: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def match_id(self) -> str:
@@ -235,7 +238,7 @@ def pattern_matches(sdfg, cls, options: Optional[Dict[str, Any]]) -> Iterator[An
     yield from optimizer.Optimizer(sdfg).get_pattern_matches(patterns=[cls], options=[options] if options else None)
 
 
-def _bound(xform, key: str):
+def bound_node(xform, key: str):
     """The node a match binds to a pattern node; None for one its expression does not use
     (DaCe raises KeyError: a loop match binds no ``loop_break`` in most of its expressions)."""
     try:
@@ -254,7 +257,7 @@ def match_scopes(sdfg, names: List[str]) -> Dict[str, List[str]]:
         scopes = []
         try:
             for xform in pattern_matches(sdfg, cls, None):
-                nodes = [_bound(xform, key) for key in cls._get_pattern_nodes()]
+                nodes = [bound_node(xform, key) for key in cls._get_pattern_nodes()]
                 scopes.append("+".join(type(n).__name__ for n in nodes if n is not None) or "SDFG")
         except Exception:  # noqa: BLE001 -- DaCe's matcher failed: what a plan records as ERROR
             scopes = []

@@ -40,6 +40,7 @@ from ..plan import params
 from ..plan.instances import Instance, cpu_builtin_transformations
 from ..plan.params import ParamOptions
 from ..prove import keep_proof, prove
+from ..recipe import steps as recipe_steps
 from ..targets import resolve
 from ..triage.classify import Triage, TriageOptions
 from ..triage.reproducer import write_codegen_finding, write_static_finding
@@ -88,11 +89,14 @@ class SdfgSubject(Subject):
         return self._sdfgs[key]
 
     def program_of(self, inst: Instance):
+        if inst.step:                 # a recipe's step: the program just before it
+            return recipe_steps.program_before(inst)
         return self.sdfg(inst.program, inst.simplified)
 
     def change(self, spec: str) -> Change:
         if spec not in self._changes:
-            self._changes[spec] = load_change(spec, self.simplify)
+            self._changes[spec] = (recipe_steps.RecipeSteps(spec) if recipe_steps.is_recipe(spec)
+                                   else load_change(spec, self.simplify))
         return self._changes[spec]
 
     def transformation_specs(self, xform_spec: Optional[str]) -> List[str]:
@@ -105,12 +109,13 @@ class SdfgSubject(Subject):
         return list(self.change(spec).declined)
 
     def warm(self, instance: Dict) -> None:
-        self.sdfg(instance["program"], instance.get("simplified", True))
+        if not instance.get("step"):
+            self.sdfg(instance["program"], instance.get("simplified", True))
 
     def plan_identity(self, spec: str) -> Optional[Dict]:
         programs = self.target.select(self.program)
-        if not all(p.identity for p in programs):
-            return None
+        if not all(p.identity for p in programs) or recipe_steps.is_recipe(spec):
+            return None        # (a recipe's recording is kept by its own identity)
         change = self.change(spec)
         return {"target": self.target.name, "programs": {p.name: p.identity for p in programs},
                 "simplified": change.simplified, "code": code_identity(spec)}
@@ -242,6 +247,8 @@ class SdfgSubject(Subject):
     def _whole_program_key(self, inst: Instance) -> str:
         """What names the instance's whole program, as it is judged (its content and form);
         '' where its content has no identity."""
+        if inst.step:
+            return recipe_steps.program_key(inst)
         return self._program_identity(inst.program, inst.simplified)
 
     def _program_identity(self, name: str, simplified: bool) -> str:
