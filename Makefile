@@ -1,6 +1,7 @@
 # harnessgen — every target installs what it needs (idempotently).
 #   make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n] [REDO=VERDICT|Class,...]
 #             [PARAMS=default|boundary|N]
+#   make recipe [TARGET=cloudsc] [RECIPE=file.py:function] [TIME=s per step] [BUDGET=s]
 #   make campaign [TARGET=kernels] [XFORMS=all|A,B] [BUDGET=60s|200000x per instance] [JOBS=n] [CAMPAIGN=dir]
 #   make pyfuzz [COMPILER=dace|torch|tvm] [TORCH=version] [PYFUZZ_TIME=s] [PYFUZZ_ARGS=...]
 #   make setup-torch [TORCH=version]
@@ -35,6 +36,8 @@ BUDGET       ?= 840
 JOBS         ?= $(shell nproc 2>/dev/null || echo 1)
 OUT          ?= $(WORK)/runs/$(subst :,-,$(subst /,_,$(TARGET)))-$(if $(XFORM),$(subst $(comma),+,$(subst :,-,$(XFORM))),defaults)$(if $(ON_OTHER_DACE),-dace$(DACE_TAG))
 comma        := ,
+RECIPE       ?=
+RECIPE_OUT   ?= $(WORK)/runs/recipe-$(subst :,-,$(subst /,_,$(TARGET)))$(if $(RECIPE),-$(notdir $(subst :,-,$(RECIPE))))$(if $(ON_OTHER_DACE),-dace$(DACE_TAG))
 FUZZ_ARGS    ?=
 TEST_ARGS    ?=
 BENCH_ARGS   ?=
@@ -51,13 +54,16 @@ TORCH        ?=
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup warm setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv shipped-parses fuzz campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
+.PHONY: setup warm setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv shipped-parses fuzz recipe campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
 	@echo "                                                         default transformations), TIME s each, JOBS at a time"
 	@echo "make fuzz TARGET=kernels:gemm INSTANCE=id JOBS=4 TIME=86400  one long session: -M main + 3 -S (one with CMPLOG);"
 	@echo "                                                         the same command again resumes it (afl-fuzz -i -)"
+	@echo "make recipe [TARGET=cloudsc] [RECIPE=file.py:function]   an optimization, step by step: every transformation"
+	@echo "                                                         and pass it applied judged where it applied it, the"
+	@echo "                                                         first wrong step named (default: cloudsc's own recipe)"
 	@echo "make whatsup [OUT=dir]                                   afl-whatsup on every afl-fuzz sync directory under OUT"
 	@echo "                                                         (WHATSUP_ARGS=-d for every instance's details)"
 	@echo "make plot [OUT=dir]                                      afl-plot of every afl-fuzz instance under OUT (gnuplot)"
@@ -160,6 +166,11 @@ fuzz: $(SETUP) $(if $(NEEDS_CUDA),setup-cuda)
 	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --jobs $(JOBS) \
 	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(REDO),--redo $(REDO)) $(if $(PARAMS),--params $(PARAMS)) \
 	  --out $(OUT) $(FUZZ_ARGS)
+
+# a recipe: the target's own (cloudsc's), or RECIPE=file.py:function; judged step by step
+recipe: $(SETUP)
+	$(BIN)/harnessgen recipe --program $(TARGET) $(if $(RECIPE),--recipe $(RECIPE)) --time $(TIME) --jobs $(JOBS) \
+	  $(if $(BUDGET),--budget $(BUDGET)) --out $(RECIPE_OUT) $(FUZZ_ARGS)
 
 campaign: $(SETUP)
 	$(BIN)/harnessgen campaign --program $(TARGET) $(if $(XFORMS),--transformation $(XFORMS)) \

@@ -131,7 +131,7 @@ def run_cli(args: List[str], tmp: Path, timeout: float = 900, env: Optional[dict
     """Run the ``harnessgen`` console script with every output directory under ``tmp`` (builds
     in the shared cache unless ``work_dir`` says where)."""
     cmd = [str(Path(sys.executable).with_name("harnessgen")), *args]
-    if args and args[0] == "fuzz":
+    if args and args[0] in ("fuzz", "recipe"):
         cmd += ["--out", str(tmp / "out"), "--work-dir", str(work_dir),
                 "--corpus-dir", str(tmp / "corpus"), "--crashes-dir", str(tmp / "crashes"), "--no-progress"]
         if "--reduce-time" not in args:      # reducing the bugs' programs is tested where it is asked for

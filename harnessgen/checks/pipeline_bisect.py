@@ -20,10 +20,10 @@ import dataclasses
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..core.errors import BuildError, Unsupported
-from ..cutout.extract import whole_program_pair
+from ..cutout.extract import CutoutPair, whole_program_pair
 from ..dacecompat import copy_sdfg
 from ..harness import judge
 from ..harness.judge import JudgeOptions
@@ -67,26 +67,27 @@ class BisectRecord:
         return f"bisect ({self.verdict}, {self.candidates} pipelines judged): " + "; ".join(p for p in (where, fewest) if p)
 
 
-class _OutOfTime(Exception):
+class OutOfTime(Exception):
     pass
 
 
-class _Judge:
-    """Builds candidates of the pipeline on the whole program and says whether they differ."""
+class Candidates:
+    """Judges candidate programs on the whole program: whether each differs from it."""
 
-    def __init__(self, program_sdfg, pspec: "passes.PassSpec", options: BisectOptions, deadline: float):
-        self.program, self.pspec, self.options, self.deadline = program_sdfg, pspec, options, deadline
+    def __init__(self, options: BisectOptions, deadline: float):
+        self.options, self.deadline = options, deadline
         self.candidates = 0
         self.inputs: Optional[List[Tuple[str, bytes]]] = None
         self.layout: Optional[InputLayout] = None
 
-    def differs(self, **run_kwargs) -> bool:
-        """Whether the program after ``passes.run_pass(..., **run_kwargs)`` differs on the inputs."""
+    def differs(self, make_pair: Callable[[], CutoutPair]) -> bool:
+        """Whether the pair ``make_pair()`` makes (the whole program as pre, a candidate as
+        post) differs on the inputs; the first candidate judged picks the inputs the later
+        ones run (those it fails on)."""
         if time.monotonic() > self.deadline:
-            raise _OutOfTime()
+            raise OutOfTime()
         self.candidates += 1
-        pair = whole_program_pair(self.program, "bisect", transform=lambda post: passes.run_pass(
-            self.pspec, post, **run_kwargs))
+        pair = make_pair()
         if not pair.ok:
             return True
         layout = self.layout or judge.constrain(pair, self.options.judge)[1]
@@ -95,11 +96,11 @@ class _Judge:
             harness = judge.prepare(pair, self.options.judge, (None, layout)).harness
         except BuildError as exc:
             if not exc.of_the_code:
-                raise      # a failure of the machine, not of the passes: it bisects nothing
+                raise      # a failure of the machine, not of the candidate: it bisects nothing
             return exc.side == "hg_post"
         with tempfile.TemporaryDirectory(prefix="hg-bisect-") as tmp:
             _, failing = judge.screen(harness, self._inputs(layout), Path(tmp), deadline=self.deadline)
-            if self.inputs is None:          # the full pipeline's run: keep only the inputs it fails on
+            if self.inputs is None:          # the full candidate's run: keep only the inputs it fails on
                 names = {p.stem for p in failing}
                 self.inputs = [(n, d) for n, d in self._inputs(layout) if n in names]
         return bool(failing)
@@ -121,21 +122,26 @@ def bisect(program_sdfg, pspec: "passes.PassSpec", options: BisectOptions) -> Bi
         return BisectRecord(verdict="NOT_SHOWN", reason=f"the pipeline raises on the whole program "
                                                         f"({type(exc).__name__}: {exc})"[:300])
     record.steps = steps
-    candidates = _Judge(program_sdfg, pspec, options, started + options.time_s)
+    candidates = Candidates(options, started + options.time_s)
+
+    def differs(**run_kwargs) -> bool:
+        return candidates.differs(lambda: whole_program_pair(program_sdfg, "bisect", transform=lambda post: (
+            passes.run_pass(pspec, post, **run_kwargs))))
+
     try:
-        if not candidates.differs():
+        if not differs():
             record.verdict = "NOT_SHOWN"
             record.reason = "the whole program after the pipeline does not differ on the instance's inputs " \
                             "and the boundary seeds (the finding is latent in the program)"
-        elif candidates.differs(limit=0):
+        elif differs(limit=0):
             record.verdict = "NOT_SHOWN"
             record.reason = "the program differs from itself on these inputs (pre is not deterministic)"
         else:
-            record.first_step = _first_failing_prefix(len(steps), lambda k: candidates.differs(limit=k))
+            record.first_step = first_failing_prefix(len(steps), lambda k: differs(limit=k))
             record.first_pass = steps[record.first_step - 1]
             applied = list(dict.fromkeys(steps))
-            record.minimal_passes = passes.minimal_subset(applied, lambda subset: candidates.differs(only=subset))
-    except _OutOfTime:
+            record.minimal_passes = passes.minimal_subset(applied, lambda subset: differs(only=subset))
+    except OutOfTime:
         record.verdict = "PARTIAL"
         record.reason = f"out of time after {options.time_s:g} s"
     except Unsupported as exc:
@@ -145,7 +151,7 @@ def bisect(program_sdfg, pspec: "passes.PassSpec", options: BisectOptions) -> Bi
     return record
 
 
-def _first_failing_prefix(count: int, fails) -> int:
+def first_failing_prefix(count: int, fails) -> int:
     """The least k in 1..count with ``fails(k)``, given ``fails(count)`` and not ``fails(0)``
     (binary search: a prefix that fails is taken to keep failing as steps are added)."""
     lo, hi = 0, count            # fails(lo) is False, fails(hi) is True

@@ -25,6 +25,7 @@ from ..plan.params import ParamOptions, parse_mode
 from ..progen.target import program_file, stream_coverage, stream_span
 from ..pyfuzz.interpreters import resolve_python
 from ..pyfuzz.run import PyFuzzConfig, run_pyfuzz
+from ..recipe import report as recipe_report, steps as recipe_steps
 from ..subjects import plan, split_ids
 from ..targets import BUILTIN_TARGETS, resolve
 from ..triage.classify import TriageOptions
@@ -76,6 +77,12 @@ def _add_fuzz(sub) -> None:
 
 
 def cmd_fuzz(args) -> int:
+    _fuzz_and_show(args)
+    return 0
+
+
+def _fuzz_and_show(args) -> list:
+    """The fuzz run the flags ask for, shown as it goes; its results."""
     options = fuzz_options(args, time_s=args.time, budget_s=args.budget, resume=not args.fresh, redo=args.redo,
                            out_dir=args.out, until_crash=args.until_crash, show_progress=not args.no_progress,
                            build_only=args.build_only, max_execs=args.execs)
@@ -124,6 +131,47 @@ def cmd_fuzz(args) -> int:
     for line in render.reproducer_lines(results) + [render.verdict_count_line(results, args.out / "summary.json")] + \
             render.attention_lines(results, args.out, args.verbose):
         console.print(line)
+    return results
+
+
+# ------------------------------------------------------------------ recipe
+def _add_recipe(sub) -> None:
+    p = sub.add_parser("recipe", help="judge a user's own optimization step by step: every transformation and "
+                                      "pass it applied, where it applied it, and the first step that makes the "
+                                      "program wrong")
+    p.add_argument("--program", required=True, help="kernels:NAME | cloudsc | file.sdfg | file.py:function")
+    p.add_argument("--recipe", metavar="FILE.py:FUNCTION|MODULE:FUNCTION",
+                   help="a function that takes the program's SDFG (as its frontend wrote it) and optimizes it in "
+                        "place, with any of DaCe's entry points (default: the target's own recipe, cloudsc's)")
+    p.add_argument("--time", type=float, default=10.0, metavar="SECONDS",
+                   help="budget per step: seed screening plus afl-fuzz (default 10)")
+    add_executor_flags(p, default=1, jobs_help="steps judged at the same time, in local worker processes (default 1)")
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="whole run: no step starts after this; the same command again continues (default: no limit)")
+    p.add_argument("--fresh", action="store_true", help="judge every step again instead of continuing the run in --out")
+    p.add_argument("--out", type=Path, default=Path(".harnessgen/runs/recipe"), metavar="DIR",
+                   help="the run directory: recipe.md, recipe.json, summary.json, report.html")
+    add_instance_options(p)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_recipe, transformation=None, instance=None, all=True, set=[], execs=None, redo=(),
+                   until_crash=False, build_only=False)
+
+
+def cmd_recipe(args) -> int:
+    recipe = args.recipe or resolve(args.program)[0].recipe
+    if not recipe:
+        raise ConfigError(f"--recipe: {args.program} has no recipe of its own: give file.py:function")
+    spec = recipe_steps.PREFIX + recipe
+    args.transformation = spec
+    results = _fuzz_and_show(args)
+    reports = recipe_report.recipe_reports(args.program, spec, {r.id: r.to_json() for r in results})
+    path = recipe_report.write(args.out, reports)
+    console = render.console()
+    for report in reports:
+        for line in recipe_report.headline(report):
+            console.print(render.escape(line))
+    if path is not None:
+        console.print(f"every step with its verdict: {path}")
     return 0
 
 
@@ -507,6 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"harnessgen {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_fuzz(sub)
+    _add_recipe(sub)
     _add_campaign(sub)
     _add_report(sub)
     _add_bugs(sub)

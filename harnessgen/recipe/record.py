@@ -33,6 +33,9 @@ from ..core.errors import ConfigError
 from ..core.files import write_atomic, write_json
 
 RECORDING = "recording.json"
+# a recipe that goes on making steps is stopped there (DaCe 2.0's
+# apply_transformations_once_everywhere([MapTiling]) tiles its own tiles without end)
+MAX_STEPS = 3000
 PROGRAMS = "programs"
 
 # the DaCe calls a step's chain names (besides the recipe's own frames and the pipelines)
@@ -96,6 +99,10 @@ class Recording:
 
     def step(self, index: int) -> Step:
         return self.steps[index - 1]
+
+
+class RecipeStopped(Exception):
+    """Raised into the recipe where it goes on making steps."""
 
 
 def judged_again(step: Step) -> bool:
@@ -203,7 +210,7 @@ class Recorder:
         recipe_files = [inspect.getsourcefile(recipe) or ""]
         self.recipe_files = {str(Path(f).resolve()) for f in recipe_files}
         self.steps: List[Step] = []
-        self._active: List[str] = []       # the kinds of the steps under way, outermost first
+        self._active: List[str] = []       # the kinds of the steps and containers under way, outermost first
         self._within: List[int] = []       # and their numbers
         self._order = 0
         self._patched: List[tuple] = []
@@ -225,14 +232,34 @@ class Recorder:
                                    ("subgraph", SubgraphTransformation, "apply"),
                                    ("pass", ppl.Pass, "apply_pass")):
             for cls in [base] + _subclasses(base):
-                if method in cls.__dict__ and not self._container(cls, kind):
-                    self._patch(cls, method, kind)
+                self._patch_class(cls, kind, method)
+            self._watch_new_classes(base, kind, method)
         return self
 
     def __exit__(self, *exc) -> None:
         for cls, method, original in reversed(self._patched):
-            setattr(cls, method, original)
+            if original is None:
+                delattr(cls, method)
+            else:
+                setattr(cls, method, original)
         self._patched.clear()
+
+    def _patch_class(self, cls: type, kind: str, method: str) -> None:
+        if method in cls.__dict__:
+            self._patch(cls, method, "container" if self._container(cls, kind) else kind)
+
+    def _watch_new_classes(self, base: type, kind: str, method: str) -> None:
+        """A class the recipe defines or first imports while it runs (a transformation of its
+        own, imported inside its function) is instrumented as it is made: otherwise what it
+        applies inside would be taken for its steps."""
+        recorder = self
+
+        def made(cls, **kwargs):
+            super(base, cls).__init_subclass__(**kwargs)
+            recorder._patch_class(cls, kind, method)
+
+        self._patched.append((base, "__init_subclass__", base.__dict__.get("__init_subclass__")))
+        base.__init_subclass__ = classmethod(made)
 
     @staticmethod
     def _container(cls: type, kind: str) -> bool:
@@ -258,22 +285,32 @@ class Recorder:
 
     # -- one step
     def _step(self, xform, kind: str, args: tuple, call: Callable):
+        if kind == "container":
+            self._active.append(kind)
+            try:
+                return call()
+            finally:
+                self._active.pop()
         sdfg = self._sdfg_of(xform, kind, args)
-        inside_transformation = any(k != "pass" for k in self._active)
-        if inside_transformation or sdfg is None or _root(sdfg) is not self.root or \
+        if self._part_of_another(kind) or sdfg is None or _root(sdfg) is not self.root or \
                 (kind == "pass" and not self._modifies(xform)):
             return call()          # part of the step around it, another program's, or an analysis
+        if self._order >= MAX_STEPS:
+            raise RecipeStopped(f"the recipe was stopped at its step {MAX_STEPS + 1}: a recipe that makes more than "
+                                f"{MAX_STEPS} steps is taken not to end ({type(xform).__name__} was next)")
         self._order += 1
         started = time.monotonic()
+        before = self._pickled()          # kept only for a step that changed something
         step = Step(index=self._order, kind=kind, name=type(xform).__name__, spec=_class_spec(type(xform), kind),
-                    match={}, before=self._snapshot(), within=self._within[-1] if self._within else 0)
+                    match={}, before="", within=self._within[-1] if self._within else 0)
         step.where, step.chain = self._call_site()
         step.match, step.unjudgeable = self._match(xform, kind)
         self._active.append(kind)
-        self._within.append(step.index)
+        self._within.append(step.index)   # (a container's steps never get here: they are not numbered)
         try:
             result = call()
         except Exception:
+            step.before = self.store.put(before)
             step.error = traceback.format_exc()
             step.seconds = round(time.monotonic() - started, 3)
             self.steps.append(step)
@@ -283,11 +320,23 @@ class Recorder:
             self._within.pop()
         if kind == "pass" and result is None:      # DaCe's passes say they changed nothing so
             return result
+        step.before = self.store.put(before)
         if not judged_again(step):       # judged on the program just before and just after it
             step.after = self._snapshot()
         step.seconds = round(time.monotonic() - started, 3)
         self.steps.append(step)
         return result
+
+    def _part_of_another(self, kind: str) -> bool:
+        """Inside a transformation, everything is part of it; inside a pass, so is every
+        other pass and every pattern it applies itself, but not the patterns a pattern-matching
+        pass applies for it (FullMapFusion's MapFusion, one step each)."""
+        steps = [k for k in self._active if k != "container"]
+        if not steps:
+            return False
+        if steps[-1] != "pass" or kind == "pass":
+            return True
+        return self._active[-1] != "container"
 
     def numbered(self) -> List[Step]:
         """The steps in the order they began, numbered from 1 (a pass's own steps after it)."""
@@ -310,8 +359,11 @@ class Recorder:
         except Exception:  # noqa: BLE001 -- a pass that cannot say: taken to modify
             return True
 
+    def _pickled(self) -> bytes:
+        return pickle.dumps(self.root, protocol=pickle.HIGHEST_PROTOCOL)
+
     def _snapshot(self) -> str:
-        return self.store.put(pickle.dumps(self.root, protocol=pickle.HIGHEST_PROTOCOL))
+        return self.store.put(self._pickled())
 
     def _match(self, xform, kind: str) -> tuple:
         """The step's properties and place, and why it cannot be judged alone where it cannot."""
@@ -361,8 +413,7 @@ class Recorder:
                 chain.append(f"{name} ({where})")
             elif file.startswith(self._dace_dir):
                 this = frame.f_locals.get("self")
-                if name in ("apply_pass", "apply_subpass") and this is not None and \
-                        self._container(type(this), "pass"):
+                if name == "apply_pass" and this is not None:
                     label = type(this).__name__
                 elif name in ENTRY_POINTS:
                     label = name

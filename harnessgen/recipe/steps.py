@@ -33,6 +33,7 @@ from ..cutout.extract import CutoutPair, whole_program_pair
 from ..dacecompat import copy_sdfg, keep_template
 from ..plan.instances import Instance
 from ..plan.params import ParamOptions
+from . import record as record_module
 from .record import Recording, Step, Store, judged_again, record, recipe_identity
 
 PREFIX = "recipe:"
@@ -77,8 +78,9 @@ class RecipeSteps(Change):
 
         if not identity:
             identity = hashlib.sha256(pickle.dumps(program_sdfg, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+        recorder = hashlib.sha256(Path(record_module.__file__).read_bytes()).hexdigest()[:16]
         digest = hashlib.sha256(json.dumps([identity, recipe_identity(self.recipe), dace.__version__,
-                                            __version__]).encode()).hexdigest()[:20]
+                                            __version__, recorder]).encode()).hexdigest()[:20]
         store = Path(envs.get("HARNESSGEN_PROGRAM_CACHE")).resolve() / "recipes" / digest
         recording = record(copy_sdfg(program_sdfg), self.recipe, store, program)
         self.recordings[program] = recording
@@ -146,6 +148,14 @@ def instances_of(recording: Recording, target: str, spec: str) -> List[Instance]
                           description=f"the whole recipe ({len(recording.steps)} steps)", simplified=False,
                           step={"store": store, "index": WHOLE})
     return cut + [everything] + whole
+
+
+def is_whole_recipe(inst: Instance) -> bool:
+    return bool(inst.step) and inst.step.get("index", WHOLE) == WHOLE
+
+
+def recording_of(inst: Instance) -> Recording:
+    return _recording(inst.step["store"])
 
 
 def step_of(inst: Instance) -> Optional[Step]:

@@ -41,6 +41,7 @@ from ..plan.instances import Instance, cpu_builtin_transformations
 from ..plan.params import ParamOptions
 from ..prove import keep_proof, prove
 from ..recipe import steps as recipe_steps
+from ..recipe.bisect import bisect_recipe
 from ..targets import resolve
 from ..triage.classify import Triage, TriageOptions
 from ..triage.reproducer import write_codegen_finding, write_static_finding
@@ -339,13 +340,19 @@ class SdfgSubject(Subject):
                 for f in triaged.findings]
 
     def _bisect(self, spec: str, inst: Instance, options, result) -> None:
-        """A pipeline that changed what the program computes: its first and its fewest guilty passes."""
+        """A pipeline that changed what the program computes: its first and its fewest guilty
+        passes; a whole recipe that did: its first guilty step."""
         change = self.change(spec)
-        if not (isinstance(change, Passes) and change.pspec.is_pipeline and result.verdict in BISECTED_VERDICTS):
+        if result.verdict not in BISECTED_VERDICTS:
             return
-        record = bisect(self.program_of(inst), change.pspec, BisectOptions(
-            judge=JudgeOptions.of(options, max_size=BISECT_MAX_SIZE), time_s=options.audit_time_s * 5,
-            **_instance_inputs(options, inst, result)))
+        bisecting = BisectOptions(judge=JudgeOptions.of(options, max_size=BISECT_MAX_SIZE),
+                                  time_s=options.audit_time_s * 5, **_instance_inputs(options, inst, result))
+        if isinstance(change, Passes) and change.pspec.is_pipeline:
+            record = bisect(self.program_of(inst), change.pspec, bisecting)
+        elif recipe_steps.is_whole_recipe(inst):
+            record = bisect_recipe(self.program_of(inst), recipe_steps.recording_of(inst), bisecting)
+        else:
+            return
         result.bisect = record.to_json()
         for finding in result.findings:
             _record_in_finding(Path(finding["path"]), "bisect", record.to_json())

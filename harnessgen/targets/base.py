@@ -66,6 +66,8 @@ class Target:
     # by a builder is tested as given (a bug simplify would remove, or in a transformation
     # simplify applies itself, must not be hidden)
     simplify_by_default: bool = True
+    # the target's own optimization recipe (``harnessgen recipe``'s default): module:function
+    recipe: str = ""
 
     def select(self, program: Optional[str]) -> List[Program]:
         if program is None:

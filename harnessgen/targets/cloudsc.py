@@ -147,5 +147,5 @@ def make_target() -> Target:
     programs = {"cloudsc": Program("cloudsc", build_sdfg, "cloud microphysics scheme (our CLOUDSC port)",
                                    build_unsimplified=lambda: build_sdfg(simplify=False),
                                    identity=content_identity(program_key(Path(_port().__file__).read_bytes()).encode()))}
-    return Target(name="cloudsc", programs=programs, default_transformations=builtin_defaults(DEFAULT_TRANSFORMATIONS),
+    return Target(name="cloudsc", programs=programs, recipe="harnessgen.targets.cloudsc_recipe:optimize", default_transformations=builtin_defaults(DEFAULT_TRANSFORMATIONS),
                   gpu_transformations=list(GPU_TRANSFORMATIONS))

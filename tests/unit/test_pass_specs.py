@@ -3,7 +3,7 @@ bisection's searches, and the unsimplified form of a program."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harnessgen.checks.pipeline_bisect import _first_failing_prefix
+from harnessgen.checks.pipeline_bisect import first_failing_prefix
 from harnessgen.core.errors import ConfigError
 from harnessgen.cutout.changes import Passes, Patterns, load_change
 from harnessgen.plan import passes
@@ -77,9 +77,9 @@ def test_ddmin_keeps_exactly_what_a_monotone_failure_needs(items, data):
 
 
 @given(st.integers(1, 60), st.data())
-def test_the_first_failing_prefix_is_found(count, data):
+def test_thefirst_failing_prefix_is_found(count, data):
     first = data.draw(st.integers(1, count))
-    assert _first_failing_prefix(count, lambda k: k >= first) == first
+    assert first_failing_prefix(count, lambda k: k >= first) == first
 
 
 def test_unsimplified_instances_are_other_instances():

@@ -1,0 +1,61 @@
+"""Bisect a recipe whose whole result differs from the program: the first step after which the
+program's results differ.
+
+The programs in between are the recording's: the program after the first k steps is the one
+kept just before step k+1 began (or the recipe's result, for all of them), whatever the recipe
+did between steps by other means. Each is judged against the program before the recipe as the
+pipeline bisection judges a prefix of a pipeline (``checks.pipeline_bisect.Candidates``): on
+the whole-recipe finding's inputs carried into the program, and the program's boundary seeds.
+"""
+from __future__ import annotations
+
+import pickle
+import time
+from pathlib import Path
+
+from ..checks.pipeline_bisect import BisectOptions, BisectRecord, Candidates, OutOfTime, first_failing_prefix
+from ..core.errors import Unsupported
+from ..cutout.extract import whole_program_pair
+from .record import Recording, Store
+
+
+def bisect_recipe(program_sdfg, recording: Recording, options: BisectOptions) -> BisectRecord:
+    """``program_sdfg``: the program before the recipe (the recording's original)."""
+    started = time.monotonic()
+    steps = recording.steps
+    record = BisectRecord(verdict="BISECTED", steps=[s.name for s in steps])
+    store = Store(Path(recording.store))
+    candidates = Candidates(options, started + options.time_s)
+
+    def after(count: int) -> str:
+        return recording.final if count == len(steps) else steps[count].before
+
+    def differs(count: int) -> bool:
+        digest = after(count)
+
+        def changed(name: str):
+            program = pickle.loads(store.pickled(digest))
+            program.name = name
+            return program
+
+        return candidates.differs(lambda: whole_program_pair(program_sdfg, "bisect", changed=changed))
+
+    try:
+        if not steps or not differs(len(steps)):
+            record.verdict = "NOT_SHOWN"
+            record.reason = ("the program after the recipe does not differ on the finding's inputs and the boundary "
+                             "seeds")
+        elif differs(0):
+            record.verdict = "NOT_SHOWN"
+            record.reason = "the program differs from itself on these inputs (it is not deterministic)"
+        else:
+            record.first_step = first_failing_prefix(len(steps), differs)
+            record.first_pass = steps[record.first_step - 1].describe()
+    except OutOfTime:
+        record.verdict = "PARTIAL"
+        record.reason = f"out of time after {options.time_s:g} s"
+    except Unsupported as exc:
+        record.verdict, record.reason = "NOT_SHOWN", str(exc)
+    record.candidates = candidates.candidates
+    record.seconds = round(time.monotonic() - started, 3)
+    return record
