@@ -27,7 +27,7 @@ def test_the_planted_step_is_named_first_with_a_reproducer_that_replays(tmp_path
                                                                    f"recipes.py:{line}")
     assert report["wrong"] == 1, [(s["index"], s["name"], s["verdict"]) for s in report["steps"]]
     assert len(report["steps"]) > 10 and report["judged"] == len(report["steps"])
-    assert f"first wrong step: {first['index']} of {len(report['steps'])}" in " ".join(proc.stdout.split())
+    assert f"first wrong step: {first['index']} of {len(report['steps'])}" in " ".join((proc.stdout + proc.stderr).split())
     replayed = run_cli(["replay", first["reproducer"]], tmp_path)
     assert replayed.returncode == 1 and "MISMATCH" in replayed.stdout, replayed.stdout[-2000:]
     # the whole recipe differs too, and its bisection comes to the same step
