@@ -128,7 +128,7 @@ def bisect(program_sdfg, pspec: "passes.PassSpec", options: BisectOptions) -> Bi
         return candidates.differs(lambda: whole_program_pair(program_sdfg, "bisect", transform=lambda post: (
             passes.run_pass(pspec, post, **run_kwargs))))
 
-    try:
+    def search() -> None:
         if not differs():
             record.verdict = "NOT_SHOWN"
             record.reason = "the whole program after the pipeline does not differ on the instance's inputs " \
@@ -141,9 +141,19 @@ def bisect(program_sdfg, pspec: "passes.PassSpec", options: BisectOptions) -> Bi
             record.first_pass = steps[record.first_step - 1]
             applied = list(dict.fromkeys(steps))
             record.minimal_passes = passes.minimal_subset(applied, lambda subset: differs(only=subset))
+
+    return searched(record, candidates, search, options.time_s, started)
+
+
+def searched(record: BisectRecord, candidates: Candidates, search: Callable[[], None], time_s: float,
+             started: float) -> BisectRecord:
+    """``record`` after ``search()`` filled it: PARTIAL where the time ran out, NOT_SHOWN where
+    a candidate could not be judged; with the candidates judged and the seconds taken."""
+    try:
+        search()
     except OutOfTime:
         record.verdict = "PARTIAL"
-        record.reason = f"out of time after {options.time_s:g} s"
+        record.reason = f"out of time after {time_s:g} s"
     except Unsupported as exc:
         record.verdict, record.reason = "NOT_SHOWN", str(exc)
     record.candidates = candidates.candidates

@@ -163,10 +163,16 @@ def cmd_recipe(args) -> int:
         raise ConfigError(f"--recipe: {args.program} has no recipe of its own: give file.py:function")
     spec = recipe_steps.PREFIX + recipe
     args.transformation = spec
-    results = _fuzz_and_show(args)
-    reports = recipe_report.recipe_reports(args.program, spec, {r.id: r.to_json() for r in results})
-    path = recipe_report.write(args.out, reports)
     console = render.console()
+    console.print(f"recording {render.escape(recipe)} on {render.escape(args.program)} ...")
+    target, recorded = recipe_report.recordings(args.program, spec)
+    for recording in recorded:
+        console.print(f"  {len(recording.steps)} steps recorded on {recording.program} in {recording.seconds:.1f} s"
+                      + (f"; the recipe raised: {render.escape(recording.error.strip().splitlines()[-1])}"
+                         if recording.error else ""))
+    results = {r.id: r.to_json() for r in _fuzz_and_show(args)}
+    reports = [recipe_report.recipe_report(recording, results, target, spec) for recording in recorded]
+    path = recipe_report.write(args.out, reports)
     for report in reports:
         for line in recipe_report.headline(report):
             console.print(render.escape(line))

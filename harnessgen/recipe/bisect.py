@@ -13,8 +13,7 @@ import pickle
 import time
 from pathlib import Path
 
-from ..checks.pipeline_bisect import BisectOptions, BisectRecord, Candidates, OutOfTime, first_failing_prefix
-from ..core.errors import Unsupported
+from ..checks.pipeline_bisect import BisectOptions, BisectRecord, Candidates, first_failing_prefix, searched
 from ..cutout.extract import whole_program_pair
 from .record import Recording, Store
 
@@ -40,7 +39,7 @@ def bisect_recipe(program_sdfg, recording: Recording, options: BisectOptions) ->
 
         return candidates.differs(lambda: whole_program_pair(program_sdfg, "bisect", changed=changed))
 
-    try:
+    def search() -> None:
         if not steps or not differs(len(steps)):
             record.verdict = "NOT_SHOWN"
             record.reason = ("the program after the recipe does not differ on the finding's inputs and the boundary "
@@ -51,11 +50,5 @@ def bisect_recipe(program_sdfg, recording: Recording, options: BisectOptions) ->
         else:
             record.first_step = first_failing_prefix(len(steps), differs)
             record.first_pass = steps[record.first_step - 1].describe()
-    except OutOfTime:
-        record.verdict = "PARTIAL"
-        record.reason = f"out of time after {options.time_s:g} s"
-    except Unsupported as exc:
-        record.verdict, record.reason = "NOT_SHOWN", str(exc)
-    record.candidates = candidates.candidates
-    record.seconds = round(time.monotonic() - started, 3)
-    return record
+
+    return searched(record, candidates, search, options.time_s, started)

@@ -16,8 +16,10 @@ kept with its traceback; the recipe ends there.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+import io
 import importlib.util
 import inspect
 import json
@@ -36,6 +38,7 @@ RECORDING = "recording.json"
 # a recipe that goes on making steps is stopped there (DaCe 2.0's
 # apply_transformations_once_everywhere([MapTiling]) tiles its own tiles without end)
 MAX_STEPS = 3000
+PRINTED_KEPT = 20000
 PROGRAMS = "programs"
 
 # the DaCe calls a step's chain names (besides the recipe's own frames and the pipelines)
@@ -89,6 +92,7 @@ class Recording:
     error: str = ""                 # the recipe raised (at a step, or in its own code)
     seconds: float = 0.0
     store: str = ""                 # the folder the programs are kept in
+    printed: str = ""               # what the recipe printed while it ran (its end)
 
     def to_json(self) -> Dict[str, Any]:
         return {**dataclasses.asdict(self), "steps": [s.to_json() for s in self.steps]}
@@ -114,23 +118,11 @@ def judged_again(step: Step) -> bool:
 # ---------------------------------------------------------------- the recipe itself
 def load_recipe(spec: str) -> Callable:
     """The function a ``file.py:function`` or ``package.module:function`` value names."""
-    from ..targets.loaders import load_module
+    from ..targets.loaders import load_attribute
 
-    where, _, name = spec.rpartition(":")
-    if not where or not name:
-        raise ConfigError(f"--recipe {spec!r}: give file.py:function or package.module:function")
-    if where.endswith(".py"):
-        if not Path(where).is_file():
-            raise ConfigError(f"--recipe {spec!r}: no such file {where!r}")
-        module = load_module(Path(where))
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as exc:
-            raise ConfigError(f"--recipe {spec!r}: cannot import module {where!r} ({exc})") from exc
-    func = getattr(module, name, None)
+    func = load_attribute(spec, "--recipe", "function")
     if not callable(func):
-        raise ConfigError(f"--recipe {spec!r}: {where} has no function {name!r}")
+        raise ConfigError(f"--recipe {spec!r}: {spec.rpartition(':')[2]!r} is not a function")
     return func
 
 
@@ -424,6 +416,16 @@ class Recorder:
         return where, chain
 
 
+def _another_sdfg(returned, program_sdfg) -> str:
+    """Why a recipe that returned an SDFG other than its argument is not what was recorded."""
+    import dace
+
+    if isinstance(returned, dace.SDFG) and returned is not program_sdfg:
+        return ("RecipeReturnedAnotherSDFG: the recipe returned an SDFG other than the one it was given; harnessgen "
+                "records and judges what it did to the SDFG it was given: optimize that one in place")
+    return ""
+
+
 def record(program_sdfg, recipe_spec: str, store_dir: Path, program: str = "") -> Recording:
     """Run the recipe on ``program_sdfg`` (changed in place: pass a copy) and keep its steps;
     a recording already in ``store_dir`` is returned as it is."""
@@ -436,13 +438,16 @@ def record(program_sdfg, recipe_spec: str, store_dir: Path, program: str = "") -
     recorder = Recorder(program_sdfg, store, func)
     original = recorder._snapshot()
     error = ""
-    with recorder:
+    printed = io.StringIO()          # DaCe's "Applied 3 MapFusion." and the recipe's own prints
+    with recorder, contextlib.redirect_stdout(printed):
         try:
-            func(program_sdfg)
+            returned = func(program_sdfg)
         except Exception:  # noqa: BLE001 -- the recipe raised: its steps so far are judged, the failing one too
             error = traceback.format_exc()
+        else:
+            error = _another_sdfg(returned, program_sdfg)
     recording = Recording(recipe=recipe_spec, program=program, original=original, final=recorder._snapshot(),
                           steps=recorder.numbered(), error=error, seconds=round(time.monotonic() - started, 3),
-                          store=str(store_dir))
+                          store=str(store_dir), printed=printed.getvalue()[-PRINTED_KEPT:])
     store.keep(recording)
     return recording

@@ -38,6 +38,8 @@ from .record import Recording, Step, Store, judged_again, record, recipe_identit
 
 PREFIX = "recipe:"
 WHOLE = 0                 # the index of the whole recipe's instance
+# what a recording was made by (read once: a process keys all its recordings alike)
+RECORDER_CODE = hashlib.sha256(Path(record_module.__file__).read_bytes()).hexdigest()[:16]
 
 
 def is_recipe(spec: str) -> bool:
@@ -78,9 +80,8 @@ class RecipeSteps(Change):
 
         if not identity:
             identity = hashlib.sha256(pickle.dumps(program_sdfg, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
-        recorder = hashlib.sha256(Path(record_module.__file__).read_bytes()).hexdigest()[:16]
         digest = hashlib.sha256(json.dumps([identity, recipe_identity(self.recipe), dace.__version__,
-                                            __version__, recorder]).encode()).hexdigest()[:20]
+                                            __version__, RECORDER_CODE]).encode()).hexdigest()[:20]
         store = Path(envs.get("HARNESSGEN_PROGRAM_CACHE")).resolve() / "recipes" / digest
         recording = record(copy_sdfg(program_sdfg), self.recipe, store, program)
         self.recordings[program] = recording

@@ -225,18 +225,27 @@ def load_module(path: Path) -> ModuleType:
 
 def load_class(spec: str) -> type:
     """The class a ``module:Class`` or ``path/file.py:Class`` value names."""
+    return load_attribute(spec, "--transformation", "class")
+
+
+def load_attribute(spec: str, flag: str, what: str):
+    """What a ``module:name`` or ``path/file.py:name`` value of ``flag`` names (a ``what``)."""
     where, _, name = spec.rpartition(":")
+    if not where or not name:
+        raise ConfigError(f"{flag} {spec!r}: give file.py:{what} or package.module:{what}")
     if where.endswith(".py"):
+        if not Path(where).is_file():
+            raise ConfigError(f"{flag} {spec!r}: no such file {where!r}")
         module = load_module(Path(where))
     else:
         try:
             module = importlib.import_module(where)
         except ImportError as exc:
-            raise ConfigError(f"--transformation {spec!r}: cannot import module {where!r} ({exc})") from exc
-    cls = getattr(module, name, None)
-    if cls is None:
-        raise ConfigError(f"--transformation {spec!r}: {where} has no class {name!r}")
-    return cls
+            raise ConfigError(f"{flag} {spec!r}: cannot import module {where!r} ({exc})") from exc
+    found = getattr(module, name, None)
+    if found is None:
+        raise ConfigError(f"{flag} {spec!r}: {where} has no {what} {name!r}")
+    return found
 
 
 def load_sdfg_file(path: Path) -> Target:

@@ -74,3 +74,9 @@ def elsewhere(sdfg):
 
 def nothing(sdfg):
     sdfg.validate()
+
+
+def returns_a_copy(sdfg):
+    other = dace.SDFG.from_json(sdfg.to_json())
+    other.simplify()
+    return other

@@ -63,6 +63,11 @@ def test_a_recipe_that_raises_keeps_its_steps_and_the_error(tmp_path):
     assert not any(s.error for s in recording.steps)
 
 
+def test_a_recipe_that_returns_another_sdfg_is_told_what_was_recorded(tmp_path):
+    recording = _record(tmp_path, "returns_a_copy")
+    assert recording.steps == [] and "optimize that one in place" in recording.error
+
+
 def test_dace_is_left_as_it_was(tmp_path):
     from dace.transformation import pass_pipeline as ppl
     from dace.transformation.dataflow import MapFusion
