@@ -13,6 +13,7 @@ from ..bugs.reduce import ReduceOptions
 from ..bugs.versions import rejudge_here, requested_versions
 from ..campaign import Budget, CampaignConfig, run_campaign, run_report as report
 from ..campaign.fuzz_run import fuzz
+from ..campaign.worker import worker_subject
 from ..campaign.retriage import triage_directory
 from ..checks.reference_check import describe_checks
 from ..core.errors import ConfigError, HarnessgenError, InternalError, Unsupported
@@ -135,6 +136,15 @@ def _fuzz_and_show(args) -> list:
 
 
 # ------------------------------------------------------------------ recipe
+def _recordings(program_spec: str, spec: str):
+    """The recipe recorded on each selected program (or read back where it was), before the run
+    plans its steps from the same recordings; and the target's name."""
+    subject = worker_subject(program_spec)
+    change = subject.change(spec)
+    change.instances(subject.target, subject.target.select(subject.program), subject.sdfg, None)
+    return subject.target.name, [recording for _, recording in sorted(change.recordings.items())]
+
+
 def _add_recipe(sub) -> None:
     p = sub.add_parser("recipe", help="judge a user's own optimization step by step: every transformation and "
                                       "pass it applied, where it applied it, and the first step that makes the "
@@ -165,7 +175,7 @@ def cmd_recipe(args) -> int:
     args.transformation = spec
     console = render.console()
     console.print(f"recording {render.escape(recipe)} on {render.escape(args.program)} ...")
-    target, recorded = recipe_report.recordings(args.program, spec)
+    target, recorded = _recordings(args.program, spec)
     for recording in recorded:
         console.print(f"  {len(recording.steps)} steps recorded on {recording.program} in {recording.seconds:.1f} s"
                       + (f"; the recipe raised: {render.escape(recording.error.strip().splitlines()[-1])}"

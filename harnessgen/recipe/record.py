@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import hashlib
 import io
-import importlib.util
 import inspect
 import json
 import pickle
@@ -182,14 +181,11 @@ def _class_spec(cls: type, kind: str) -> str:
     builtins = builtin_passes() if kind == "pass" else builtin_transformations()
     if builtins.get(cls.__name__) is cls:
         return cls.__name__
-    module = sys.modules.get(cls.__module__)
-    source = getattr(module, "__file__", None)
-    try:
-        importable = importlib.util.find_spec(cls.__module__) is not None
-    except (ImportError, ValueError):
-        importable = False
-    if not importable and source:
-        return f"{source}:{cls.__qualname__}"
+    from ..targets.loaders import USER_MODULE_PREFIX
+
+    source = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    if source and (cls.__module__.startswith(USER_MODULE_PREFIX) or cls.__module__ == "__main__"):
+        return f"{source}:{cls.__qualname__}"      # a user's file: loaded again from it
     return f"{cls.__module__}:{cls.__qualname__}"
 
 

@@ -5,7 +5,7 @@ in the run directory)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ..core.files import write_atomic, write_json
 from ..core.outcome import Outcome
@@ -16,17 +16,6 @@ from .steps import WHOLE, instances_of
 # verdicts that say a step is wrong (a harnessgen defect, CUTOUT_MISSED, is not the recipe's)
 WRONG = frozenset(o.name for o in Outcome if o.is_finding) - {"CUTOUT_MISSED"}
 NOT_JUDGED = "NOT_JUDGED"
-
-
-def recordings(program_spec: str, spec: str) -> Tuple[str, List[Recording]]:
-    """The recipe recorded on each selected program (or read back where it was), before the
-    run plans its steps from the same recordings; and the target's name."""
-    from ..campaign.worker import worker_subject
-
-    subject = worker_subject(program_spec)
-    change = subject.change(spec)
-    change.instances(subject.target, subject.target.select(subject.program), subject.sdfg, None)
-    return subject.target.name, [recording for _, recording in sorted(change.recordings.items())]
 
 
 def recipe_report(recording: Recording, results: Dict[str, Dict], target: str, spec: str) -> Dict:

@@ -207,6 +207,13 @@ class SdfgSubject(Subject):
             if not exc.of_the_code:
                 raise      # a compiler killed or silent, the harness's own code: this instance's ERROR
             if exc.side != "hg_post":
+                if inst.step and not pair.whole_program and not self._program_compiles_checked(inst, options):
+                    raise Unsupported(
+                        f"pre does not build in its cutout ({exc.first_error or exc}); whether DaCe's own code for "
+                        "the program just before this step compiles was not checked: each step of a recipe has a "
+                        "program of its own, too large to compile per step by default (--audit checks it; an "
+                        "earlier step that made the program's code fail to build shows as that step's finding)"
+                    ) from exc
                 origin = _blocked(exc, pair, options, result, whole_key if pair.whole_program else "")
                 if origin == DACE_MADE:
                     return None
@@ -435,6 +442,11 @@ class SdfgSubject(Subject):
             for finding in result.findings:
                 finding["observable"] = label == "observable"
                 _mark_finding(Path(finding["path"]), label, record)
+
+    def _program_compiles_checked(self, inst: Instance, options) -> bool:
+        """Whether a pre that does not build is checked against DaCe's own code for the whole
+        program (a compile of it: paid once per program, and so once per step of a recipe)."""
+        return options.audit if options.audit is not None else is_cheap(self.program_of(inst))
 
     def _audited(self, spec: str, inst: Instance, options) -> bool:
         """Whether a dynamic verdict of the instance gets the whole-program audit."""

@@ -204,12 +204,16 @@ def publish_json(text: str, cached: str) -> None:
     _publish(dace.SDFG.from_json(json.loads(Path(text).read_text())), Path(cached))
 
 
+# what the modules of users' files are named in this process (never importable by that name elsewhere)
+USER_MODULE_PREFIX = "harnessgen_user_"
+
+
 def load_module(path: Path) -> ModuleType:
     """Import a Python file once per process (a program and a transformation may share it)."""
     path = path.resolve()
     if not path.is_file():
         raise ConfigError(f"no such file: {path.name!r} (check the path given to --program/--transformation)")
-    key = "harnessgen_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    key = USER_MODULE_PREFIX + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     if key in sys.modules:
         return sys.modules[key]
     spec = importlib.util.spec_from_file_location(key, path)

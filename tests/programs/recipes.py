@@ -3,6 +3,7 @@ them: simplify, fusion everywhere it applies, a tiling at a chosen map, DaCe's a
 ``planted`` is ``correct`` with one wrong step among the others (a zoo transformation that
 drops the last partial tile, applied with ``apply_to`` at one map)."""
 import dace
+from dace.transformation.dataflow import MapTiling
 
 N = dace.symbol("N")
 
@@ -27,7 +28,7 @@ def _early(sdfg):
 
 def _late(sdfg):
     from dace.transformation.auto.auto_optimize import auto_optimize
-    from dace.transformation.dataflow import MapExpansion, MapTiling
+    from dace.transformation.dataflow import MapExpansion
 
     from harnessgen.targets.cloudsc_recipe import apply_where_it_applies, outermost_maps
 
@@ -43,8 +44,6 @@ def _first_map(sdfg):
 
 
 def correct(sdfg):
-    from dace.transformation.dataflow import MapTiling
-
     _early(sdfg)
     MapTiling.apply_to(sdfg, options={"tile_sizes": [4]}, map_entry=_first_map(sdfg))
     _late(sdfg)
@@ -80,3 +79,12 @@ def returns_a_copy(sdfg):
     other = dace.SDFG.from_json(sdfg.to_json())
     other.simplify()
     return other
+
+
+class OwnTiling(MapTiling):
+    """A transformation of the recipe's own (a worker loads it again from this file)."""
+
+
+def own_class(sdfg):
+    _early(sdfg)
+    OwnTiling.apply_to(sdfg, options={"tile_sizes": [4]}, map_entry=_first_map(sdfg))

@@ -141,7 +141,7 @@ LAYERS = [
     ["harness", "prove"],
     ["triage", "progen"],
     ["checks"],
-    ["bugs"],
+    ["bugs", "recipe"],
     ["subjects"],
     ["gpukernels"],
     ["campaign", "pyfuzz"],

@@ -68,6 +68,13 @@ def test_a_recipe_that_returns_another_sdfg_is_told_what_was_recorded(tmp_path):
     assert recording.steps == [] and "optimize that one in place" in recording.error
 
 
+def test_a_class_of_the_recipes_own_is_loaded_again_from_its_file(tmp_path):
+    recording = _record(tmp_path, "own_class")
+    own = [s for s in recording.steps if s.name == "OwnTiling"]
+    assert len(own) == 1 and own[0].spec == f"{RECIPES}:OwnTiling", [(s.name, s.spec) for s in recording.steps]
+    assert next(s for s in recording.steps if s.name.startswith("MapFusion")).spec.startswith("MapFusion")
+
+
 def test_dace_is_left_as_it_was(tmp_path):
     from dace.transformation import pass_pipeline as ppl
     from dace.transformation.dataflow import MapFusion
