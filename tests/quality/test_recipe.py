@@ -12,7 +12,7 @@ PROGRAM = f"{RECIPES}:smooth"
 
 
 def _recipe(tmp_path, recipe: str):
-    proc = run_cli(["recipe", "--program", PROGRAM, "--recipe", f"{RECIPES}:{recipe}", "--time", "10"], tmp_path)
+    proc = run_cli(["recipe", "--program", PROGRAM, "--recipe", f"{RECIPES}:{recipe}", "--time", "4"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, json.loads((tmp_path / "out" / "recipe.json").read_text())
 
