@@ -9,7 +9,6 @@ the whole-recipe finding's inputs carried into the program, and the program's bo
 """
 from __future__ import annotations
 
-import pickle
 import time
 from pathlib import Path
 
@@ -31,13 +30,8 @@ def bisect_recipe(program_sdfg, recording: Recording, options: BisectOptions) ->
 
     def differs(count: int) -> bool:
         digest = after(count)
-
-        def changed(name: str):
-            program = pickle.loads(store.pickled(digest))
-            program.name = name
-            return program
-
-        return candidates.differs(lambda: whole_program_pair(program_sdfg, "bisect", changed=changed))
+        return candidates.differs(lambda: whole_program_pair(
+            program_sdfg, "bisect", changed=lambda name: store.program(digest, name)))
 
     def search() -> None:
         if not steps or not differs(len(steps)):

@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..core.errors import ConfigError
 from ..core.files import write_atomic, write_json
+from ..dacecompat import copy_sdfg
 
 RECORDING = "recording.json"
 # a recipe that goes on making steps is stopped there (DaCe 2.0's
@@ -152,6 +153,12 @@ class Store:
 
     def pickled(self, digest: str) -> bytes:
         return zlib.decompress(self.path(digest).read_bytes())
+
+    def program(self, digest: str, name: str):
+        """A fresh copy of a kept program, named ``name``."""
+        program = pickle.loads(self.pickled(digest))
+        program.name = name
+        return program
 
     def recording(self) -> Optional[Recording]:
         path = self.folder / RECORDING
@@ -423,12 +430,13 @@ def _another_sdfg(returned, program_sdfg) -> str:
 
 
 def record(program_sdfg, recipe_spec: str, store_dir: Path, program: str = "") -> Recording:
-    """Run the recipe on ``program_sdfg`` (changed in place: pass a copy) and keep its steps;
-    a recording already in ``store_dir`` is returned as it is."""
+    """Run the recipe on a copy of ``program_sdfg`` and keep its steps; a recording already in
+    ``store_dir`` is returned as it is."""
     store = Store(store_dir)
     kept = store.recording()
     if kept is not None:
         return kept
+    program_sdfg = copy_sdfg(program_sdfg)
     func = load_recipe(recipe_spec)
     started = time.monotonic()
     recorder = Recorder(program_sdfg, store, func)

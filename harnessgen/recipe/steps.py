@@ -30,7 +30,7 @@ from ..core.errors import ConfigError, Unsupported
 from ..core.outcome import Outcome
 from ..cutout.changes import Change, Patterns
 from ..cutout.extract import CutoutPair, whole_program_pair
-from ..dacecompat import copy_sdfg, keep_template
+from ..dacecompat import keep_template
 from ..plan.instances import Instance
 from ..plan.params import ParamOptions
 from . import record as record_module
@@ -83,7 +83,7 @@ class RecipeSteps(Change):
         digest = hashlib.sha256(json.dumps([identity, recipe_identity(self.recipe), dace.__version__,
                                             __version__, RECORDER_CODE]).encode()).hexdigest()[:20]
         store = Path(envs.get("HARNESSGEN_PROGRAM_CACHE")).resolve() / "recipes" / digest
-        recording = record(copy_sdfg(program_sdfg), self.recipe, store, program)
+        recording = record(program_sdfg, self.recipe, store, program)
         self.recordings[program] = recording
         return recording
 
@@ -107,8 +107,8 @@ class RecipeSteps(Change):
             pair = whole_program_pair(program_sdfg, inst.id)
             pair.verdict, pair.error = Outcome.FAILED_TO_APPLY, _raised(step.error)
         else:
-            after = store.recording().final if step is None else step.after
-            pair = whole_program_pair(program_sdfg, inst.id, changed=lambda name: _program(store, after, name))
+            after = _recording(inst.step["store"]).final if step is None else step.after
+            pair = whole_program_pair(program_sdfg, inst.id, changed=lambda name: store.program(after, name))
         pair.instance, pair.translated_match = inst, dict(inst.match)
         pair.grown_for = ("the whole recipe: the whole program" if step is None else
                           f"a {step.kind} step: the whole program before and after it")
@@ -183,16 +183,14 @@ def _recording(store: str) -> Recording:
 def program_before(inst: Instance):
     """The program the instance is judged on: as it was just before its step, or before the
     whole recipe. Never changed in place: copies come from its pickle."""
-    step = step_of(inst)
-    store = inst.step["store"]
-    digest = _recording(store).original if step is None else step.before
+    store, digest = inst.step["store"], _digest_before(inst)
     key = f"{store}/{digest}"
     if key in _PROGRAMS:
         _PROGRAMS.move_to_end(key)
         return _PROGRAMS[key]
     pickled = Store(Path(store)).pickled(digest)
     program = pickle.loads(pickled)
-    keep_template(program, identity=f"recipe-program-{digest}", pickled=pickled)
+    keep_template(program, identity=program_key(inst), pickled=pickled)
     _PROGRAMS[key] = program
     while len(_PROGRAMS) > _PROGRAMS_KEPT:
         _PROGRAMS.popitem(last=False)
@@ -200,14 +198,13 @@ def program_before(inst: Instance):
 
 
 def program_key(inst: Instance) -> str:
+    return f"recipe-program-{_digest_before(inst)}"
+
+
+def _digest_before(inst: Instance) -> str:
+    """The program the instance is judged on, as its digest in the recording's store."""
     step = step_of(inst)
-    return f"recipe-program-{_recording(inst.step['store']).original if step is None else step.before}"
-
-
-def _program(store: Store, digest: str, name: str):
-    program = pickle.loads(store.pickled(digest))
-    program.name = name
-    return program
+    return _recording(inst.step["store"]).original if step is None else step.before
 
 
 def _raised(trace: str) -> str:

@@ -207,7 +207,9 @@ class SdfgSubject(Subject):
             if not exc.of_the_code:
                 raise      # a compiler killed or silent, the harness's own code: this instance's ERROR
             if exc.side != "hg_post":
-                if inst.step and not pair.whole_program and not self._program_compiles_checked(inst, options):
+                # checking DaCe's own code for the program is a compile of it: once per program,
+                # and so once per step of a recipe
+                if inst.step and not pair.whole_program and not _whole_program_runs(options, pair.program_sdfg):
                     raise Unsupported(
                         f"pre does not build in its cutout ({exc.first_error or exc}); whether DaCe's own code for "
                         "the program just before this step compiles was not checked: each step of a recipe has a "
@@ -443,16 +445,11 @@ class SdfgSubject(Subject):
                 finding["observable"] = label == "observable"
                 _mark_finding(Path(finding["path"]), label, record)
 
-    def _program_compiles_checked(self, inst: Instance, options) -> bool:
-        """Whether a pre that does not build is checked against DaCe's own code for the whole
-        program (a compile of it: paid once per program, and so once per step of a recipe)."""
-        return options.audit if options.audit is not None else is_cheap(self.program_of(inst))
-
     def _audited(self, spec: str, inst: Instance, options) -> bool:
         """Whether a dynamic verdict of the instance gets the whole-program audit."""
         if self.change(spec).judged_whole(inst, 0):
             return False
-        return options.audit if options.audit is not None else is_cheap(self.program_of(inst))
+        return _whole_program_runs(options, self.program_of(inst))
 
     # ---------------------------------------------------------------- a static verdict, on the whole program
     def _confirm_static(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
@@ -467,7 +464,7 @@ class SdfgSubject(Subject):
         started = time.monotonic()
         sdfg = self.program_of(inst)
         build_failure = result.verdict == Outcome.BUILD_FAILURE.name
-        if build_failure and not (options.audit if options.audit is not None else is_cheap(sdfg)):
+        if build_failure and not _whole_program_runs(options, sdfg):
             # applying the change to the whole program (seconds on CLOUDSC) would not say
             # whether its code compiles, the only question a build failure asks of it
             result.audit = {"verdict": SKIPPED, "reason": "whether the whole program's code compiles is not "
@@ -594,6 +591,12 @@ def transformation_specs(target, xform_spec: Optional[str]) -> List[str]:
             expanded = [spec]
         specs += [s for s in expanded if s not in specs]
     return specs
+
+
+def _whole_program_runs(options, program_sdfg) -> bool:
+    """Whether the whole program is built and run for an instance's checks: --audit and
+    --no-audit say so; by default only where it is small (``checks.audit.is_cheap``)."""
+    return options.audit if options.audit is not None else is_cheap(program_sdfg)
 
 
 class _Blocked(Exception):
