@@ -52,6 +52,7 @@ class BisectRecord:
     first_step: Optional[int] = None    # 1-based index into ``steps``
     first_pass: Optional[str] = None
     minimal_passes: List[str] = dataclasses.field(default_factory=list)
+    minimal_steps: List[int] = dataclasses.field(default_factory=list)   # a recipe's fewest steps (1-based)
     candidates: int = 0                 # pipelines built and judged
     seconds: float = 0.0
     reason: str = ""
@@ -64,7 +65,10 @@ class BisectRecord:
             return f"bisect: {self.reason}"
         where = f"first at step {self.first_step}/{len(self.steps)} ({self.first_pass})" if self.first_step else ""
         fewest = f"fewest passes that still change it: {', '.join(self.minimal_passes)}" if self.minimal_passes else ""
-        return f"bisect ({self.verdict}, {self.candidates} pipelines judged): " + "; ".join(p for p in (where, fewest) if p)
+        if self.minimal_steps:
+            fewest = f"fewest steps that still change it: {', '.join(map(str, self.minimal_steps))}"
+        return f"bisect ({self.verdict}, {self.candidates} pipelines judged): " + "; ".join(
+            p for p in (where, fewest, self.reason) if p)
 
 
 class OutOfTime(Exception):
@@ -80,16 +84,17 @@ class Candidates:
         self.inputs: Optional[List[Tuple[str, bytes]]] = None
         self.layout: Optional[InputLayout] = None
 
-    def differs(self, make_pair: Callable[[], CutoutPair]) -> bool:
+    def differs(self, make_pair: Callable[[], CutoutPair], unmade_differs: bool = True) -> bool:
         """Whether the pair ``make_pair()`` makes (the whole program as pre, a candidate as
         post) differs on the inputs; the first candidate judged picks the inputs the later
-        ones run (those it fails on)."""
+        ones run (those it fails on). ``unmade_differs``: whether a candidate that cannot be
+        made (it raises, is invalid) counts as differing."""
         if time.monotonic() > self.deadline:
             raise OutOfTime()
         self.candidates += 1
         pair = make_pair()
         if not pair.ok:
-            return True
+            return unmade_differs
         layout = self.layout or judge.constrain(pair, self.options.judge)[1]
         self.layout = layout
         try:

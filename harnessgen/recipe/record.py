@@ -66,6 +66,8 @@ class Step:
     within: int = 0                 # the pass step this one happened inside (0: none)
     unjudgeable: str = ""           # why the step cannot be judged alone ('' where it can)
     seconds: float = 0.0
+    guids: Dict[str, str] = dataclasses.field(default_factory=dict)   # a pattern's nodes by key (to replay it)
+    ids: int = 0                    # the seed of the GUIDs of the nodes the step made (``element_ids``)
 
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
@@ -103,6 +105,27 @@ class Recording:
 
     def step(self, index: int) -> Step:
         return self.steps[index - 1]
+
+
+# the GUIDs a step gives the nodes it makes: this mark, the step's seed, a count (DaCe's own are
+# random version-4 UUIDs, which never carry it)
+GUID_MARK = 0x6867
+
+
+@contextlib.contextmanager
+def element_ids(seed: int):
+    """DaCe's new nodes, states and memlets numbered from ``seed`` instead of at random while a
+    step runs: the same step made again (``replay``) gives its nodes the GUIDs the recording
+    has, so a later step's match finds them."""
+    import itertools
+    import uuid
+
+    original, count = uuid.uuid4, itertools.count()
+    uuid.uuid4 = lambda: uuid.UUID(int=(GUID_MARK << 112) | (seed << 48) | next(count))
+    try:
+        yield
+    finally:
+        uuid.uuid4 = original
 
 
 class RecipeStopped(Exception):
@@ -300,10 +323,13 @@ class Recorder:
                     match={}, before="", within=self._within[-1] if self._within else 0)
         step.where, step.chain = self._call_site()
         step.match, step.unjudgeable = self._match(xform, kind)
+        step.guids = self._guids(xform) if kind == "pattern" and not step.unjudgeable else {}
         self._active.append(kind)
         self._within.append(step.index)   # (a container's steps never get here: they are not numbered)
+        step.ids = self._order
         try:
-            result = call()
+            with element_ids(step.ids):
+                result = call()
         except Exception:
             step.before = self.store.put(before)
             step.error = traceback.format_exc()
@@ -385,6 +411,16 @@ class Recorder:
         except Exception:  # noqa: BLE001 -- a match that does not read back
             return False
         return same and can_apply(again, self.root)
+
+    @staticmethod
+    def _guids(xform) -> Dict[str, str]:
+        """The GUIDs of the nodes the match binds (none where a node has none: a step the
+        shrinking of a bisected recipe cannot replay)."""
+        from ..plan.instances import bound_node
+
+        nodes = {key: bound_node(xform, key) for key in type(xform)._get_pattern_nodes()}
+        guids = {key: getattr(node, "guid", None) for key, node in nodes.items() if node is not None}
+        return guids if guids and all(guids.values()) else {}
 
     def _call_site(self) -> tuple:
         """The recipe's line that made the step, and the chain of calls it came through."""

@@ -73,6 +73,10 @@ def headline(report: Dict) -> List[str]:
         said = f"the whole recipe: {whole['verdict']}"
         if bisect.get("first_step"):
             said += f"; its results first differ after step {bisect['first_step']} ({bisect.get('first_pass', '')})"
+            if bisect.get("minimal_steps"):
+                said += f"; the fewest steps that still change them: {', '.join(map(str, bisect['minimal_steps']))}"
+            elif bisect.get("reason"):
+                said += f" ({bisect['reason']})"
         elif bisect:
             said += f"; bisect: {bisect.get('verdict')} {bisect.get('reason', '')}".rstrip()
         lines.append(said)

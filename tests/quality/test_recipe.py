@@ -33,6 +33,8 @@ def test_the_planted_step_is_named_first_with_a_reproducer_that_replays(tmp_path
     # the whole recipe differs too, and its bisection comes to the same step
     whole = report["whole_recipe"]
     assert whole["verdict"] == "MISMATCH" and whole["bisect"]["first_step"] == first["index"], whole
+    # and, replayed alone on the program, the planted step is the fewest steps that still change it
+    assert whole["bisect"]["minimal_steps"] == [first["index"]], whole["bisect"]
     assert (tmp_path / "out" / "recipe.md").read_text().count("| MISMATCH |") == 1
 
 

@@ -88,3 +88,23 @@ def test_a_recording_is_made_once(tmp_path):
     first = _record(tmp_path, "correct")
     again = _record(tmp_path, "correct")
     assert again.to_json() == first.to_json()
+
+
+def test_steps_replayed_on_the_program_make_what_the_recipe_made(tmp_path):
+    """What the shrinking of a bisected recipe rests on: the steps up to one, made again on the
+    program before the recipe, give the program the recipe had there; a step whose nodes an
+    earlier step made is found only where that step is made too."""
+    from harnessgen.plan.passes import fingerprint
+    from harnessgen.recipe.replay import replayable, replayed
+
+    recording = _record(tmp_path, "planted")
+    store = Store(tmp_path / "planted")
+    planted = next(s.index for s in recording.steps if s.name == "TilingWithoutRemainder")
+    later = recording.step(planted + 1)
+    assert later.name == "MapTiling" and all(replayable(s) for s in recording.steps[:planted + 1])
+    program, applied = replayed(recording, store, list(range(1, planted + 1)), "again")
+    assert applied == planted
+    assert fingerprint(program) == fingerprint(store.program(recording.step(planted + 1).before, "again"))
+    # the later tiling binds a map the planted step made: its GUID is made again with it
+    assert replayed(recording, store, [later.index], "again")[1] == 0
+    assert replayed(recording, store, [planted, later.index], "again")[1] == 2
