@@ -235,7 +235,9 @@ $(VENV)/.cuda-stamp: $(VENV)/.stamp
 	touch $@
 
 # pycuda builds from source against the driver's libcuda: only where a GPU and its driver are
+# (checked first: elsewhere one line says what is missing, and nothing is built or run)
 setup-gpu: setup-cuda
+	@$(BIN)/python -m harnessgen.cuda.toolkit --need-gpu
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,dask,cuda,gpu]'
 
 # one command for a machine with a GPU: tests/gpu, then GPU fuzzing with figures (execs/s, first execution)

@@ -143,6 +143,8 @@ def enumerate_spec(subject: subjects.Subject, spec: str, position: int, request:
         declined = subject.declined(spec)
         if declined:
             row["declined"] = declined
+        if not instances:
+            row["in_other_form"] = subject.matches_in_other_form(spec)
         found = [inst.to_json() for inst in instances]
     except ConfigError:
         raise                      # a misspelt --transformation: the user must act

@@ -102,7 +102,7 @@ def _fuzz_and_show(args) -> list:
         for line in describe_checks(checks):
             console.print(line)
         budget = f", no instance starting after {args.budget:g} s" if args.budget else ""
-        console.print(f"{total} instance(s) of {args.transformation or 'the default transformations'} in "
+        console.print(f"{total} instance(s) of {args.transformation or render.DEFAULT_TRANSFORMATIONS} in "
                       f"{args.program}; {args.time:g} s each, {args.jobs} at a time{budget}")
         if already:
             console.print(f"{already} of them done by an earlier run into {args.out} (--fresh starts over)")
@@ -119,7 +119,7 @@ def _fuzz_and_show(args) -> list:
         console.print(render.enumeration_line(row, seconds, count=count) + " [dim](enumerated beside the run)[/]")
 
     console.print(f"planning {render.escape(args.program)} x "
-                  f"{render.escape(args.transformation or 'its default transformations')} (DaCe {render.dace_version()})")
+                  f"{render.escape(args.transformation or render.DEFAULT_TRANSFORMATIONS)} (DaCe {render.dace_version()})")
     results = fuzz(args.program, args.transformation, args.instance, options,
                    progress=bars.update if bars is not None else None, on_result=on_result, settings=args.set,
                    jobs=max(1, args.jobs or 1), on_plan=on_plan, executor=elsewhere(args),

@@ -96,6 +96,9 @@ def result_lines(result: InstanceResult, position: str = "") -> List[str]:
 
 
 # ------------------------------------------------------------------ planning
+# what a run without --transformation judges
+DEFAULT_TRANSFORMATIONS = "its default transformations (every built-in that matches, for a program of your own)"
+
 def enumeration_line(row: Dict, seconds: float, cached: bool = False, count: Optional[int] = None) -> str:
     """One transformation's enumeration in one line."""
     name = escape(row.get("class_name") or row["spec"])
@@ -105,7 +108,10 @@ def enumeration_line(row: Dict, seconds: float, cached: bool = False, count: Opt
         return f"  [yellow]{name}: {row['status']}[/] ({escape(row['message'].splitlines()[0][:160])})"
     declined = len(row.get("declined", ()))
     pruned = f"; {declined} parameter variant(s) it declines at their match not planned" if declined else ""
-    return f"  {name}: {found} instance(s) ({seconds:.1f} s{where}{pruned})"
+    other = row.get("in_other_form")
+    simplify = (f"; {other} in the simplified program: pass --simplify to test that form"
+                if not found and other else "")
+    return f"  {name}: {found} instance(s) ({seconds:.1f} s{where}{pruned}{simplify})"
 
 
 # ------------------------------------------------------------------ a run's end

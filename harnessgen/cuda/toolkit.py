@@ -179,10 +179,25 @@ def gpu_unavailable() -> Optional[str]:
     return None if count.value > 0 else "no CUDA device"
 
 
-if __name__ == "__main__":   # make setup-cuda: prove the toolchain compiles
+def gpu_check_blocker() -> Optional[str]:
+    """Why ``make gpu-check`` cannot run here, in one line (None where it can): it needs a CUDA
+    device with its driver and a CUDA toolkit (pycuda builds against both)."""
+    if not available():
+        return f"make gpu-check needs a CUDA toolkit and there is none ({SETUP_HINT}): nothing was run"
+    reason = gpu_unavailable()
+    if reason:
+        return (f"make gpu-check needs an NVIDIA GPU with its driver and this machine has none ({reason}): nothing "
+                "was run (make test runs the CUDA checks that need no GPU)")
+    return None
+
+
+if __name__ == "__main__":   # make setup-cuda: prove the toolchain compiles; make setup-gpu: --need-gpu first
     import sys
     import tempfile
 
+    if "--need-gpu" in sys.argv[1:]:
+        blocker = gpu_check_blocker()
+        sys.exit(f"harnessgen: {blocker}" if blocker else 0)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             print("CUDA toolchain:", self_check(Path(tmp)))

@@ -69,6 +69,11 @@ class Subject(abc.ABC):
         """What a transformation spec is called in reports (loading it, where that is needed)."""
         return spec
 
+    def matches_in_other_form(self, spec: str) -> Optional[int]:
+        """Where ``spec`` matched nowhere in the form of the program the run meets: how many
+        matches the other form has (None where the kind has one form, or it was not asked)."""
+        return None
+
     def plan_identity(self, spec: str) -> Optional[Dict]:
         """What the instances of ``spec`` depend on besides the installed DaCe, harnessgen's own
         code and the planning options (program contents, the transformation's code), as JSON

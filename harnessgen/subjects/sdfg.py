@@ -106,6 +106,18 @@ class SdfgSubject(Subject):
     def transformation_name(self, spec: str) -> str:
         return self.change(spec).name
 
+    def matches_in_other_form(self, spec: str) -> Optional[int]:
+        """A program tested as given that a pattern matches nowhere: its matches in the
+        simplified form (what ``--simplify`` would plan)."""
+        if self.simplify or not isinstance(self.change(spec), Patterns):
+            return None
+        simplified = Patterns(spec, simplified=True)
+        try:
+            return len(simplified.instances(self.target, self.target.select(self.program), self.sdfg, None,
+                                            ParamOptions()))
+        except Exception:  # noqa: BLE001 -- a hint only: simplify or the matcher failed on the program
+            return None
+
     def declined(self, spec: str) -> List[Dict]:
         return list(self.change(spec).declined)
 
@@ -569,13 +581,12 @@ def code_identity(spec: str) -> str:
 
 
 def transformation_specs(target, xform_spec: Optional[str]) -> List[str]:
-    """Empty: the target's default set; otherwise a comma-separated list whose items may be
-    ``all`` (every CPU built-in plus the target's own ``module:Class`` ones) and ``gpu`` (the
-    target's GPU set), in the target's defaults as well."""
+    """Empty: the target's default set (``all`` for a user's program, which has none);
+    otherwise a comma-separated list whose items may be ``all`` (every CPU built-in plus the
+    target's own ``module:Class`` ones) and ``gpu`` (the target's GPU set), in the target's
+    defaults as well."""
     if not xform_spec:
-        if not target.default_transformations:
-            raise ConfigError(f"target {target.name!r} has no default transformations: pass --transformation")
-        items = list(target.default_transformations)
+        items = list(target.default_transformations) or [ALL]
     else:
         items = [s.strip() for s in xform_spec.split(",") if s.strip()]
     specs: List[str] = []

@@ -47,3 +47,31 @@ def test_a_dace_program_is_simplified_by_default():
     subject = subjects.load("kernels:gemm")
     assert subject.simplify is True
     assert all(i.simplified for i in subject.instances("MapTiling", None, ParamOptions("default")))
+
+
+def _producer_then_consumer(path):
+    """A map writing B, then in the next state a map reading it: fusable once simplify has put
+    both in one state, not as given."""
+    sdfg = dace.SDFG("producer_consumer")
+    for name in "ABC":
+        sdfg.add_array(name, [N], dace.float64)
+    first = sdfg.add_state("first", is_start_block=True)
+    second = sdfg.add_state_after(first, "second")
+    for state, src, dst in ((first, "A", "B"), (second, "B", "C")):
+        state.add_mapped_tasklet("step", {"i": "0:N"}, {"a": dace.Memlet(f"{src}[i]")}, "b = a * 2",
+                                 {"b": dace.Memlet(f"{dst}[i]")}, external_edges=True)
+    sdfg.save(str(path))
+    return path
+
+
+def test_no_match_as_given_says_how_many_the_simplified_form_has(tmp_path):
+    from harnessgen.campaign.planning import PlanRequest, enumerate_spec
+    from harnessgen.cli.render import enumeration_line
+    path = _producer_then_consumer(tmp_path / "pc.sdfg")
+    request = PlanRequest(str(path))
+    row, found, _ = enumerate_spec(subjects.load(str(path)), "MapFusion", 0, request, None, True)
+    assert found == [] and row["in_other_form"] >= 1
+    assert f"{row['in_other_form']} in the simplified program: pass --simplify" in enumeration_line(row, 0.1)
+    # where the form met has matches, nothing is said of the other
+    row, found, _ = enumerate_spec(subjects.load(str(path), True), "MapFusion", 0, request, None, True)
+    assert found and "in_other_form" not in row and "--simplify" not in enumeration_line(row, 0.1)

@@ -118,6 +118,17 @@ def test_a_cuda_home_without_nvcc_is_named(tmp_path):
         toolkit.find(str(tmp_path))
 
 
+def test_gpu_check_says_in_one_line_what_it_needs_before_building_anything(monkeypatch):
+    monkeypatch.setattr(toolkit, "available", lambda: False)
+    assert "needs a CUDA toolkit" in toolkit.gpu_check_blocker() and "nothing was run" in toolkit.gpu_check_blocker()
+    monkeypatch.setattr(toolkit, "available", lambda: True)
+    monkeypatch.setattr(toolkit, "gpu_unavailable", lambda: "no CUDA device")
+    said = toolkit.gpu_check_blocker()
+    assert "needs an NVIDIA GPU" in said and "(no CUDA device)" in said and "\n" not in said
+    monkeypatch.setattr(toolkit, "gpu_unavailable", lambda: None)
+    assert toolkit.gpu_check_blocker() is None
+
+
 def test_launch_geometry_is_evaluated_like_the_decoder(tmp_path):
     from harnessgen.gpukernels.kernel_reproducer import launch_geometry
 
