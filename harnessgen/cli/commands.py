@@ -7,12 +7,11 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .. import __version__
+from .. import __version__, api
 from ..bugs.analysis import analyse
 from ..bugs.reduce import ReduceOptions
 from ..bugs.versions import rejudge_here, requested_versions
 from ..campaign import Budget, CampaignConfig, run_campaign, run_report as report
-from ..campaign.fuzz_run import fuzz
 from ..campaign.worker import worker_subject
 from ..campaign.retriage import triage_directory
 from ..checks.reference_check import describe_checks
@@ -120,10 +119,10 @@ def _fuzz_and_show(args) -> list:
 
     console.print(f"planning {render.escape(args.program)} x "
                   f"{render.escape(args.transformation or render.DEFAULT_TRANSFORMATIONS)} (DaCe {render.dace_version()})")
-    results = fuzz(args.program, args.transformation, args.instance, options,
-                   progress=bars.update if bars is not None else None, on_result=on_result, settings=args.set,
-                   jobs=max(1, args.jobs or 1), on_plan=on_plan, executor=elsewhere(args),
-                   plan_progress=PlanDisplay(console), on_more=on_more)
+    hooks = api.Hooks(live=bars.update if bars is not None else None, on_result=on_result, on_plan=on_plan,
+                      plan_progress=PlanDisplay(console), on_more=on_more)
+    results = api.judge(args.program, args.transformation, options, instances=args.instance, settings=args.set,
+                        jobs=args.jobs or 1, executor=elsewhere(args), hooks=hooks).results
     for line in render.bug_lines(args.out):
         console.print(line)
     table = render.summary_table(results)

@@ -145,6 +145,7 @@ LAYERS = [
     ["subjects"],
     ["gpukernels"],
     ["campaign", "pyfuzz"],
+    ["api"],
     ["cli"],
     ["__main__"],
 ]
