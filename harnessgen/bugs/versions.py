@@ -194,7 +194,7 @@ def rejudge_bugs(bugs: Sequence[Bug], out_dir: Path, versions: Sequence[str], wo
                 continue
             label = f"judging bug {number}/{len(bugs)} ({bug.id}) on DaCe {version}"
             with (step(label) if step else contextlib.nullcontext()):
-                kept[version] = _rejudge_in(python, folder, work_dir, timeout_s, version).to_json()
+                kept[version] = rejudge_in(python, folder, work_dir, timeout_s, version).to_json()
         bug.versions = {v: kept[v] for v in sorted(kept, key=version_key)}
         write_json(Path(out_dir) / "bugs" / bug.id / VERSIONS_FILE, {"folder": str(folder), "versions": bug.versions})
 
@@ -210,9 +210,12 @@ def _kept(out_dir: Path, bug: Bug, folder: Path) -> Dict[str, Dict]:
     return dict(data.get("versions", {})) if data.get("folder") == str(folder) else {}
 
 
-def _rejudge_in(python: Path, folder: Path, work_dir: Path, timeout_s: float, version: str) -> VersionVerdict:
+def rejudge_in(python: Path, folder: Path, work_dir: Path, timeout_s: float, version: str,
+               env: Optional[Dict[str, str]] = None) -> VersionVerdict:
+    """The finding in ``folder`` judged by ``harnessgen rejudge`` run with ``python`` (and
+    ``env`` besides this process's: a ``PYTHONPATH`` that puts another DaCe first)."""
     cmd = [str(python), "-m", "harnessgen", "rejudge", str(folder), "--work-dir", str(work_dir)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .. import __version__, api
+from .. import __version__, api, ci
 from ..bugs.analysis import analyse
 from ..bugs.reduce import ReduceOptions
 from ..bugs.versions import rejudge_here, requested_versions
@@ -16,7 +16,7 @@ from ..campaign.worker import worker_subject
 from ..campaign.retriage import triage_directory
 from ..checks.reference_check import describe_checks
 from ..core.errors import ConfigError, HarnessgenError, InternalError, Unsupported
-from ..core.files import write_json
+from ..core.files import write_atomic, write_json
 from ..gpukernels import barriers, spec as kernels
 from ..harness.built import HarnessBuild
 from ..harness.judge import JudgeOptions
@@ -306,6 +306,47 @@ def cmd_rejudge(args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------ ci
+def _add_ci(sub) -> None:
+    p = sub.add_parser("ci", help="the pull-request check of a DaCe checkout: the transformations and passes changed "
+                                  "between two revisions judged at head, each bug judged again at base; only new "
+                                  "bugs fail it (exit 1), as JUnit XML and Markdown")
+    p.add_argument("--dace", type=Path, required=True, metavar="CHECKOUT", help="a DaCe git checkout")
+    p.add_argument("--base", required=True, metavar="REV", help="the revision the pull request is based on")
+    p.add_argument("--head", default="HEAD", metavar="REV", help="the pull request's revision (default HEAD)")
+    p.add_argument("--program", action="append", default=[], metavar="PROGRAM",
+                   help="a program to judge them on, as for fuzz (repeatable; default: kernels)")
+    p.add_argument("--time", type=float, default=10.0, help="fuzzing seconds per instance (default 10)")
+    p.add_argument("--budget", type=float, default=600.0,
+                   help="per program: no instance starts after this many seconds (default 600)")
+    p.add_argument("--params", default="default", metavar="MODE",
+                   help="parameter variants per match, as for fuzz (default: default, the transformation as it is)")
+    p.add_argument("--out", type=Path, default=Path(".harnessgen/ci"), help="where everything goes (default "
+                                                                           ".harnessgen/ci)")
+    p.add_argument("--junit", type=Path, help="JUnit XML (default <out>/junit.xml)")
+    p.add_argument("--markdown", type=Path, help="the pull request's summary (default <out>/summary.md)")
+    p.set_defaults(func=cmd_ci)
+
+
+def cmd_ci(args) -> int:
+    options = ci.CiOptions(repo=args.dace, base=args.base, head=args.head,
+                           programs=tuple(args.program) or ci.DEFAULT_PROGRAMS, time_s=args.time,
+                           budget_s=args.budget, params=args.params, out=args.out)
+    console = render.console()
+    result = ci.run_ci(options, say=lambda line: console.print(render.escape(line)))
+    junit = args.junit or args.out / "junit.xml"
+    summary = args.markdown or args.out / "summary.md"
+    write_atomic(junit, ci.junit(result))
+    write_atomic(summary, ci.markdown(result).encode())
+    for bug in result.bugs:
+        label = "[bold red]new[/]" if bug.new else "[yellow]pre-existing[/]"
+        console.print(f"  {label} {bug.kind} of {render.escape(bug.transformation)} on {render.escape(bug.program)} "
+                      f"(base: {bug.base_verdict}): python {render.escape(bug.reproducer)}/repro.py")
+    console.print(f"{len(result.new)} new bug(s), {len(result.bugs) - len(result.new)} pre-existing, in "
+                  f"{result.seconds:g} s; {junit}, {summary}")
+    return result.exit_code
+
+
 # ------------------------------------------------------------------ instances
 def _add_instances(sub) -> None:
     p = sub.add_parser("instances", help="list every instance with its cutout's input configuration size")
@@ -575,6 +616,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(sub)
     _add_bugs(sub)
     _add_rejudge(sub)
+    _add_ci(sub)
     _add_instances(sub)
     _add_replay(sub)
     _add_triage(sub)

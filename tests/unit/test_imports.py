@@ -145,7 +145,7 @@ LAYERS = [
     ["subjects"],
     ["gpukernels"],
     ["campaign", "pyfuzz"],
-    ["api"],
+    ["api", "ci"],
     ["cli"],
     ["__main__"],
 ]

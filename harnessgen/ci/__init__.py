@@ -1,0 +1,348 @@
+"""``harnessgen ci``: the pull-request check of a DaCe checkout. It reports only the bugs the
+pull request brings.
+
+1. **What changed.** The transformations and passes whose code differs between the base and
+   the head revision, by module and class: a class whose syntax tree differs (comments and
+   formatting do not count) or that is new, and every transformation of a module whose own
+   code outside its classes differs (a helper they call).
+2. **Judged at head.** ``harnessgen fuzz`` of those classes on the programs (the built-in
+   ``kernels`` unless ``--program`` names others), within a bound, with the head's DaCe.
+3. **Judged again at base.** Each distinct bug's finding judged by the base's DaCe, as the
+   cross-version judging does (``harnessgen rejudge``). Where the base shows it (the same
+   kind, with the same error or another one), it is **pre-existing**: listed apart, it does
+   not fail the check. Otherwise (the base passes, or its transformation does not exist or
+   match there) it is **new**.
+4. **Output.** JUnit XML (what CI systems show), a Markdown summary for the pull request,
+   ``ci.json``, and the exit code: 1 where a new bug was found.
+
+Each revision's DaCe is its ``dace`` package exported from git (``git archive``; folders a
+submodule fills are taken from the checkout's working tree) and put first on ``PYTHONPATH``
+of the harnessgen processes that judge it, beside the dependencies this environment has;
+each revision gets its own work folder (plans and builds), as its DaCe's version string may be
+the same as the other's.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import os
+import shutil
+import io
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+from xml.etree import ElementTree
+
+from ..bugs.cluster import bug_rows
+from ..bugs.version_verdicts import FAILS_OTHERWISE, STILL_PRESENT
+from ..bugs.versions import rejudge_in
+from ..core.errors import ConfigError
+from ..core.files import write_atomic, write_json
+
+PACKAGE = "dace"
+DEFAULT_PROGRAMS = ("kernels",)
+SHOWN_AT_BASE = (STILL_PRESENT, FAILS_OTHERWISE)
+
+
+@dataclasses.dataclass
+class Changed:
+    """A transformation or pass whose code changed between the revisions."""
+
+    module: str                      # dace.transformation.dataflow.tiling
+    name: str                        # MapTiling
+    why: str                         # added, changed, module changed
+
+    @property
+    def spec(self) -> str:
+        return f"{self.module}:{self.name}"
+
+
+@dataclasses.dataclass
+class CiBug:
+    """A distinct bug found at head, with what the base made of it."""
+
+    id: str
+    kind: str
+    transformation: str
+    program: str
+    description: str
+    instances: int
+    reproducer: str
+    base_verdict: str = ""
+    base_reason: str = ""
+
+    @property
+    def new(self) -> bool:
+        return self.base_verdict not in SHOWN_AT_BASE
+
+
+@dataclasses.dataclass
+class CiOptions:
+    repo: Path
+    base: str
+    head: str = "HEAD"
+    programs: Sequence[str] = DEFAULT_PROGRAMS
+    time_s: float = 10.0             # fuzzing per instance
+    budget_s: float = 600.0          # no instance of a program's run starts after this
+    params: str = "default"
+    out: Path = Path(".harnessgen/ci")
+    python: Path = Path(sys.executable)
+    rejudge_timeout_s: float = 600.0
+
+
+@dataclasses.dataclass
+class CiResult:
+    base: str
+    head: str
+    changed: List[Changed]
+    runs: List[Dict]                 # per program: its transformation specs, verdict counts, folder
+    bugs: List[CiBug]
+    seconds: float = 0.0
+
+    @property
+    def new(self) -> List[CiBug]:
+        return [b for b in self.bugs if b.new]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.new else 0
+
+    def to_json(self) -> Dict:
+        return {"base": self.base, "head": self.head, "changed": [dataclasses.asdict(c) for c in self.changed],
+                "runs": self.runs, "bugs": [{**dataclasses.asdict(b), "new": b.new} for b in self.bugs],
+                "new": len(self.new), "seconds": self.seconds}
+
+
+# ---------------------------------------------------------------- git
+def _git(repo: Path, *args: str, binary: bool = False):
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary)
+    if proc.returncode != 0:
+        err = proc.stderr if not binary else proc.stderr.decode(errors="replace")
+        raise ConfigError(f"--dace {repo}: git {' '.join(args)} failed: {err.strip()[:300]}")
+    return proc.stdout
+
+
+def revision(repo: Path, rev: str) -> str:
+    """The commit ``rev`` names (an error that names --base/--head where it names none)."""
+    return _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
+
+
+def changed_classes(repo: Path, base: str, head: str) -> List[Changed]:
+    """Every class of the package whose code differs between ``base`` and ``head`` (whether it
+    is a transformation is decided at head, ``transformations_among``)."""
+    files = _git(repo, "diff", "--name-only", base, head, "--", f"{PACKAGE}/").split()
+    found: List[Changed] = []
+    for path in sorted(f for f in files if f.endswith(".py")):
+        module = path[:-3].replace("/", ".").removesuffix(".__init__")
+        before, after = _classes(repo, base, path), _classes(repo, head, path)
+        if after is None:
+            continue                                  # removed at head: nothing to judge
+        module_changed = before is not None and before.get("") != after.get("")
+        for name in sorted(n for n in after if n):
+            if before is None or name not in before:
+                found.append(Changed(module, name, "added"))
+            elif before[name] != after[name]:
+                found.append(Changed(module, name, "changed"))
+            elif module_changed:
+                found.append(Changed(module, name, "module changed"))
+    return found
+
+
+def _classes(repo: Path, rev: str, path: str) -> Optional[Dict[str, str]]:
+    """The top-level classes of a file at a revision by name, as syntax trees ('' : the rest of
+    the module); None where the file is not there or does not parse."""
+    proc = subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{path}"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    try:
+        tree = ast.parse(proc.stdout)
+    except SyntaxError:
+        return None
+    classes = {node.name: ast.dump(node) for node in tree.body if isinstance(node, ast.ClassDef)}
+    classes[""] = ast.dump(ast.Module([n for n in tree.body if not isinstance(n, ast.ClassDef)], []))
+    return classes
+
+
+def export_tree(repo: Path, rev: str, dest: Path) -> Path:
+    """The package at ``rev`` under ``dest`` (``dest/dace``), made once per commit."""
+    commit = revision(repo, rev)
+    folder = dest / commit[:12]
+    if (folder / ".complete").is_file():
+        return folder
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    archive = _git(repo, "archive", "--format=tar", commit, PACKAGE, binary=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    _fill_submodules(repo, folder)
+    (folder / ".complete").write_text(commit + "\n")
+    return folder
+
+
+def _fill_submodules(repo: Path, folder: Path) -> None:
+    """Folders ``git archive`` leaves empty (submodules: DaCe's ``external/``) from the
+    checkout's working tree."""
+    for empty in sorted(p for p in (folder / PACKAGE).rglob("*") if p.is_dir() and not any(p.iterdir())):
+        source = repo / empty.relative_to(folder)
+        if source.is_dir() and any(source.iterdir()):
+            shutil.copytree(source, empty, dirs_exist_ok=True)
+
+
+# ---------------------------------------------------------------- the revisions' DaCe
+def _env(tree: Path) -> Dict[str, str]:
+    path = os.environ.get("PYTHONPATH", "")
+    return {"PYTHONPATH": str(tree) + (os.pathsep + path if path else "")}
+
+
+WHICH = r"""
+import importlib, json, sys
+from dace.transformation import pass_pipeline as ppl
+from dace.transformation.transformation import PatternTransformation
+import dace
+found = []
+for module, name in json.loads(sys.argv[1]):
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except Exception:
+        continue
+    if isinstance(cls, type) and (issubclass(cls, PatternTransformation) or issubclass(cls, ppl.Pass)) \
+            and not getattr(cls, "__abstractmethods__", None):
+        found.append([module, name])
+print(json.dumps({"dace": dace.__file__, "found": found}))
+"""
+
+
+def transformations_among(candidates: List[Changed], python: Path, tree: Path) -> List[Changed]:
+    """The pattern transformations and passes among ``candidates``, as the revision in
+    ``tree`` defines them (checked in a process of its own, that DaCe imported)."""
+    if not candidates:
+        return []
+    proc = subprocess.run([str(python), "-c", WHICH, json.dumps([[c.module, c.name] for c in candidates])],
+                          capture_output=True, text=True, env={**os.environ, **_env(tree)}, timeout=600)
+    if proc.returncode != 0:
+        raise ConfigError(f"the head's DaCe does not import: {(proc.stderr or '').strip().splitlines()[-1:]}")
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not Path(answer["dace"]).resolve().is_relative_to(tree.resolve()):
+        raise ConfigError(f"PYTHONPATH={tree} did not put that DaCe first (dace came from {answer['dace']})")
+    keep = {tuple(x) for x in answer["found"]}
+    return [c for c in candidates if (c.module, c.name) in keep]
+
+
+# ---------------------------------------------------------------- the check
+def run_ci(options: CiOptions, say=print) -> CiResult:
+    started = time.monotonic()
+    repo = Path(options.repo).resolve()
+    if not (repo / PACKAGE / "__init__.py").is_file():
+        raise ConfigError(f"--dace {repo}: no {PACKAGE}/__init__.py there; give a DaCe git checkout")
+    base, head = revision(repo, options.base), revision(repo, options.head)
+    out = Path(options.out).resolve()
+    trees = {side: export_tree(repo, rev, out / "trees") for side, rev in (("base", base), ("head", head))}
+    changed = transformations_among(changed_classes(repo, base, head), options.python, trees["head"])
+    say(f"harnessgen ci: {len(changed)} transformation(s) and pass(es) changed between {base[:10]} and {head[:10]}"
+        + (": " + ", ".join(f"{c.name} ({c.why})" for c in changed) if changed else ""))
+    runs, bugs = [], []
+    if changed:
+        for number, program in enumerate(options.programs):
+            run, found = _judge_at_head(options, program, number, changed, trees["head"], out)
+            runs.append(run)
+            bugs += found
+        for bug in bugs:
+            _judge_at_base(options, bug, trees["base"], out)
+    result = CiResult(base, head, changed, runs, bugs, round(time.monotonic() - started, 1))
+    write_json(out / "ci.json", result.to_json())
+    return result
+
+
+def _judge_at_head(options: CiOptions, program: str, number: int, changed: List[Changed], tree: Path,
+                   out: Path):
+    folder = out / "head" / f"{number}-{_safe(program)}"
+    cmd = [str(options.python), "-m", "harnessgen", "fuzz", "--program", program,
+           "--transformation", ",".join(c.spec for c in changed), "--time", f"{options.time_s:g}",
+           "--budget", f"{options.budget_s:g}", "--params", options.params, "--out", str(folder / "run"),
+           "--work-dir", str(out / "work-head"), "--crashes-dir", str(folder / "crashes"),
+           "--corpus-dir", str(folder / "corpus"), "--no-progress", "--no-plots", "--fresh"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **_env(tree)})
+    write_atomic(folder / "fuzz.log", (proc.stdout + proc.stderr).encode())
+    if proc.returncode != 0:
+        raise ConfigError(f"harnessgen fuzz --program {program} at head failed (exit {proc.returncode}); its output "
+                          f"is in {folder / 'fuzz.log'}: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    summary = json.loads((folder / "run" / "summary.json").read_text())
+    counts: Dict[str, int] = {}
+    for row in summary.get("instances", []):
+        counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+    found = [CiBug(id=row["id"], kind=row["kind"], transformation=row["transformation"], program=program,
+                   description=row["description"], instances=row["instances"],
+                   reproducer=str((folder / "run" / row["representative"]).resolve()))
+             for row in bug_rows(folder / "run")]
+    return {"program": program, "folder": str(folder), "verdicts": dict(sorted(counts.items())),
+            "instances": sum(counts.values())}, found
+
+
+def _judge_at_base(options: CiOptions, bug: CiBug, tree: Path, out: Path) -> None:
+    verdict = rejudge_in(options.python, Path(bug.reproducer), out / "work-base", options.rejudge_timeout_s,
+                         "base", env=_env(tree))
+    bug.base_verdict, bug.base_reason = verdict.verdict, verdict.reason
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[-60:]
+
+
+# ---------------------------------------------------------------- what CI shows
+def junit(result: CiResult) -> bytes:
+    """One test case per changed transformation and program; a failure per new bug, the
+    pre-existing ones as skipped (shown, never failing)."""
+    suite = ElementTree.Element("testsuite", name="harnessgen ci", time=f"{result.seconds:g}")
+    cases = 0
+    failures = skipped = 0
+    for run in result.runs:
+        for change in result.changed:
+            cases += 1
+            case = ElementTree.SubElement(suite, "testcase", classname=change.module, name=f"{change.name} on "
+                                          f"{run['program']}")
+            mine = [b for b in result.bugs if b.transformation == change.name and b.program == run["program"]]
+            for bug in mine:
+                text = (f"{bug.description}\nreproducer: {bug.reproducer}\npython {bug.reproducer}/repro.py\n"
+                        f"base: {bug.base_verdict} {bug.base_reason}")
+                if bug.new:
+                    failures += 1
+                    node = ElementTree.SubElement(case, "failure", message=f"new {bug.kind}: {bug.id}", type=bug.kind)
+                else:
+                    skipped += 1
+                    node = ElementTree.SubElement(case, "skipped", message=f"pre-existing {bug.kind} (the base "
+                                                  f"shows it: {bug.base_verdict}): {bug.id}")
+                node.text = text
+    suite.set("tests", str(cases))
+    suite.set("failures", str(failures))
+    suite.set("skipped", str(skipped))
+    suite.set("errors", "0")
+    return ElementTree.tostring(suite, encoding="utf-8", xml_declaration=True)
+
+
+def markdown(result: CiResult) -> str:
+    lines = [f"## harnessgen: {len(result.new)} new bug(s)" if result.new else "## harnessgen: no new bug", "",
+             f"Base `{result.base[:10]}`, head `{result.head[:10]}`; {len(result.changed)} changed "
+             f"transformation(s) and pass(es) judged in {result.seconds:g} s.", ""]
+    if result.changed:
+        lines += ["| changed | why |", "|---|---|"] + [f"| `{c.spec}` | {c.why} |" for c in result.changed] + [""]
+    for run in result.runs:
+        counts = ", ".join(f"{n} {v}" for v, n in run["verdicts"].items()) or "no instance"
+        lines.append(f"- `{run['program']}`: {run['instances']} instance(s): {counts}")
+    lines.append("")
+    if result.new:
+        lines += ["### New bugs (the base does not show them)", "",
+                  "| bug | kind | transformation | program | at base | reproducer |", "|---|---|---|---|---|---|"]
+        lines += [f"| {b.id} | {b.kind} | {b.transformation} | `{b.program}` | {b.base_verdict} | "
+                  f"`python {b.reproducer}/repro.py` |" for b in result.new]
+        lines.append("")
+    old = [b for b in result.bugs if not b.new]
+    if old:
+        lines += ["### Pre-existing bugs (the base shows them too; they do not fail the check)", ""]
+        lines += [f"- {b.id}: {b.kind} of {b.transformation} on `{b.program}` ({b.base_verdict})" for b in old]
+        lines.append("")
+    return "\n".join(lines)
