@@ -9,19 +9,23 @@ from harnessgen.plan.params import ParamOptions
 N = dace.symbol("N")
 
 
-def _two_states(path):
-    """Two states one after the other, each copying a container: simplify fuses them."""
-    sdfg = dace.SDFG("two_states")
-    sdfg.add_array("A", [N], dace.float64)
-    sdfg.add_array("B", [N], dace.float64)
-    sdfg.add_array("C", [N], dace.float64)
+def _map_per_state(path, name: str, copies, code: str):
+    """Two states one after the other, a map in each: ``copies`` says what each reads and writes."""
+    sdfg = dace.SDFG(name)
+    for array in "ABC":
+        sdfg.add_array(array, [N], dace.float64)
     first = sdfg.add_state("first", is_start_block=True)
     second = sdfg.add_state_after(first, "second")
-    for state, src, dst in ((first, "A", "B"), (second, "A", "C")):
-        state.add_mapped_tasklet("copy", {"i": "0:N"}, {"a": dace.Memlet(f"{src}[i]")}, "b = a + 1",
+    for state, (src, dst) in zip((first, second), copies):
+        state.add_mapped_tasklet("step", {"i": "0:N"}, {"a": dace.Memlet(f"{src}[i]")}, code,
                                  {"b": dace.Memlet(f"{dst}[i]")}, external_edges=True)
     sdfg.save(str(path))
     return path
+
+
+def _two_states(path):
+    """Two states one after the other, each copying a container: simplify fuses them."""
+    return _map_per_state(path, "two_states", (("A", "B"), ("A", "C")), "b = a + 1")
 
 
 @pytest.mark.parametrize("flag,form,matches", [(None, "as given", 1), (True, "simplified", 0), (False, "as given", 1)])
@@ -52,16 +56,7 @@ def test_a_dace_program_is_simplified_by_default():
 def _producer_then_consumer(path):
     """A map writing B, then in the next state a map reading it: fusable once simplify has put
     both in one state, not as given."""
-    sdfg = dace.SDFG("producer_consumer")
-    for name in "ABC":
-        sdfg.add_array(name, [N], dace.float64)
-    first = sdfg.add_state("first", is_start_block=True)
-    second = sdfg.add_state_after(first, "second")
-    for state, src, dst in ((first, "A", "B"), (second, "B", "C")):
-        state.add_mapped_tasklet("step", {"i": "0:N"}, {"a": dace.Memlet(f"{src}[i]")}, "b = a * 2",
-                                 {"b": dace.Memlet(f"{dst}[i]")}, external_edges=True)
-    sdfg.save(str(path))
-    return path
+    return _map_per_state(path, "producer_consumer", (("A", "B"), ("B", "C")), "b = a * 2")
 
 
 def test_no_match_as_given_says_how_many_the_simplified_form_has(tmp_path):
