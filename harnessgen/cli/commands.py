@@ -315,7 +315,10 @@ def _add_ci(sub) -> None:
     p.add_argument("--base", required=True, metavar="REV", help="the revision the pull request is based on")
     p.add_argument("--head", default="HEAD", metavar="REV", help="the pull request's revision (default HEAD)")
     p.add_argument("--program", action="append", default=[], metavar="PROGRAM",
-                   help="a program to judge them on, as for fuzz (repeatable; default: kernels)")
+                   help="a program of yours to judge them on as well, as for fuzz (repeatable)")
+    p.add_argument("--builtin", default=",".join(ci.DEFAULT_PROGRAMS), metavar="TARGETS",
+                   help="the built-in programs they are judged on, comma-separated (default: "
+                        f"{','.join(ci.DEFAULT_PROGRAMS)}; '' for none, cloudsc adds our CLOUDSC port)")
     p.add_argument("--time", type=float, default=10.0, help="fuzzing seconds per instance (default 10)")
     p.add_argument("--budget", type=float, default=600.0,
                    help="per program: no instance starts after this many seconds (default 600)")
@@ -328,9 +331,20 @@ def _add_ci(sub) -> None:
     p.set_defaults(func=cmd_ci)
 
 
+def _ci_programs(args) -> tuple:
+    builtin = tuple(p.strip() for p in args.builtin.split(",") if p.strip())
+    unknown = [p for p in builtin if p.split(":")[0] not in BUILTIN_TARGETS]
+    if unknown:
+        raise ConfigError(f"--builtin {','.join(unknown)}: not a built-in target (one of {', '.join(BUILTIN_TARGETS)})")
+    programs = builtin + tuple(args.program)
+    if not programs:
+        raise ConfigError("--builtin '' and no --program: name at least one program to judge the changes on")
+    return programs
+
+
 def cmd_ci(args) -> int:
     options = ci.CiOptions(repo=args.dace, base=args.base, head=args.head,
-                           programs=tuple(args.program) or ci.DEFAULT_PROGRAMS, time_s=args.time,
+                           programs=_ci_programs(args), time_s=args.time,
                            budget_s=args.budget, params=args.params, out=args.out)
     console = render.console()
     result = ci.run_ci(options, say=lambda line: console.print(render.escape(line)))

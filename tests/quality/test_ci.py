@@ -47,7 +47,7 @@ def pull_request(tmp_path_factory):
 @pytest.mark.fuzz
 def test_only_the_bug_the_pull_request_brings_fails_the_check(pull_request, tmp_path):
     out = tmp_path / "ci"
-    proc = run_cli(["ci", "--dace", str(pull_request), "--base", "HEAD~1", "--program",
+    proc = run_cli(["ci", "--dace", str(pull_request), "--base", "HEAD~1", "--builtin", "", "--program",
                     f"{PROGRAMS / 'scaled.py'}:scaled", "--time", "2", "--out", str(out)], tmp_path)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = (out / "summary.md").read_text()
