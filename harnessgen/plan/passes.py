@@ -20,8 +20,10 @@ from ..dacecompat import copy_sdfg, simplify_members
 from ..targets.loaders import load_class
 
 SIMPLIFY = "simplify"
-# JSON keys a copy of an SDFG (and a cutout of it) renumbers or drops: not its content
-VOLATILE_KEYS = ("cfg_id", "sdfg_list_id", "hash", "guid", "debuginfo")
+# JSON keys a copy of an SDFG (and a cutout of it) renumbers or drops, and the history DaCe
+# keeps of how it was made (1.0.2 keeps the original program once a transformation is
+# recorded): not its content
+VOLATILE_KEYS = ("cfg_id", "sdfg_list_id", "hash", "guid", "debuginfo", "orig_sdfg", "transformation_hist")
 
 
 @dataclasses.dataclass(frozen=True)
