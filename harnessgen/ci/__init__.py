@@ -89,6 +89,8 @@ class CiOptions:
     time_s: float = 10.0             # fuzzing per instance
     budget_s: float = 600.0          # no instance of a program's run starts after this
     params: str = "default"
+    jobs: int = os.cpu_count() or 1  # worker processes of each run
+    audit_time_s: float = 15.0       # the whole-program audit of each instance (fuzz's default is 60)
     out: Path = Path(".harnessgen/ci")
     python: Path = Path(sys.executable)
     rejudge_timeout_s: float = 600.0
@@ -263,7 +265,8 @@ def _judge_at_head(options: CiOptions, program: str, number: int, changed: List[
     folder = out / "head" / f"{number}-{_safe(program)}"
     cmd = [str(options.python), "-m", "harnessgen", "fuzz", "--program", program,
            "--transformation", ",".join(c.spec for c in changed), "--time", f"{options.time_s:g}",
-           "--budget", f"{options.budget_s:g}", "--params", options.params, "--out", str(folder / "run"),
+           "--budget", f"{options.budget_s:g}", "--params", options.params, "--jobs", str(options.jobs),
+           "--audit-time", f"{options.audit_time_s:g}", "--out", str(folder / "run"),
            "--work-dir", str(out / "work-head"), "--crashes-dir", str(folder / "crashes"),
            "--corpus-dir", str(folder / "corpus"), "--no-progress", "--no-plots", "--fresh"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **_env(tree)})

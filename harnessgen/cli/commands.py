@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -322,6 +323,10 @@ def _add_ci(sub) -> None:
     p.add_argument("--time", type=float, default=10.0, help="fuzzing seconds per instance (default 10)")
     p.add_argument("--budget", type=float, default=600.0,
                    help="per program: no instance starts after this many seconds (default 600)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="worker processes of each program's run (default: the cores)")
+    p.add_argument("--audit-time", type=float, default=15.0, metavar="S",
+                   help="each instance's whole-program audit, in seconds (default 15; fuzz's is 60)")
     p.add_argument("--params", default="default", metavar="MODE",
                    help="parameter variants per match, as for fuzz (default: default, the transformation as it is)")
     p.add_argument("--out", type=Path, default=Path(".harnessgen/ci"), help="where everything goes (default "
@@ -345,7 +350,8 @@ def _ci_programs(args) -> tuple:
 def cmd_ci(args) -> int:
     options = ci.CiOptions(repo=args.dace, base=args.base, head=args.head,
                            programs=_ci_programs(args), time_s=args.time,
-                           budget_s=args.budget, params=args.params, out=args.out)
+                           budget_s=args.budget, params=args.params, jobs=args.jobs,
+                           audit_time_s=args.audit_time, out=args.out)
     console = render.console()
     result = ci.run_ci(options, say=lambda line: console.print(render.escape(line)))
     junit = args.junit or args.out / "junit.xml"
