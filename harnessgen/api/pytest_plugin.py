@@ -13,6 +13,7 @@ session and do not fail it. Options:
 
 ``--harnessgen-time S``  fuzzing seconds per instance for every check (0: skip the checks)
 ``--harnessgen-jobs N``  worker processes per check (default 1)
+``--harnessgen-budget S``  no instance of a check starts after S seconds
 
 A check judges the transformation as the test configures it (its defaults, or ``settings``);
 ``params="pairs"`` explores its parameters as ``harnessgen fuzz`` does. Everything a check
@@ -37,6 +38,9 @@ def pytest_addoption(parser) -> None:
                          f"{DEFAULT_TIME:g}); 0 skips the checks")
     group.addoption("--harnessgen-jobs", type=int, default=1, metavar="N",
                     help="worker processes per harnessgen check (default 1)")
+    group.addoption("--harnessgen-budget", type=float, default=None, metavar="S",
+                    help="no instance of a check starts after this many seconds (default: the check's own, else "
+                         "every instance is judged)")
 
 
 def pytest_configure(config) -> None:
@@ -63,6 +67,8 @@ class Checker:
         keywords.setdefault("directory", self._tmp / f"harnessgen-{self._count}")
         keywords.setdefault("work_dir", self._builds)
         keywords.setdefault("jobs", config.getoption("--harnessgen-jobs"))
+        if config.getoption("--harnessgen-budget") is not None:
+            keywords["budget_s"] = config.getoption("--harnessgen-budget")
         # the transformation as the test configures it (``params="pairs"`` explores its parameters too)
         keywords.setdefault("params", "default")
         seconds = asked if asked is not None else (time if time is not None else DEFAULT_TIME)

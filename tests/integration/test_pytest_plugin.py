@@ -44,7 +44,8 @@ def developers_tests(pytester):
 
 @pytest.mark.fuzz
 def test_a_wrong_transformation_fails_with_its_reproducer_and_a_correct_one_passes(developers_tests):
-    result = developers_tests.runpytest_subprocess("--harnessgen-time", "2", "-p", "no:cacheprovider")
+    result = developers_tests.runpytest_subprocess("--harnessgen-time", "2", "--harnessgen-budget", "300",
+                                                   "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
     failure = "\n".join(result.outlines)
     assert "test_tiling_without_remainder" in failure and "MISMATCH" in failure
