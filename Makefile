@@ -54,7 +54,7 @@ TORCH        ?=
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup warm setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv shipped-parses fuzz recipe campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-prove clean distclean help
+.PHONY: setup warm setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv shipped-parses fuzz recipe campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-recipe bench-prove clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -102,6 +102,7 @@ help:
 	@echo "                                                         README section Performance (about 30 min)"
 	@echo "make bench-quick                                        the same, one repetition each (a smoke run, no README)"
 	@echo "make bench-zoo                                          time the planted-bug zoo (about 10 min)"
+	@echo "make bench-recipe                                       a wrong step planted in CLOUDSC's recipe: how soon it is named"
 	@echo "make bench-prove                                        proof coverage: kernels x all CPU built-ins and CLOUDSC defaults (--prove only)"
 
 setup: deps venv warm
@@ -271,6 +272,10 @@ bench-quick: $(SETUP)
 
 bench-zoo: $(SETUP)
 	$(BIN)/python bench/zoo.py
+
+# a wrong step among CLOUDSC's recipe: how soon make recipe names it (about 20 min; bench/results/recipe.json)
+bench-recipe: $(SETUP)
+	$(BIN)/python bench/recipe.py $(BENCH_ARGS)
 
 bench-prove: $(SETUP)
 	$(BIN)/python bench/prove.py --program kernels
