@@ -3,11 +3,11 @@
     python bench/recipe.py [--budget 840] [--time 2] [--out bench/results/recipe.json] [--fresh-recording]
 
 Runs ``harnessgen recipe --program cloudsc --recipe bench/recipe_planted.py:optimize`` (the
-CLOUDSC recipe with one zoo tiling among its steps) as a user runs it, within the bound, and
-reports (as ``make recipe`` runs it: TIME=2 per step, every core): the steps recorded and the recording's time, where the wrong step is, the seconds
-from the command's start to its first verdict and to the wrong step's verdict (each result's
-file is written as its instance ends), whether it was named the first wrong step, and how the
-steps were judged. The recording is kept between runs (as for a user running the command
+CLOUDSC recipe with one zoo tiling among its steps) as ``make recipe`` runs it (TIME=2 per
+step, every core, the bound) and reports: the steps recorded and the recording's time, where
+the wrong step is, the seconds from the command's start to its first verdict and to the wrong
+step's verdict (each result's file is written as its instance ends), whether it was named the
+first wrong step, and how the steps were judged. The recording is kept between runs (as for a user running the command
 again) unless ``--fresh-recording``.
 """
 from __future__ import annotations
@@ -34,7 +34,8 @@ def run(args) -> dict:
     if args.fresh_recording:
         shutil.rmtree(REPO / ".harnessgen" / "programs" / "recipes", ignore_errors=True)
     cmd = [str(Path(sys.executable).with_name("harnessgen")), "recipe", "--program", "cloudsc", "--recipe", RECIPE,
-           "--budget", str(args.budget), "--time", str(args.time), "--jobs", str(os.cpu_count() or 1), "--out", str(out), "--crashes-dir", str(Path(args.work) / "crashes"),
+           "--budget", str(args.budget), "--time", str(args.time), "--jobs", str(os.cpu_count() or 1),
+           "--out", str(out), "--crashes-dir", str(Path(args.work) / "crashes"),
            "--corpus-dir", str(Path(args.work) / "corpus"), "--no-progress", "--no-plots"]
     started = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)

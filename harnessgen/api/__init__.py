@@ -172,7 +172,8 @@ def check(program, transformation=None, *, time: float = 10.0, directory: Union[
     value, or a list of them; None: the program's defaults (every built-in that matches, for a
     program of your own). ``time``: seconds of fuzzing per instance (proofs and seeds decide
     many before it). ``directory``: where the run, its builds and its findings go (a new
-    temporary folder where None); a run already there is started over unless ``resume=True``. ``jobs``: worker processes; ``in_process``: judge in this
+    temporary folder where None); a run already there is started over unless
+    ``resume=True``. ``jobs``: worker processes; ``in_process``: judge in this
     process instead, one instance at a time. ``settings``: the transformation's properties
     (``{"tile_sizes": [4]}``). ``instances``: only these instance ids. Other keywords: fields
     of ``FuzzOptions`` (``budget_s``, ``seed``, ``prove``, ``params``, ``audit``...)."""

@@ -1,10 +1,10 @@
 """``harnessgen ci``: the pull-request check of a DaCe checkout. It reports only the bugs the
 pull request brings.
 
-1. **What changed.** The transformations and passes whose code differs between the base and
-   the head revision, by module and class: a class whose syntax tree differs (comments and
-   formatting do not count) or that is new, and every transformation of a module whose own
-   code outside its classes differs (a helper they call).
+1. **What changed.** The transformations and passes whose code differs between the head and
+   the commit it branched from (``git merge-base``), by module and class: a class whose
+   syntax tree differs (comments and formatting do not count) or that is new, and every
+   transformation of a module whose own code outside its classes differs (a helper they call).
 2. **Judged at head.** ``harnessgen fuzz`` of those classes on the programs (the built-in
    ``kernels`` unless ``--program`` names others), within a bound, with the head's DaCe.
 3. **Judged again at base.** Each distinct bug's finding judged by the base's DaCe, as the
@@ -244,7 +244,9 @@ def run_ci(options: CiOptions, say=print) -> CiResult:
     base, head = revision(repo, options.base), revision(repo, options.head)
     out = Path(options.out).resolve()
     trees = {side: export_tree(repo, rev, out / "trees") for side, rev in (("base", base), ("head", head))}
-    changed = transformations_among(changed_classes(repo, base, head), options.python, trees["head"])
+    # what the pull request changed: since the commit it branched from (the base may have moved on)
+    since = _git(repo, "merge-base", base, head).strip()
+    changed = transformations_among(changed_classes(repo, since, head), options.python, trees["head"])
     say(f"harnessgen ci: {len(changed)} transformation(s) and pass(es) changed between {base[:10]} and {head[:10]}"
         + (": " + ", ".join(f"{c.name} ({c.why})" for c in changed) if changed else ""))
     runs, bugs = [], []
