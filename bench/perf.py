@@ -433,7 +433,8 @@ def update_readme(readme: Path, report: Dict, text: str) -> None:
     begin, end = "<!-- perf:begin -->", "<!-- perf:end -->"
     later = {p: d for p, d in report.get("part_dates", {}).items() if d != report["date"]}
     again = "".join(f", part {p} again on {d}" for p, d in sorted(later.items()))
-    section = (f"{begin}\n_Measured {report['date']}{again} on {report['machine']} by `make bench` "
+    dace = f", DaCe {report['dace']}" if report.get("dace") else ""
+    section = (f"{begin}\n_Measured {report['date']}{again} on {report['machine']}{dace} by `make bench` "
                f"({'quick' if report['quick'] else 'full'} run, {report['seconds'] / 60:.0f} min; "
                f"figures in `bench/results/perf.json`)._\n\n{text}\n{end}")
     body = readme.read_text()
@@ -469,7 +470,10 @@ def main() -> int:
     q = args.quick
     started = time.perf_counter()
     today = time.strftime("%Y-%m-%d")
-    report: Dict = {"date": today, "machine": machine(), "quick": q, "part_dates": {p: today for p in parts}}
+    from harnessgen.dacecompat import dace_version
+
+    report: Dict = {"date": today, "machine": machine(), "dace": dace_version(), "quick": q,
+                    "part_dates": {p: today for p in parts}}
     root = Path(tempfile.mkdtemp(prefix="harnessgen-bench-"))
     try:
         prepared = []
