@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import tempfile
 import types
 from pathlib import Path
@@ -201,8 +202,6 @@ def _options(folder: Path, time: float, simplify: Optional[bool], options: Dict[
 
 
 def _settings(settings: Optional[Dict[str, Any]]) -> Optional[List[str]]:
-    import json
-
     if not settings:
         return None
     return [f"{key}={value if isinstance(value, str) else json.dumps(value)}" for key, value in settings.items()]
@@ -248,21 +247,14 @@ def transformation_spec(transformation) -> Optional[str]:
 
 
 def _class_spec(cls: type) -> str:
-    """DaCe's own by name; a class a module holds by ``module:Class`` (a worker finds the module
-    already imported, or imports it); any other (one defined inside a function) kept here."""
+    """How a worker loads the class again (``plan.instances.class_spec``) where a module holds
+    it by its name; any other (one defined inside a function) is kept here."""
     import sys
 
-    from ..plan.instances import builtin_transformations
-    from ..plan.passes import builtin_passes
+    from ..plan.instances import class_spec
 
-    if builtin_transformations().get(cls.__name__) is cls or builtin_passes().get(cls.__name__) is cls:
-        return cls.__name__
-    module = sys.modules.get(cls.__module__)
-    if "<locals>" not in cls.__qualname__ and "." not in cls.__qualname__ and \
-            getattr(module, cls.__qualname__, None) is cls:
-        if cls.__module__ == "__main__" and getattr(module, "__file__", None):
-            return f"{module.__file__}:{cls.__qualname__}"
-        return f"{cls.__module__}:{cls.__qualname__}"
+    if getattr(sys.modules.get(cls.__module__), cls.__qualname__, None) is cls:
+        return class_spec(cls)
     name = f"{cls.__name__}_{next(_numbers)}"
     setattr(registered, name, cls)
     sys.modules.setdefault(REGISTERED, registered)

@@ -6,7 +6,8 @@ pull request brings.
    syntax tree differs (comments and formatting do not count) or that is new, and every
    transformation of a module whose own code outside its classes differs (a helper they call).
 2. **Judged at head.** ``harnessgen fuzz`` of those classes on the programs (the built-in
-   ``kernels`` unless ``--program`` names others), within a bound, with the head's DaCe.
+   ones ``--builtin`` names, ``kernels`` by default, and the user's ``--program``s), within a
+   bound, with the head's DaCe.
 3. **Judged again at base.** Each distinct bug's finding judged by the base's DaCe, as the
    cross-version judging does (``harnessgen rejudge``). Where the base shows it (the same
    kind, with the same error or another one), it is **pre-existing**: listed apart, it does
@@ -26,9 +27,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import io
 import os
 import shutil
-import io
 import subprocess
 import sys
 import tarfile
@@ -101,7 +102,7 @@ class CiResult:
     base: str
     head: str
     changed: List[Changed]
-    runs: List[Dict]                 # per program: its transformation specs, verdict counts, folder
+    runs: List[Dict]                 # per program: its folder, verdict counts and instances
     bugs: List[CiBug]
     seconds: float = 0.0
 
@@ -129,7 +130,7 @@ def _git(repo: Path, *args: str, binary: bool = False):
 
 
 def revision(repo: Path, rev: str) -> str:
-    """The commit ``rev`` names (an error that names --base/--head where it names none)."""
+    """The commit ``rev`` names (an error naming the checkout and the revision where it names none)."""
     return _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
 
 

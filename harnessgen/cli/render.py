@@ -99,6 +99,7 @@ def result_lines(result: InstanceResult, position: str = "") -> List[str]:
 # what a run without --transformation judges
 DEFAULT_TRANSFORMATIONS = "its default transformations (every built-in that matches, for a program of your own)"
 
+
 def enumeration_line(row: Dict, seconds: float, cached: bool = False, count: Optional[int] = None) -> str:
     """One transformation's enumeration in one line."""
     name = escape(row.get("class_name") or row["spec"])

@@ -1052,14 +1052,22 @@ def _failed(pair: CutoutPair, verdict: Outcome, exc: BaseException) -> CutoutPai
     return pair
 
 
+def apply_match(cls: type, match: Dict, sdfg) -> bool:
+    """Apply ``cls`` at ``match`` (its JSON) in ``sdfg`` in place where DaCe's own check accepts
+    it there; whether it did."""
+    xform = rebuild_transformation(cls, match, sdfg)
+    if not can_apply(xform, sdfg):
+        return False
+    xform.apply_pattern(append=False)
+    return True
+
+
 def transformed_program(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
     """Whole-pre (the program) and whole-post (the same match applied to a copy of it); where
     the transformation fails on the whole program, the pair's verdict and error say how."""
     def apply(post) -> None:
-        xform = rebuild_transformation(cls, copy.deepcopy(instance.match), post)
-        if not can_apply(xform, post):
+        if not apply_match(cls, copy.deepcopy(instance.match), post):
             raise Unsupported(f"{instance.id} does not match in a copy of the whole program")
-        xform.apply_pattern(append=False)
 
     pair = whole_program_pair(program_sdfg, f"{instance.id}-whole", transform=apply)
     pair.instance = dataclasses.replace(instance, id=f"{instance.id}-whole")

@@ -111,6 +111,23 @@ def _import_dace_transformations(optional: bool = False) -> None:
             pending += [(info.name, info.ispkg) for info in pkgutil.iter_modules(module.__path__, name + ".")]
 
 
+def class_spec(cls: type) -> str:
+    """The value ``load_transformation`` or ``passes.find_pass`` loads ``cls`` again from (in a
+    worker too): DaCe's own by name, a class of a user's file (or of a script) by
+    ``file.py:Class``, any other by ``module:Class``."""
+    import sys
+
+    from ..targets.loaders import USER_MODULE_PREFIX
+    from .passes import builtin_passes
+
+    if builtin_transformations().get(cls.__name__) is cls or builtin_passes().get(cls.__name__) is cls:
+        return cls.__name__
+    source = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    if source and (cls.__module__.startswith(USER_MODULE_PREFIX) or cls.__module__ == "__main__"):
+        return f"{source}:{cls.__qualname__}"      # a user's file: loaded again from it
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def builtin_transformations(optional: bool = False) -> Dict[str, type]:
     """DaCe's own pattern and subgraph transformations, by class name (``optional``: those of
     ``OPTIONAL_PACKAGES`` too)."""

@@ -23,7 +23,6 @@ import io
 import inspect
 import json
 import pickle
-import sys
 import time
 import traceback
 import zlib
@@ -33,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional
 from ..core.errors import ConfigError
 from ..core.files import write_atomic, write_json
 from ..dacecompat import copy_sdfg
+from ..plan.instances import class_spec
 
 RECORDING = "recording.json"
 # a recipe that goes on making steps is stopped there (DaCe 2.0's
@@ -203,22 +203,6 @@ def _root(sdfg):
     return sdfg
 
 
-def _class_spec(cls: type, kind: str) -> str:
-    """How a worker loads the class again: DaCe's own by name, others by module or file."""
-    from ..plan.instances import builtin_transformations
-    from ..plan.passes import builtin_passes
-
-    builtins = builtin_passes() if kind == "pass" else builtin_transformations()
-    if builtins.get(cls.__name__) is cls:
-        return cls.__name__
-    from ..targets.loaders import USER_MODULE_PREFIX
-
-    source = getattr(sys.modules.get(cls.__module__), "__file__", None)
-    if source and (cls.__module__.startswith(USER_MODULE_PREFIX) or cls.__module__ == "__main__"):
-        return f"{source}:{cls.__qualname__}"      # a user's file: loaded again from it
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
 class Recorder:
     """Instruments DaCe while a recipe runs on ``root`` and keeps its steps in ``store``."""
 
@@ -319,7 +303,7 @@ class Recorder:
         self._order += 1
         started = time.monotonic()
         before = self._pickled()          # kept only for a step that changed something
-        step = Step(index=self._order, kind=kind, name=type(xform).__name__, spec=_class_spec(type(xform), kind),
+        step = Step(index=self._order, kind=kind, name=type(xform).__name__, spec=class_spec(type(xform)),
                     match={}, before="", within=self._within[-1] if self._within else 0)
         step.where, step.chain = self._call_site()
         step.match, step.unjudgeable = self._match(xform, kind)

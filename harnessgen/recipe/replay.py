@@ -37,6 +37,7 @@ def replayed(recording: Recording, store: Store, indices: List[int], name: str):
 
 
 def _replay(program, step: Step) -> bool:
+    from ..cutout.extract import apply_match
     from ..plan.instances import load_transformation
     from ..plan.passes import find_pass
 
@@ -44,16 +45,7 @@ def _replay(program, step: Step) -> bool:
         return _replay_pass(program, find_pass(step.spec).cls, step)
     cls = load_transformation(step.spec)
     match = _translated(program, cls, step)
-    if match is None:
-        return False
-    from ..cutout.extract import can_apply
-    from ..plan.instances import rebuild_transformation
-
-    xform = rebuild_transformation(cls, match, program)
-    if not can_apply(xform, program):
-        return False
-    xform.apply_pattern(append=False)
-    return True
+    return match is not None and apply_match(cls, match, program)
 
 
 def _replay_pass(program, cls: type, step: Step) -> bool:
