@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Dict, Optional
 
+from .files import write_atomic
+
 PAIRS_DIR = "pairs"
 # a follower's result until its representative's verdict arrives (never written to results/)
 PENDING = "SAME_PAIR_PENDING"
@@ -74,3 +76,26 @@ def shared_result(follower: Dict, representative: Dict) -> Dict:
 
 def is_pending(result: Optional[Dict]) -> bool:
     return bool(result) and result.get("verdict") == PENDING
+
+
+# What preparing an instance in its smallest cutout gave: a static verdict (FAILED_TO_APPLY,
+# INVALID_SDFG, BUILD_FAILURE...), BUILT or UNSUPPORTED. Deterministic for an instance (its
+# program, match and parameters), so the parameter simplification of another variant of the
+# match, which prepares the simpler variants again, reads it instead (CLOUDSC: a finding's
+# variants prepared the same defaults again and again, a tenth of the run's time). Kept beside
+# the claims, so a new campaign or --fresh forgets both.
+PREPARED_PREFIX = "prepared."
+BUILT = "BUILT"
+
+
+def record_prepared(out_dir: Path, instance_id: str, outcome: str) -> None:
+    write_atomic(Path(out_dir) / PAIRS_DIR / f"{PREPARED_PREFIX}{instance_id}", outcome.encode())
+
+
+def prepared(out_dir: Path, instance_id: str) -> Optional[str]:
+    """What preparing ``instance_id`` gave in this run; None where it was not prepared yet."""
+    path = Path(out_dir) / PAIRS_DIR / f"{PREPARED_PREFIX}{instance_id}"
+    try:
+        return path.read_text().strip() or None
+    except FileNotFoundError:
+        return None

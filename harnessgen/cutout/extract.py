@@ -617,6 +617,7 @@ class _CutsAt:
         self._source, self._made, self._done, self._first = made, [], False, first
         self._unreduced: Optional[str] = None
         self._plain: Dict[int, Any] = {}      # id(a cut's SDFG, held in _made) -> its plain copy
+        self._size: Optional[Tuple[int, int]] = None   # (copies counted, their nodes)
 
     def cuts(self, instance: Instance) -> Iterator[Cut]:
         """The cuts, smallest first, each with ``instance``'s own properties on its match."""
@@ -651,15 +652,32 @@ class _CutsAt:
             keep_template(plain)
         return plain_copy(plain, PRE_NAME), plain_copy(plain, POST_NAME)
 
+    @property
+    def size(self) -> int:
+        """The nodes of the copies this place holds (its cuts' plain copies; a cut that is the
+        program itself is not held by it)."""
+        if self._size is None or self._size[0] != len(self._plain):
+            self._size = (len(self._plain), sum(_node_count(sdfg) for sdfg in self._plain.values()))
+        return self._size[1]
+
     def unreduced_volume(self, compute: Callable[[], str]) -> str:
         if self._unreduced is None:
             self._unreduced = compute()
         return self._unreduced
 
 
-# the places whose cuts are kept, newest last: a few, for variants of a match a worker judges one after another
+# the places whose cuts are kept, newest last. A match's parameter variants are judged in a queue
+# of their own, minutes after its defaults (CLOUDSC: 2,472 MapFusionHorizontal instances, 1,306 of
+# them variants), so the places are kept by how much they hold, not by how recently they were cut:
+# at most _CUTS_KEPT places and _CUTS_KEPT_NODES nodes in their copies (a state's cut is tens of
+# nodes, a whole CLOUDSC about 4,000)
 _CUTS_AT: Dict[Tuple, _CutsAt] = {}
-_CUTS_KEPT = 8
+_CUTS_KEPT = 4096
+_CUTS_KEPT_NODES = 40000
+
+
+def _node_count(sdfg) -> int:
+    return sum(1 for _ in sdfg.all_nodes_recursive())
 
 
 def _place(match: Dict[str, Any]) -> Dict[str, Any]:
@@ -675,7 +693,8 @@ def _cuts_at(program_sdfg, instance: Instance, cls: type) -> _CutsAt:
     if found is None or found.program is not program_sdfg:
         found = _CutsAt(program_sdfg, _candidate_cuts(program_sdfg, instance, cls), instance.id)
     _CUTS_AT[key] = found
-    while len(_CUTS_AT) > _CUTS_KEPT:
+    while len(_CUTS_AT) > 1 and (len(_CUTS_AT) > _CUTS_KEPT or
+                                 sum(place.size for place in _CUTS_AT.values()) > _CUTS_KEPT_NODES):
         del _CUTS_AT[next(iter(_CUTS_AT))]
     return found
 
@@ -806,20 +825,28 @@ def _with_post(pair: CutoutPair, post) -> CutoutPair:
 
 
 def whole_program_pair(program_sdfg, label: str = "whole-program", transform=None,
-                       changed: Optional[Callable[[str], Any]] = None) -> CutoutPair:
+                       changed: Optional[Callable[[str], Any]] = None, pre_on_failure: bool = True) -> CutoutPair:
     """The whole program as pre and post. Without ``transform`` post is the program too: that
     checks the harness and the program itself (must always pass, deterministically). With it,
     ``transform(post)`` changes post first, before the harness's adaptations (as ``extract``
     applies a transformation): one that raises Unsupported passes it on, any other exception is FAILED_TO_APPLY, an invalid post or a changed
     interface INVALID_SDFG, in ``verdict`` and ``error`` (``post`` kept for inspection).
     ``changed(name)`` instead gives post already changed, a copy of its own (``AppliedOnce``),
-    or raises as the change did."""
+    or raises as the change did. ``pre_on_failure=False``: a pair whose change failed (to apply,
+    or to validate) has no pre (None), for callers that ask only whether it fails: a copy of
+    CLOUDSC is a third of a second, and confirming a cutout's static verdict made two."""
     inst = Instance(id=label, target="", program=program_sdfg.name, transformation="identity",
                     transformation_spec="", match={})
     everything = sorted(n for n, d in program_sdfg.arrays.items() if not d.transient)
-    pair = CutoutPair(instance=inst, pre=plain_copy(program_sdfg, PRE_NAME), post=None,
+    pair = CutoutPair(instance=inst, pre=None, post=None,
                       input_config=everything, output_config=everything, program_sdfg=program_sdfg,
                       translated_match={}, whole_program=True)
+
+    def failed(verdict: Outcome, exc: BaseException) -> CutoutPair:
+        if pre_on_failure:
+            pair.pre = plain_copy(program_sdfg, PRE_NAME)
+        return _failed(pair, verdict, exc)
+
     if changed is None:
         pair.post = plain_copy(program_sdfg, POST_NAME)
     if transform is not None or changed is not None:
@@ -833,11 +860,14 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
         except Exception as exc:
             if pair.post is None:         # ``changed`` raised: post as it was before the change
                 pair.post = plain_copy(program_sdfg, POST_NAME)
-            return _failed(pair, Outcome.FAILED_TO_APPLY, exc)
+            return failed(Outcome.FAILED_TO_APPLY, exc)
         try:
             pair.post.validate()
         except Exception as exc:
-            return _failed(pair, Outcome.INVALID_SDFG, exc)
+            return failed(Outcome.INVALID_SDFG, exc)
+    # the program itself, never changed by the transformation (post is a copy of its own)
+    pair.pre = plain_copy(program_sdfg, PRE_NAME)
+    if transform is not None or changed is not None:
         problem = _check_interface(pair.pre, pair.post)
         if problem:
             pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the program's interface: {problem}"
@@ -1062,14 +1092,15 @@ def apply_match(cls: type, match: Dict, sdfg) -> bool:
     return True
 
 
-def transformed_program(program_sdfg, instance: Instance, cls: type) -> CutoutPair:
+def transformed_program(program_sdfg, instance: Instance, cls: type, pre_on_failure: bool = True) -> CutoutPair:
     """Whole-pre (the program) and whole-post (the same match applied to a copy of it); where
-    the transformation fails on the whole program, the pair's verdict and error say how."""
+    the transformation fails on the whole program, the pair's verdict and error say how
+    (``pre_on_failure``: see ``whole_program_pair``)."""
     def apply(post) -> None:
         if not apply_match(cls, copy.deepcopy(instance.match), post):
             raise Unsupported(f"{instance.id} does not match in a copy of the whole program")
 
-    pair = whole_program_pair(program_sdfg, f"{instance.id}-whole", transform=apply)
+    pair = whole_program_pair(program_sdfg, f"{instance.id}-whole", transform=apply, pre_on_failure=pre_on_failure)
     pair.instance = dataclasses.replace(instance, id=f"{instance.id}-whole")
     pair.translated_match = copy.deepcopy(instance.match)
     return pair

@@ -98,10 +98,10 @@ class RecipeSteps(Change):
             before_whole()
         return self.whole_program(program_sdfg, inst)
 
-    def whole_program(self, program_sdfg, inst) -> CutoutPair:
+    def whole_program(self, program_sdfg, inst, pre_on_failure=True) -> CutoutPair:
         step = step_of(inst)
         if step is not None and judged_again(step):
-            return self._pattern(inst.transformation_spec).whole_program(program_sdfg, inst)
+            return self._pattern(inst.transformation_spec).whole_program(program_sdfg, inst, pre_on_failure)
         store = Store(Path(inst.step["store"]))
         if step is not None and step.error:
             pair = whole_program_pair(program_sdfg, inst.id)

@@ -23,6 +23,7 @@ from ..core.errors import BuildError, ConfigError, Unsupported
 from ..core.files import write_json
 from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from ..core.records import BLOCKED, InstanceResult
+from ..core import shared_pairs
 from ..core.shared_pairs import SamePair
 from ..cutout.canonical import pair_key
 from ..cutout.changes import Change, Passes, Patterns, load_change
@@ -174,6 +175,22 @@ class SdfgSubject(Subject):
     # ---------------------------------------------------------------- one instance
     def prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0,
                 claim: Optional[Callable[[str], str]] = None):
+        """The instance's harness, built; None where its verdict came without one (a static
+        finding, BLOCKED), in ``result``. What its smallest cutout gave is recorded for the
+        parameter simplification of the match's other variants (``shared_pairs.prepared``)."""
+        try:
+            harness = self._prepare(spec, inst, options, result, started, past, claim)
+        except Unsupported:
+            if not past:
+                shared_pairs.record_prepared(options.out_dir, inst.id, "UNSUPPORTED")
+            raise
+        if not past:
+            shared_pairs.record_prepared(options.out_dir, inst.id,
+                                         shared_pairs.BUILT if harness is not None else result.verdict)
+        return harness
+
+    def _prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0,
+                 claim: Optional[Callable[[str], str]] = None):
         whole_key = self._whole_program_key(inst)
         if self.change(spec).judged_whole(inst, past) and _blocked_program(whole_key, inst, options, result):
             return None
@@ -339,6 +356,10 @@ class SdfgSubject(Subject):
     def _fails_alike(self, spec: str, candidate: Instance, options, verdict: str, inputs: List[Path]):
         """(whether the variant fails as the finding did, its harness where it built). A static
         verdict must recur; a dynamic one must show on one of the finding's inputs."""
+        if verdict in STATIC_OUTCOMES:
+            known = shared_pairs.prepared(options.out_dir, candidate.id)
+            if known is not None:       # prepared before in this run: its static verdict, or none
+                return known == verdict, None
         probe = InstanceResult(id=candidate.id, transformation=candidate.transformation, program=candidate.program,
                                target=candidate.target, verdict=Outcome.PASS.name)
         try:
@@ -483,7 +504,8 @@ class SdfgSubject(Subject):
                             "checked: it is too large to compile by default (--audit checks it)"}
             return
         try:
-            whole = change.whole_program(sdfg, inst)
+            # only whether and how the change fails there is asked: no copy of the program as pre
+            whole = change.whole_program(sdfg, inst, pre_on_failure=False)
         except Unsupported as exc:
             result.audit = {"verdict": SKIPPED, "reason": f"the whole program: {exc}"}
             return
