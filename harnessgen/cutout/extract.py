@@ -632,7 +632,10 @@ class _CutsAt:
                     self._done = True
                     return
                 except BaseException:
-                    _CUTS_AT.clear()          # a cut that failed half-made is made again next time
+                    # a cut that failed half-made is made again next time (this place's only: the
+                    # others' cuts are whole)
+                    for key in [k for k, place in _CUTS_AT.items() if place is self]:
+                        del _CUTS_AT[key]
                     raise
             cut = self._made[position]
             # the cut says where the match lies; its properties are all the instance's own (the
@@ -670,10 +673,12 @@ class _CutsAt:
 # of their own, minutes after its defaults (CLOUDSC: 2,472 MapFusionHorizontal instances, 1,306 of
 # them variants), so the places are kept by how much they hold, not by how recently they were cut:
 # at most _CUTS_KEPT places and _CUTS_KEPT_NODES nodes in their copies (a state's cut is tens of
-# nodes, a whole CLOUDSC about 4,000)
+# nodes, a whole CLOUDSC about 3,000), the oldest large place given up first (a few whole
+# programs would otherwise push out a thousand small places)
 _CUTS_AT: Dict[Tuple, _CutsAt] = {}
 _CUTS_KEPT = 4096
 _CUTS_KEPT_NODES = 40000
+_LARGE_PLACE_NODES = 1000
 
 
 def _node_count(sdfg) -> int:
@@ -693,10 +698,22 @@ def _cuts_at(program_sdfg, instance: Instance, cls: type) -> _CutsAt:
     if found is None or found.program is not program_sdfg:
         found = _CutsAt(program_sdfg, _candidate_cuts(program_sdfg, instance, cls), instance.id)
     _CUTS_AT[key] = found
-    while len(_CUTS_AT) > 1 and (len(_CUTS_AT) > _CUTS_KEPT or
-                                 sum(place.size for place in _CUTS_AT.values()) > _CUTS_KEPT_NODES):
-        del _CUTS_AT[next(iter(_CUTS_AT))]
+    _forget_places()
     return found
+
+
+def _forget_places() -> None:
+    """Keep ``_CUTS_AT`` within its bounds (the newest place always stays)."""
+    while len(_CUTS_AT) > _CUTS_KEPT:
+        del _CUTS_AT[next(iter(_CUTS_AT))]
+    sizes = {key: place.size for key, place in _CUTS_AT.items()}
+    total, newest = sum(sizes.values()), next(reversed(_CUTS_AT))
+    for threshold in (_LARGE_PLACE_NODES, 0):
+        for key in [k for k in list(_CUTS_AT) if sizes[k] > threshold and k != newest]:
+            if total <= _CUTS_KEPT_NODES:
+                return
+            total -= sizes[key]
+            del _CUTS_AT[key]
 
 
 def _matching_cut(cuts: _CutsAt, instance: Instance, cls: type, past: int = 0):
