@@ -402,7 +402,9 @@ def cmd_instances(args) -> int:
     title = f"{args.transformation or 'default transformations'} in {args.program}: {len(rows)} instance(s)"
     out = render.Console()
     out.print(render.instances_table(rows, title, args.prove))
-    for line in render.declined_lines(run_plan.xform_rows):
+    declined = [{"spec": spec, "class_name": run_plan.subject.transformation_name(spec),
+                 "declined": run_plan.subject.declined(spec)} for spec in run_plan.specs]
+    for line in render.declined_lines(declined):
         out.print(line)
     if builds is not None:
         for line in render.build_check_lines(rows):

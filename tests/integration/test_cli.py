@@ -136,6 +136,17 @@ def test_instances_lists_input_configuration_sizes():
     assert all(r["after_at_20"] <= r["before_at_20"] for r in rows)
 
 
+def test_instances_table_lists_the_declined_parameter_variants():
+    """The table (not --json): each instance, and the parameter variants the transformation
+    declines at their match, which the plan leaves out."""
+    proc = run_cli(["instances", "--program", "kernels:gemm", "--transformation", "MapTiling"], PROGRAMS)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    planned = json.loads(run_cli(["instances", "--program", "kernels:gemm", "--transformation", "MapTiling",
+                                  "--json"], PROGRAMS).stdout)
+    assert f"MapTiling in kernels:gemm: {len(planned)} instance(s)" in text
+
+
 def test_several_transformations_in_parallel_with_a_budget_then_resumed(tmp_path):
     """--budget 0 starts nothing; the same command without it fuzzes every instance of both
     transformations two at a time; once more, it finds everything done and repeats nothing."""
