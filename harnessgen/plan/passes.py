@@ -14,7 +14,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..dacecompat import copy_sdfg, simplify_members
 from ..targets.loaders import load_class
@@ -184,15 +184,16 @@ def _states(sdfg) -> list:
     return list(sdfg.all_states()) if hasattr(sdfg, "all_states") else list(sdfg.states())
 
 
-def fingerprint(sdfg) -> str:
-    """A hash of one SDFG's own content: its nested SDFGs stand in by their labels, and what a
-    copy renumbers or drops (ids, GUIDs, debug information) is left out."""
+def fingerprint(sdfg, nested: bool = False) -> str:
+    """A hash of one SDFG's own content: its nested SDFGs stand in by their labels (``nested``:
+    with their content too), and what a copy renumbers or drops (ids, GUIDs, debug
+    information) is left out."""
     import dace
 
     def strip(obj):
         if isinstance(obj, dict):
-            nested = obj.get("type") == "NestedSDFG"
-            return {k: ({a: strip(v) for a, v in obj[k].items() if a != "sdfg"} if nested and k == "attributes"
+            inner = obj.get("type") == "NestedSDFG" and not nested
+            return {k: ({a: strip(v) for a, v in obj[k].items() if a != "sdfg"} if inner and k == "attributes"
                         else strip(obj[k]))
                     for k in obj if k not in VOLATILE_KEYS}
         if isinstance(obj, list):
@@ -203,10 +204,30 @@ def fingerprint(sdfg) -> str:
     return hashlib.sha1(blob.encode()).hexdigest()
 
 
+# the fingerprints of programs passes start from (the program as its frontend wrote it, the
+# same for every pass of a plan: its prints were half of enumerating each pass on CLOUDSC), by
+# id() while the program is held here; programs are never changed in place
+_PRINTS: Dict[int, Tuple[Any, str, Dict[str, str]]] = {}
+
+
+def _prints_of(pre) -> Tuple[str, Dict[str, str]]:
+    """(the whole program's fingerprint, each SDFG's by path)."""
+    kept = _PRINTS.get(id(pre))
+    if kept is None or kept[0] is not pre:
+        if len(_PRINTS) >= 4:
+            _PRINTS.clear()
+        kept = _PRINTS[id(pre)] = (pre, fingerprint(pre, nested=True),
+                                   {path: fingerprint(s) for path, s in sdfg_paths(pre).items()})
+    return kept[1], kept[2]
+
+
 def changed_paths(pre, post) -> List[str]:
     """The paths (``sdfg_paths``) of pre's SDFGs that the pass changed: those whose content
-    differs, and the parents of nested SDFGs it removed or added."""
-    before = {path: fingerprint(s) for path, s in sdfg_paths(pre).items()}
+    differs, and the parents of nested SDFGs it removed or added. A post equal to pre as a
+    whole changed none (one print of it instead of one per SDFG: most passes change nothing)."""
+    whole, before = _prints_of(pre)
+    if fingerprint(post, nested=True) == whole:
+        return []
     after = {path: fingerprint(s) for path, s in sdfg_paths(post).items()}
     changed = {path for path in before if path in after and before[path] != after[path]}
     changed |= {parent_path(path) for path in set(before) ^ set(after)}
