@@ -32,3 +32,14 @@ def test_a_follower_takes_the_verdict_and_says_whose_it_is():
     assert out["message"] == "same pair as A (equal up to names): its verdict MISMATCH: MISMATCH in B[0]"
     assert out["findings"] == [] and out["crashes"] == [] and out["phases"] == {"cutout": 0.3}
     assert not shared_pairs.is_pending(out)
+
+
+def test_what_preparing_an_instance_gave_is_kept_beside_the_claims(tmp_path):
+    """A static finding's parameter simplification reads a simpler variant's outcome the run
+    has seen instead of preparing it again; a claim of a pair key never meets it."""
+    assert shared_pairs.prepared(tmp_path, "X-1234abcd") is None
+    shared_pairs.record_prepared(tmp_path, "X-1234abcd", "FAILED_TO_APPLY")
+    shared_pairs.record_prepared(tmp_path, "X-1234abcd-p42", shared_pairs.BUILT)
+    assert shared_pairs.prepared(tmp_path, "X-1234abcd") == "FAILED_TO_APPLY"
+    assert shared_pairs.prepared(tmp_path, "X-1234abcd-p42") == "BUILT"
+    assert shared_pairs.claim(tmp_path, "X-1234abcd", "Y") == "Y"
