@@ -89,13 +89,16 @@ BUILT = "BUILT"
 
 
 def record_prepared(out_dir: Path, instance_id: str, outcome: str) -> None:
-    write_atomic(Path(out_dir) / PAIRS_DIR / f"{PREPARED_PREFIX}{instance_id}", outcome.encode())
+    write_atomic(_prepared_path(out_dir, instance_id), outcome.encode())
 
 
 def prepared(out_dir: Path, instance_id: str) -> Optional[str]:
     """What preparing ``instance_id`` gave in this run; None where it was not prepared yet."""
-    path = Path(out_dir) / PAIRS_DIR / f"{PREPARED_PREFIX}{instance_id}"
     try:
-        return path.read_text().strip() or None
+        return _prepared_path(out_dir, instance_id).read_text().strip() or None
     except FileNotFoundError:
         return None
+
+
+def _prepared_path(out_dir: Path, instance_id: str) -> Path:
+    return Path(out_dir) / PAIRS_DIR / f"{PREPARED_PREFIX}{instance_id}"

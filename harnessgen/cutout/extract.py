@@ -864,9 +864,10 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
             pair.pre = plain_copy(program_sdfg, PRE_NAME)
         return _failed(pair, verdict, exc)
 
+    changing = transform is not None or changed is not None
     if changed is None:
         pair.post = plain_copy(program_sdfg, POST_NAME)
-    if transform is not None or changed is not None:
+    if changing:
         try:
             if changed is not None:
                 pair.post = changed(POST_NAME)
@@ -884,7 +885,7 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
             return failed(Outcome.INVALID_SDFG, exc)
     # the program itself, never changed by the transformation (post is a copy of its own)
     pair.pre = plain_copy(program_sdfg, PRE_NAME)
-    if transform is not None or changed is not None:
+    if changing:
         problem = _check_interface(pair.pre, pair.post)
         if problem:
             pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the program's interface: {problem}"

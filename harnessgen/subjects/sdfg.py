@@ -24,7 +24,6 @@ from ..core.files import write_json
 from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from ..core.records import BLOCKED, InstanceResult
 from ..core import shared_pairs
-from ..core.shared_pairs import SamePair
 from ..cutout.canonical import pair_key
 from ..cutout.changes import Change, Passes, Patterns, load_change
 from ..cutout.cut import volume_at_probe
@@ -219,7 +218,7 @@ class SdfgSubject(Subject):
             result.pair_key = key or ""
             owner = claim(key) if key else inst.id
             if owner != inst.id:
-                raise SamePair(owner, key)
+                raise shared_pairs.SamePair(owner, key)
         # a pair proven equal bit for bit, or disproven, is not fuzzed: its build needs no
         # instrumented harness (a counterexample that does not replay is fuzzed after all: the
         # runner asks ``fuzzable`` for the harness then)
