@@ -14,7 +14,7 @@ import json
 import pickle
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from .. import __version__
 from ..core import envs
@@ -27,7 +27,7 @@ from ..dacecompat.code import code_places, index_bare_reads, symbol_types
 from ..plan import passes
 from ..plan.instances import MATCH_PLACE_KEYS, Instance, match_settings, rebuild_transformation
 from .aliasing import alias_groups, alibi_groups, joint_layout
-from .cut import Cut, input_volume
+from .cut import Cut, Later, input_volume
 from .regions import region_cuts
 
 PRE_NAME = "hg_pre"
@@ -47,7 +47,8 @@ class CutoutPair:
     translated_match: Dict[str, Any]  # the transformation's JSON relative to pre
     verdict: Outcome = Outcome.PASS
     error: str = ""
-    input_volume_before: str = ""    # symbolic element count of the unreduced input configuration
+    # symbolic element counts of the input configuration, unreduced and as judged (``volumes``)
+    input_volume_before: Union[str, Later] = ""
     input_volume_after: str = ""
     # why the cutout is larger than DaCe's: the alias groups it grew past (``aliasing.py``), or
     # the match that held only in a larger cutout
@@ -64,6 +65,12 @@ class CutoutPair:
     @property
     def ok(self) -> bool:
         return self.verdict == Outcome.PASS and self.post is not None
+
+    def volumes(self) -> Tuple[str, str]:
+        """(unreduced, as judged) input volumes; the unreduced one measured when first asked."""
+        if isinstance(self.input_volume_before, Later):
+            self.input_volume_before = self.input_volume_before()
+        return self.input_volume_before, self.input_volume_after
 
     @property
     def containers(self) -> List[str]:
@@ -615,7 +622,8 @@ class _CutsAt:
     def __init__(self, program_sdfg, made: Iterator[Cut], first: str):
         self.program = program_sdfg           # held: an id() is unique only while its object lives
         self._source, self._made, self._done, self._first = made, [], False, first
-        self._unreduced: Optional[str] = None
+        self._unreduced: Optional[Later] = None
+        self._volumes: Dict[Tuple[int, Tuple[str, ...]], str] = {}   # id(a cut's SDFG, held), names
         self._plain: Dict[int, Any] = {}      # id(a cut's SDFG, held in _made) -> its plain copy
         self._size: Optional[Tuple[int, int]] = None   # (copies counted, their nodes)
 
@@ -663,10 +671,19 @@ class _CutsAt:
             self._size = (len(self._plain), sum(_node_count(sdfg) for sdfg in self._plain.values()))
         return self._size[1]
 
-    def unreduced_volume(self, compute: Callable[[], str]) -> str:
+    def unreduced_volume(self, compute: Callable[[], str]) -> Later:
+        """The place's unreduced input volume (DaCe's cutout without its reduction), measured
+        once, when a pair first asks for it."""
         if self._unreduced is None:
-            self._unreduced = compute()
+            self._unreduced = Later(compute)
         return self._unreduced
+
+    def volume(self, cut_sdfg, names: List[str]) -> str:
+        """``input_volume`` of one of these cuts, once per cut and configuration."""
+        key = (id(cut_sdfg), tuple(names))
+        if key not in self._volumes:
+            self._volumes[key] = input_volume(cut_sdfg, names)
+        return self._volumes[key]
 
 
 # the places whose cuts are kept, newest last. A match's parameter variants are judged in a queue
@@ -794,12 +811,12 @@ def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_fo
     if grown_for:
         cut = dataclasses.replace(cut, grown_for=f"{grown_for}; {cut.grown_for or 'DaCe cutout'}")
     input_config, output_config = cut.configs or _configs(cut.sdfg)
-    after = input_volume(cut.sdfg, input_config)
+    after = cuts.volume(cut.sdfg, input_config)
     # a grown cutout is a multi-state one, whose input configuration DaCe does not reduce (a
     # region cutout reduces its own, and says from what)
     grown = cut.control_flow_grown or cut.grown_for
-    before = cut.volume_before or (after if grown else
-                                   cuts.unreduced_volume(lambda: _unreduced_volume(program_sdfg, instance, cls)))
+    before = cut.volume_before or (after if grown else cuts.unreduced_volume(
+        lambda: _unreduced_volume(program_sdfg, instance, cls)))
     pair = CutoutPair(instance=instance, pre=pre, post=None, input_config=input_config,
                       output_config=output_config, program_sdfg=program_sdfg, translated_match=translated,
                       input_volume_before=before, input_volume_after=after, aliases=cut.aliases,

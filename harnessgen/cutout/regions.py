@@ -41,7 +41,7 @@ from dace.transformation import transformation as xf
 from ..dacecompat.code import assigned_symbols, live_after, region_code_places, symbol_types
 from ..dacecompat import block_at, block_path, copy_sdfg, enclosing_blocks, is_region, kept_analyses, region_kind
 from ..plan.instances import Instance, rebuild_transformation
-from .cut import VOLUME_PROBE_SIZE, Cut, input_volume, volumes_at
+from .cut import VOLUME_PROBE_SIZE, Cut, Later, input_volume, volumes_at
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -131,10 +131,12 @@ def _state_cut(where: Location, original, match: Dict[str, Any]) -> Optional[Cut
     """DaCe's single-state cutout of the match's nodes (with their scopes), the match translated."""
     state = where.graph.node(_state_id(match))
     affected = _affected_nodes(original, state)
-    plain = _single_state_cutout(state, affected, reduce=False)
-    if plain is None:   # DaCe could not cut these nodes out: the blocks around them can
+    cutout = _single_state_cutout(state, affected, reduce=True)
+    reduced = cutout is not None
+    if not reduced:
+        cutout = _single_state_cutout(state, affected, reduce=False)
+    if cutout is None:   # DaCe could not cut these nodes out: the blocks around them can
         return None
-    cutout = _single_state_cutout(state, affected, reduce=True) or plain
     start = cutout.start_block
     subgraph = {}
     for key, node_id in match.get("_subgraph", {}).items():
@@ -150,9 +152,17 @@ def _state_cut(where: Location, original, match: Dict[str, Any]) -> Optional[Cut
     copied = copy_sdfg(cutout, cutout.name)
     if not _same_place(original, translated, copied, type(original)):
         return None
-    before = input_volume(plain, sorted(plain.input_config))
+    before = Later(lambda: _unreduced_state_volume(state, affected)) if reduced else \
+        input_volume(cutout, sorted(cutout.input_config))
     return Cut(copied, translated, configs=(inputs, outputs), volume_before=before,
                grown_for=f"a match inside a {region_kind(where.graph)} ({where.graph.label}): its state's nodes")
+
+
+def _unreduced_state_volume(state, affected: Set) -> str:
+    """The input volume of DaCe's cutout of ``affected`` before its reduction."""
+    plain = _single_state_cutout(state, affected, reduce=False)
+    return "unknown (DaCe's unreduced cutout failed)" if plain is None else \
+        input_volume(plain, sorted(plain.input_config))
 
 
 def _single_state_cutout(state, affected: Set, reduce: bool):

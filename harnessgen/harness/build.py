@@ -88,21 +88,55 @@ def compiler_versions(afl: bool) -> Dict[str, str]:
     return versions
 
 
-def cache_key(pair: CutoutPair, layout: InputLayout, tolerance: Tolerance, afl: bool, cmplog: bool) -> str:
+def cache_key(pair: CutoutPair, layout: InputLayout, tolerance: Tolerance, afl: bool, cmplog: bool,
+              saved: Optional["SavedSides"] = None) -> str:
     """Everything that decides what a build holds: the pair (its two programs, and what the
     instance reads and writes of them), the layout and oracle, the templates, compilers and
     flags, and its flavour (an AFL harness, a CMPLOG one, or a replay-only harness compiled at
-    ``REPLAY_ONLY_HARNESS_OPT``). Two pairs with one key are bound to give the same build."""
+    ``REPLAY_ONLY_HARNESS_OPT``). Two pairs with one key are bound to give the same build
+    (``saved``: the pair's sides serialised already)."""
     import dace
 
+    saved = saved or SavedSides.of(pair)
+
     blob = json.dumps({
-        "harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
-        "post": pair.post.hash_sdfg(), "configs": _pair_configs(pair), "layout": layout.to_json(),
+        "harnessgen": __version__, "dace": dace.__version__, "pre": saved.pre_hash,
+        "post": saved.post_hash, "configs": _pair_configs(pair), "layout": layout.to_json(),
         "oracle": tolerance.to_json(), "templates": hashlib.sha256(template_sources().encode()).hexdigest(),
         "flags": CXXFLAGS, "linker": LINKER, "compilers": compiler_versions(afl), "afl_env": AFL_ENV,
         "flavour": _flavour(afl, cmplog), "fresh_state": bool(SIDE_FLAGS), "cuda": _cuda_key(pair),
     }, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+@dataclasses.dataclass(frozen=True)
+class SavedSides:
+    """Pre and post as DaCe saves them, each with its hash among its attributes: one
+    serialisation of each side serves the build's key, pre's failure record and the files the
+    build keeps (each made one of its own, a tenth of a small pair's build)."""
+
+    pre: Dict
+    post: Dict
+
+    @classmethod
+    def of(cls, pair: CutoutPair) -> "SavedSides":
+        return cls(pair.pre.to_json(hash=True), pair.post.to_json(hash=True))
+
+    @property
+    def pre_hash(self) -> str:
+        return self.pre["attributes"]["hash"]
+
+    @property
+    def post_hash(self) -> str:
+        return self.post["attributes"]["hash"]
+
+    def write(self, out: Path) -> None:
+        """``pre.sdfg`` and ``post.sdfg``, as ``SDFG.save`` writes them."""
+        import dace
+
+        for name, saved in (("pre.sdfg", self.pre), ("post.sdfg", self.post)):
+            with open(out / name, "w") as fp:
+                dace.serialize.dump(saved, fp)
 
 
 def _pair_configs(pair: CutoutPair) -> Dict:
@@ -155,15 +189,16 @@ def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Opti
           afl: bool = True, cmplog: bool = False) -> HarnessBuild:
     """Build (or reuse) everything an instance needs; raises BuildError with the failing side."""
     tolerance = tolerance or Tolerance()
-    key = cache_key(pair, layout, tolerance, afl, cmplog)
+    saved = SavedSides.of(pair)
+    key = cache_key(pair, layout, tolerance, afl, cmplog, saved)
     final = Path(work_dir) / "builds" / key
     if not reusable(final, artifacts(afl, cmplog)):
         final.parent.mkdir(parents=True, exist_ok=True)
-        failed = final.parent / f"pre-failed-{_pre_key(pair, layout, afl)}.json"
+        failed = final.parent / f"pre-failed-{_pre_key(saved.pre_hash, layout, afl)}.json"
         if failed.is_file():           # this pre did not build before: every pair with it fails alike
             raise BuildError(**json.loads(failed.read_text()))
         try:
-            publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, tolerance, afl, cmplog))
+            publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, tolerance, afl, cmplog, saved))
         except BuildError as exc:
             # a compiler's diagnostic (not a killed compiler, nor a known cause matched without compiling)
             if exc.side == "hg_pre" and exc.first_error and not exc.cause:
@@ -199,13 +234,13 @@ def with_afl(built: HarnessBuild, instance, work_dir: Path, cmplog: bool = False
     return fuzzable
 
 
-def _pre_key(pair: CutoutPair, layout: InputLayout, afl: bool) -> str:
+def _pre_key(pre_hash: str, layout: InputLayout, afl: bool) -> str:
     """What pre's library depends on: the same program built against the same layout with the
     same compilers fails the same way, whatever post is (the whole program as its frontend
     wrote it is pre of every pass instance judged whole)."""
     import dace
 
-    blob = json.dumps({"harnessgen": __version__, "dace": dace.__version__, "pre": pair.pre.hash_sdfg(),
+    blob = json.dumps({"harnessgen": __version__, "dace": dace.__version__, "pre": pre_hash,
                        "layout": layout.to_json(), "flags": CXXFLAGS, "compilers": compiler_versions(afl),
                        "templates": hashlib.sha256(template_sources().encode()).hexdigest()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -228,12 +263,11 @@ def publish_dir(final: Path, fill) -> None:
 
 
 def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tolerance: Tolerance,
-                afl: bool, cmplog: bool) -> Dict:
+                afl: bool, cmplog: bool, saved: "SavedSides") -> Dict:
     started = time.perf_counter()
     pre = generate_side(pair.pre, out)
     _refuse_known_cause(out, pre, pair.pre, afl)          # before anything else is written: seconds for a whole program
-    pair.pre.save(str(out / "pre.sdfg"))
-    pair.post.save(str(out / "post.sdfg"))
+    saved.write(out)
     layout.save(out / "layout.json")
     (out / "instance.json").write_text(json.dumps(pair.instance.to_json(), indent=1))
     (out / "transformation.json").write_text(json.dumps(pair.translated_match, indent=1, default=str))
@@ -370,13 +404,16 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
     for post in posts:
         jobs.update(_cuda_jobs(out, post))
         jobs[libraries[post.name]] = _library_job(out, post, libraries[post.name])
+    sides = (str(out / "libpre.so"), *(str(out / lib) for lib in libraries.values()))
+    if not (afl or cmplog or gpu):
+        jobs["harness_replay"] = _replay_only_job(out, harness_cpp, harness_pch, sides, tuple(libraries.values()))
+        return jobs
     jobs["harness.o"] = Job([harness_cxx, *_flags(out, harness_opt), *harness_flags, *harness_pch, "-c",
                              str(harness_cpp), "-o", str(out / "harness.o")], "harness", harness_env,
                             reuse=None if gpu else _reusable(out, out / "harness.o", harness_cpp,
                                                              *([out / "afl_denylist.txt"] if afl else [])))
     jobs["harness_replay"] = Job([harness_cxx, *([] if afl else LINKER), "-fopenmp", str(out / "harness.o"),
-                                  str(out / "libpre.so"),
-                                  *(str(out / lib) for lib in libraries.values()), *_cuda_link(out, posts[0])[-1:],
+                                  *sides, *_cuda_link(out, posts[0])[-1:],
                                   RPATH, "-o", str(out / "harness_replay")], "harness", AFL_ENV if afl else {},
                                  after=("harness.o", "libpre.so", *libraries.values()))
     if afl or cmplog:
@@ -405,6 +442,17 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
                                          "harness", env,
                                          after=("harness.o", *objects, "fresh_state.o", "libpre.so", *cuda_objects))
     return jobs
+
+
+def _replay_only_job(out: Path, harness_cpp: Path, harness_pch: List[str], sides: Tuple[str, ...],
+                     post_libraries: Tuple[str, ...]) -> Job:
+    """The replay binary of a build that is never fuzzed, compiled and linked in one call (a
+    separate object and link were a third of its harness's time). It is kept by its source:
+    it names its libraries by soname and the three entry points each exports (the export
+    maps, among its inputs), so the same harness over other sides is the same binary."""
+    return Job([CXX, *_flags(out, _replay_only(CXXFLAGS)), *harness_pch, *LINKER, str(harness_cpp), *sides, RPATH,
+                "-o", str(out / "harness_replay")], "harness", after=("libpre.so", *post_libraries),
+               reuse=_reusable(out, out / "harness_replay", harness_cpp, *sorted(out.glob("exports_*.map"))))
 
 
 def build_variants(pairs: List[CutoutPair], layout: InputLayout, work_dir: Path,

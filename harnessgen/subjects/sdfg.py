@@ -204,9 +204,8 @@ class SdfgSubject(Subject):
         except _Blocked:
             return None
         result.notes += [n for n in pair.notes if n not in result.notes]
-        result.input_config_before = f"{pair.input_volume_before} (= {volume_at_probe(pair.input_volume_before)} at 20)"
-        result.input_config_after = f"{pair.input_volume_after} (= {volume_at_probe(pair.input_volume_after)} at 20)"
         if not pair.ok:
+            _record_volumes(pair, result)
             return _static_finding(options, pair, pair.verdict, pair.error, result, started)
         judging = JudgeOptions.of(options, strict_names=len(self.target.programs) == 1)
         with result.timed("constraints"):
@@ -218,7 +217,8 @@ class SdfgSubject(Subject):
             result.pair_key = key or ""
             owner = claim(key) if key else inst.id
             if owner != inst.id:
-                raise shared_pairs.SamePair(owner, key)
+                raise shared_pairs.SamePair(owner, key)     # its volumes are the owner's
+        _record_volumes(pair, result)
         # a pair proven equal bit for bit, or disproven, is not fuzzed: its build needs no
         # instrumented harness (a counterexample that does not replay is fuzzed after all: the
         # runner asks ``fuzzable`` for the harness then)
@@ -406,9 +406,9 @@ class SdfgSubject(Subject):
             pair = self.change(spec).extract(self.program_of(inst), inst, 0)
             if builds is not None and pair.ok:      # a static verdict's pre is never built
                 row["builds"] = self._pre_builds(pair, builds)
-            row.update(before=pair.input_volume_before, after=pair.input_volume_after,
-                       before_at_20=volume_at_probe(pair.input_volume_before),
-                       after_at_20=volume_at_probe(pair.input_volume_after),
+            before, after = pair.volumes()
+            row.update(before=before, after=after, before_at_20=volume_at_probe(before),
+                       after_at_20=volume_at_probe(after),
                        inputs=pair.input_config, outputs=pair.output_config, status=pair.verdict.name,
                        grown_for=pair.grown_for)
             if prove_max_size is not None and pair.ok:
@@ -696,6 +696,13 @@ def _program_label(pair: CutoutPair) -> str:
     """The program DaCe made, as a finding names it."""
     form = "simplified" if pair.instance.simplified else "as its frontend wrote it"
     return f"{pair.instance.program or pair.program_sdfg.name} ({form})"
+
+
+def _record_volumes(pair: CutoutPair, result) -> None:
+    """The pair's input volumes on its result, unreduced and as judged."""
+    before, after = pair.volumes()
+    result.input_config_before = f"{before} (= {volume_at_probe(before)} at 20)"
+    result.input_config_after = f"{after} (= {volume_at_probe(after)} at 20)"
 
 
 def _static_finding(options, pair: CutoutPair, verdict: Outcome, message: str, result, started: float) -> None:

@@ -1,9 +1,12 @@
 """Builds are cached by content: same cutout, same directory; any change, a new key."""
+import copy
 import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
+
+import dace
 
 from harnessgen.core.runtime import Tolerance
 from harnessgen.harness.build import build
@@ -116,10 +119,38 @@ def test_a_compile_another_build_made_is_reused_and_still_runs(tmp_path, monkeyp
     monkeypatch.setattr(build_stage, "_compile", lambda name, job: compiled.append(name) or real(name, job))
     exact = build(pair, layout, tmp_path, Tolerance(exact=True), afl=False)
     assert exact.dir != first.dir
-    assert sorted(compiled) == ["harness.o", "harness_replay"]      # the link is never kept
+    assert compiled == ["harness_replay"]      # a replay-only harness: compiled and linked in one call
     for name in ("libpre.so", "libpost.so"):
         assert (exact.dir / name).read_bytes() == (first.dir / name).read_bytes()
     assert protocol.run_native(exact.harness_replay, bytes(256)).exit == protocol.Exit.PASS
+
+
+def test_a_replay_binary_over_the_same_harness_is_reused_and_runs(tmp_path, monkeypatch):
+    """Another instance of the same pair (its harness differs in its first comment only) and a
+    build of it with another post: the replay binary comes from the object cache, and it runs
+    the libraries of its own build (it names them by soname)."""
+    import dataclasses
+
+    from harnessgen.core import protocol
+    from harnessgen.harness import build as build_stage
+
+    pair = make_pair("elementwise_chain", "MapTiling")
+    layout = layout_of(pair)
+    first = build(pair, layout, tmp_path, afl=False)
+    compiled = []
+    real = build_stage._compile
+    monkeypatch.setattr(build_stage, "_compile", lambda name, job: compiled.append(name) or real(name, job))
+    renamed = dataclasses.replace(pair, instance=dataclasses.replace(pair.instance, id=f"{pair.instance.id}-other"))
+    other_post = copy.deepcopy(pair.post)
+    for node, _ in other_post.all_nodes_recursive():     # another post, the same interface
+        if isinstance(node, dace.nodes.Tasklet):
+            node.label = f"{node.label}_renamed"
+    again = build(dataclasses.replace(renamed, post=other_post), layout, tmp_path, afl=False)
+    assert again.dir != first.dir and "harness_replay" not in compiled and "libpost.so" in compiled
+    post_source = Path("src", "cpu", "hg_post.cpp")
+    assert (again.dir / post_source).read_text() != (first.dir / post_source).read_text()
+    assert (again.dir / "harness_replay").read_bytes() == (first.dir / "harness_replay").read_bytes()
+    assert protocol.run_native(again.harness_replay, bytes(256)).exit == protocol.Exit.PASS
 
 
 def test_the_object_key_follows_every_input_but_not_the_instance_comment(tmp_path):
