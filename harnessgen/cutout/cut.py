@@ -28,6 +28,9 @@ class Cut:
     # the input volume before the cut took in what computes its inputs ("" where it did not),
     # or how to measure it when it is asked for (``Later``)
     volume_before: Union[str, "Later"] = ""
+    # ``sdfg`` was just read back from JSON and nothing changes it: the sides are copied from it
+    # directly, without another trip through JSON
+    fresh: bool = False
 
     def match_in(self, pre) -> Dict[str, Any]:
         if self.nested_path is None:

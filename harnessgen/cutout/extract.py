@@ -653,13 +653,13 @@ class _CutsAt:
                                       aliases=copy.deepcopy(cut.aliases), configs=copy.deepcopy(cut.configs),
                                       symbol_outputs=list(cut.symbol_outputs))
 
-    def sides(self, cut_sdfg) -> Tuple[Any, Any]:
-        """Pre and post of one of these cuts, plain copies: one copy through JSON per cut, and
-        each side, for every instance that judges the cut, from that copy's pickle (a CLOUDSC
-        cut's JSON round trip was most of its copying)."""
-        plain = self._plain.get(id(cut_sdfg))
+    def sides(self, cut: Cut) -> Tuple[Any, Any]:
+        """Pre and post of one of these cuts, plain copies: one copy through JSON per cut (none
+        for a cut fresh from JSON), and each side, for every instance that judges the cut, from
+        that copy's pickle (a CLOUDSC cut's JSON round trip was most of its copying)."""
+        plain = self._plain.get(id(cut.sdfg))
         if plain is None:
-            plain = self._plain[id(cut_sdfg)] = plain_copy(cut_sdfg, None)
+            plain = self._plain[id(cut.sdfg)] = cut.sdfg if cut.fresh else plain_copy(cut.sdfg, None)
             keep_template(plain)
         return plain_copy(plain, PRE_NAME), plain_copy(plain, POST_NAME)
 
@@ -738,7 +738,7 @@ def _matching_cut(cuts: _CutsAt, instance: Instance, cls: type, past: int = 0):
     (after the ``past`` smallest such), with its pre and post copies and the match relative to them."""
     matching, invalid = 0, []
     for cut in cuts.cuts(instance):
-        pre, post = cuts.sides(cut.sdfg)
+        pre, post = cuts.sides(cut)
         problem = _invalid(pre)
         if problem:             # harnessgen's or DaCe's cutout defect, never post's: the next one up
             invalid.append(f"{cut.grown_for or 'DaCe cutout'}: {problem}")

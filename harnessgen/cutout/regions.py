@@ -154,7 +154,7 @@ def _state_cut(where: Location, original, match: Dict[str, Any]) -> Optional[Cut
         return None
     before = Later(lambda: _unreduced_state_volume(state, affected)) if reduced else \
         input_volume(cutout, sorted(cutout.input_config))
-    return Cut(copied, translated, configs=(inputs, outputs), volume_before=before,
+    return Cut(copied, translated, configs=(inputs, outputs), volume_before=before, fresh=True,
                grown_for=f"a match inside a {region_kind(where.graph)} ({where.graph.label}): its state's nodes")
 
 

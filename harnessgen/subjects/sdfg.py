@@ -321,10 +321,16 @@ class SdfgSubject(Subject):
         started = time.monotonic()
         deadline = started + options.params_shrink_s
         change = self.change(spec)
-        space = change.param_space(self.program_of(inst), inst, max_size=options.max_size)
         inputs = [Path(f["input"]) for f in result.findings if f.get("input") and Path(f["input"]).is_file()]
         current, harness, tried, complete = inst, None, 0, True
-        while complete:
+        defaults = change.with_params(inst, {})
+        if result.verdict in STATIC_OUTCOMES and \
+                shared_pairs.prepared(options.out_dir, defaults.id) == result.verdict:
+            # the match's defaults, prepared before in this run, fail alike: nothing is simpler
+            # (the greedy steps would prepare each property's way back to them)
+            current, tried = defaults, 1
+        space = change.param_space(self.program_of(inst), inst, max_size=options.max_size) if current.params else None
+        while complete and current.params:
             for values in params.simpler(space, current.params):
                 if time.monotonic() >= deadline:
                     complete = False
@@ -337,8 +343,8 @@ class SdfgSubject(Subject):
                     break
             else:
                 break
-        result.params.update(simplest=current.params, simplest_instance=current.id, tried=tried, complete=complete,
-                             seconds=round(time.monotonic() - started, 3))
+        result.params.update(simplest=current.params, simplest_instance=current.id, tried=tried,
+                             complete=complete, seconds=round(time.monotonic() - started, 3))
         if current is inst:
             return
         if harness is None:          # a static verdict: prepare wrote the variant's finding
