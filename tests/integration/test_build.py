@@ -105,10 +105,8 @@ def test_a_pre_that_does_not_compile_is_not_compiled_again(tmp_path, monkeypatch
     assert again.value.first_error == failed.value.first_error
 
 
-def test_a_compile_another_build_made_is_reused_and_still_runs(tmp_path, monkeypatch):
-    """Another oracle changes the harness, not pre or post: their libraries come from the
-    object cache, byte for byte, and the replay binary linked from them runs."""
-    from harnessgen.core import protocol
+def _built_then_compiles_recorded(tmp_path, monkeypatch):
+    """A replay-only build of a MapTiling pair, and the list that records every compile after it."""
     from harnessgen.harness import build as build_stage
 
     pair = make_pair("elementwise_chain", "MapTiling")
@@ -117,6 +115,15 @@ def test_a_compile_another_build_made_is_reused_and_still_runs(tmp_path, monkeyp
     compiled = []
     real = build_stage._compile
     monkeypatch.setattr(build_stage, "_compile", lambda name, job: compiled.append(name) or real(name, job))
+    return pair, layout, first, compiled
+
+
+def test_a_compile_another_build_made_is_reused_and_still_runs(tmp_path, monkeypatch):
+    """Another oracle changes the harness, not pre or post: their libraries come from the
+    object cache, byte for byte, and the replay binary linked from them runs."""
+    from harnessgen.core import protocol
+
+    pair, layout, first, compiled = _built_then_compiles_recorded(tmp_path, monkeypatch)
     exact = build(pair, layout, tmp_path, Tolerance(exact=True), afl=False)
     assert exact.dir != first.dir
     assert compiled == ["harness_replay"]      # a replay-only harness: compiled and linked in one call
@@ -132,14 +139,8 @@ def test_a_replay_binary_over_the_same_harness_is_reused_and_runs(tmp_path, monk
     import dataclasses
 
     from harnessgen.core import protocol
-    from harnessgen.harness import build as build_stage
 
-    pair = make_pair("elementwise_chain", "MapTiling")
-    layout = layout_of(pair)
-    first = build(pair, layout, tmp_path, afl=False)
-    compiled = []
-    real = build_stage._compile
-    monkeypatch.setattr(build_stage, "_compile", lambda name, job: compiled.append(name) or real(name, job))
+    pair, layout, first, compiled = _built_then_compiles_recorded(tmp_path, monkeypatch)
     renamed = dataclasses.replace(pair, instance=dataclasses.replace(pair.instance, id=f"{pair.instance.id}-other"))
     other_post = copy.deepcopy(pair.post)
     for node, _ in other_post.all_nodes_recursive():     # another post, the same interface
