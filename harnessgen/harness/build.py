@@ -406,7 +406,8 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
         jobs[libraries[post.name]] = _library_job(out, post, libraries[post.name])
     sides = (str(out / "libpre.so"), *(str(out / lib) for lib in libraries.values()))
     if not (afl or cmplog or gpu):
-        jobs["harness_replay"] = _replay_only_job(out, harness_cpp, harness_pch, sides, tuple(libraries.values()))
+        jobs["harness_replay"] = _replay_only_job(out, harness_cpp, [*_flags(out, harness_opt), *harness_pch], sides,
+                                                  tuple(libraries.values()))
         return jobs
     jobs["harness.o"] = Job([harness_cxx, *_flags(out, harness_opt), *harness_flags, *harness_pch, "-c",
                              str(harness_cpp), "-o", str(out / "harness.o")], "harness", harness_env,
@@ -444,13 +445,13 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
     return jobs
 
 
-def _replay_only_job(out: Path, harness_cpp: Path, harness_pch: List[str], sides: Tuple[str, ...],
+def _replay_only_job(out: Path, harness_cpp: Path, compile_flags: List[str], sides: Tuple[str, ...],
                      post_libraries: Tuple[str, ...]) -> Job:
     """The replay binary of a build that is never fuzzed, compiled and linked in one call (a
     separate object and link were a third of its harness's time). It is kept by its source:
     it names its libraries by soname and the three entry points each exports (the export
     maps, among its inputs), so the same harness over other sides is the same binary."""
-    return Job([CXX, *_flags(out, _replay_only(CXXFLAGS)), *harness_pch, *LINKER, str(harness_cpp), *sides, RPATH,
+    return Job([CXX, *compile_flags, *LINKER, str(harness_cpp), *sides, RPATH,
                 "-o", str(out / "harness_replay")], "harness", after=("libpre.so", *post_libraries),
                reuse=_reusable(out, out / "harness_replay", harness_cpp, *sorted(out.glob("exports_*.map"))))
 
