@@ -25,6 +25,7 @@ from ..core.outcome import Outcome
 from ..core.records import AUTO_RACE_MIN_S, AUTO_RACE_THREADS, FuzzOptions, InstanceResult, engine_dir
 from ..engines import FuzzJob, RawCrash, get_engine
 from ..engines.afl import read_options
+from ..harness import forked
 from ..harness.built import HarnessBuild
 from ..inputs import seeds as seedlib
 from ..plan.instances import Instance
@@ -120,8 +121,8 @@ class InstanceRunner:
         inputs = seed_paths + user_files
         timings: List[float] = []
         with result.timed("seeds"):
-            passing, crashing = seedlib.screen_seeds(harness, inputs, deadline=fuzz_started + max(opts.time_s, 1.0),
-                                                     timings=timings)
+            passing, crashing = forked.screen(harness, inputs, deadline=fuzz_started + max(opts.time_s, 1.0),
+                                              timings=timings)
         result.exec_timing = exec_timing(timings)
         ran = len(passing) + len(crashing)
         if ran < len(inputs):
@@ -137,8 +138,8 @@ class InstanceRunner:
         if race_threads:   # the passing seeds once more, in race mode (the automatic check within its time)
             deadline = time.monotonic() + self._race_check_seconds() if auto_race else None
             with result.timed("race"):
-                checked, racing = seedlib.screen_seeds(harness, passing, threads=race_threads,
-                                                       repeat=opts.race_repeat * 5, deadline=deadline)
+                checked, racing = forked.screen(harness, passing, threads=race_threads,
+                                                repeat=opts.race_repeat * 5, deadline=deadline)
             raced = {p for p, _ in racing}
             total = len(passing)
             passing = [p for p in passing if p not in raced]

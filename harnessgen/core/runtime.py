@@ -111,8 +111,10 @@ def set_threads(n: int) -> None:
         import ctypes
         import ctypes.util
 
-        for name in ("libomp.so.5", "libomp.so", ctypes.util.find_library("omp"), "libgomp.so.1",
-                     ctypes.util.find_library("gomp")):
+        # the usual names first: find_library runs ldconfig (8 ms, every replay child)
+        for find in (lambda: "libomp.so.5", lambda: "libomp.so", lambda: ctypes.util.find_library("omp"),
+                     lambda: "libgomp.so.1", lambda: ctypes.util.find_library("gomp")):
+            name = find()
             if not name:
                 continue
             try:

@@ -153,9 +153,11 @@ def _flavour(afl: bool, cmplog: bool) -> Dict:
 
 def artifacts(afl: bool, cmplog: bool) -> List[str]:
     """What a finished build of that flavour holds: a cached build is used only when all of
-    them are there."""
-    return ["manifest.json", "layout.json", "pre.sdfg", "post.sdfg", "libpre.so", "libpost.so", "harness_replay",
-            *(["harness_afl"] if afl else []), *(["harness_cmplog"] if cmplog else [])]
+    them are there. A replay-only build's binary may come later (``complete_replay``)."""
+    fuzzing = afl or cmplog
+    return ["manifest.json", "layout.json", "pre.sdfg", "post.sdfg", "libpre.so", "libpost.so",
+            *(["harness_replay"] if fuzzing else []), *(["harness_afl"] if afl else []),
+            *(["harness_cmplog"] if cmplog else [])]
 
 
 def reusable(final: Path, needed: List[str]) -> bool:
@@ -186,8 +188,11 @@ COMPAT_DIGEST = hashlib.sha256(cuda_toolkit.COMPAT_HEADER.read_bytes()).hexdiges
 
 
 def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Optional[Tolerance] = None,
-          afl: bool = True, cmplog: bool = False) -> HarnessBuild:
-    """Build (or reuse) everything an instance needs; raises BuildError with the failing side."""
+          afl: bool = True, cmplog: bool = False, replay_binary: bool = True) -> HarnessBuild:
+    """Build (or reuse) everything an instance needs; raises BuildError with the failing side.
+    ``replay_binary=False`` (a replay-only build, its inputs screened through cffi first: a
+    pair proven equal): the libraries without the replay binary, which ``complete_replay``
+    compiles the first time it is asked for."""
     tolerance = tolerance or Tolerance()
     saved = SavedSides.of(pair)
     key = cache_key(pair, layout, tolerance, afl, cmplog, saved)
@@ -198,13 +203,39 @@ def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Opti
         if failed.is_file():           # this pre did not build before: every pair with it fails alike
             raise BuildError(**json.loads(failed.read_text()))
         try:
-            publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, tolerance, afl, cmplog, saved))
+            publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, tolerance, afl, cmplog, saved,
+                                                       replay_binary))
         except BuildError as exc:
             # a compiler's diagnostic (not a killed compiler, nor a known cause matched without compiling)
             if exc.side == "hg_pre" and exc.first_error and not exc.cause:
                 write_json(failed, {"message": str(exc), "side": exc.side, "log": exc.log})
             raise
-    return HarnessBuild.open(final)
+    built = HarnessBuild.open(final)
+    if replay_binary:
+        complete_replay(built)
+    return built
+
+
+def complete_replay(built: HarnessBuild) -> None:
+    """Compile the replay binary of a replay-only build made without it (``build(...,
+    replay_binary=False)``), once: concurrent callers wait for the first, and the binary
+    appears whole (written beside it, then renamed)."""
+    out = built.dir
+    binary = out / "harness_replay"
+    if binary.is_file():
+        return
+    import fcntl
+
+    with open(out / ".harness_replay.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if binary.is_file():
+            return
+        partial = out / "harness_replay.partial"
+        posts = tuple(p.name for p in sorted(out.glob("libpost*.so")))
+        job = _replay_only_job(out, out / "harness.cpp", _replay_only_flags(out, out / "harness.cpp"),
+                               (str(out / "libpre.so"), *(str(out / p) for p in posts)), posts, partial)
+        run_jobs({"harness_replay": dataclasses.replace(job, after=())})     # its libraries are built
+        os.replace(partial, binary)
 
 
 def pair_of(built: HarnessBuild, instance) -> CutoutPair:
@@ -263,7 +294,7 @@ def publish_dir(final: Path, fill) -> None:
 
 
 def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tolerance: Tolerance,
-                afl: bool, cmplog: bool, saved: "SavedSides") -> Dict:
+                afl: bool, cmplog: bool, saved: "SavedSides", replay_binary: bool = True) -> Dict:
     started = time.perf_counter()
     pre = generate_side(pair.pre, out)
     _refuse_known_cause(out, pre, pair.pre, afl)          # before anything else is written: seconds for a whole program
@@ -279,7 +310,8 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
         post = generate_side(pair.post, out)
         codegen_s = time.perf_counter() - started
         (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, tolerance))
-        run_jobs({"libpre.so": pre_library, **pre_cuda, **_jobs_after_pre(out, [post], afl, cmplog)}, running)
+        run_jobs({"libpre.so": pre_library, **pre_cuda, **_jobs_after_pre(out, [post], afl, cmplog, replay_binary)},
+                 running)
     for obj in out.glob("*.o"):
         obj.unlink()
 
@@ -297,6 +329,8 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
         "cuda": _cuda_manifest(pre, post),
         "input_config": pair.input_config, "output_config": pair.output_config,
         "aliases": pair.aliases, "grown_for": pair.grown_for,
+        # a replay-only CPU build left its binary for later (``complete_replay``)
+        "replay_deferred": not (replay_binary or afl or cmplog or pre.on_gpu or post.on_gpu),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
@@ -383,9 +417,11 @@ def _cuda_jobs(out: Path, side: SideSource) -> Dict[str, "Job"]:
             for cu, obj in zip(side.cuda, _cuda_objects(out, side))}
 
 
-def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool) -> Dict[str, "Job"]:
+def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool,
+                    replay_binary: bool = True) -> Dict[str, "Job"]:
     """Everything after pre's library: each post's, the harness object (``harness.cpp`` written)
-    and the binaries (one post: ``libpost.so``, ``post_afl.o``; several: named after each)."""
+    and the binaries (one post: ``libpost.so``, ``post_afl.o``; several: named after each).
+    ``replay_binary=False``: a replay-only build of CPU code leaves its binary for later."""
     flags, work_dir, harness_cpp = _flags(out), _work_dir(out), out / "harness.cpp"
     gpu = any(post.on_gpu for post in posts)
     # the harness's own code is never instrumented: its coverage is the decoder's and the
@@ -395,10 +431,6 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
     # persistent loop) and links it (its runtime), the replay binary included
     harness_cxx, harness_env = (AFL_CXX, {**AFL_ENV, "AFL_LLVM_DENYLIST": str(out / "afl_denylist.txt")}) \
         if afl else (CXX, {})
-    harness_opt = CXXFLAGS if afl or cmplog else _replay_only(CXXFLAGS)
-    harness_pch = [] if gpu else header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None,
-                                            cxxflags=harness_opt)
-    harness_flags = ["-DHG_CUDA", "-isystem", str(cuda_toolkit.find().include)] if gpu else []
     libraries = {post.name: "libpost.so" if len(posts) == 1 else f"lib{post.name}.so" for post in posts}
     jobs: Dict[str, Job] = {}
     for post in posts:
@@ -406,9 +438,14 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
         jobs[libraries[post.name]] = _library_job(out, post, libraries[post.name])
     sides = (str(out / "libpre.so"), *(str(out / lib) for lib in libraries.values()))
     if not (afl or cmplog or gpu):
-        jobs["harness_replay"] = _replay_only_job(out, harness_cpp, [*_flags(out, harness_opt), *harness_pch], sides,
-                                                  tuple(libraries.values()))
+        if replay_binary:
+            jobs["harness_replay"] = _replay_only_job(out, harness_cpp, _replay_only_flags(out, harness_cpp), sides,
+                                                      tuple(libraries.values()))
         return jobs
+    harness_opt = CXXFLAGS if afl or cmplog else _replay_only(CXXFLAGS)
+    harness_pch = [] if gpu else header_pch(work_dir, harness_cxx, harness_cpp, AFL_ENV if afl else None,
+                                            cxxflags=harness_opt)
+    harness_flags = ["-DHG_CUDA", "-isystem", str(cuda_toolkit.find().include)] if gpu else []
     jobs["harness.o"] = Job([harness_cxx, *_flags(out, harness_opt), *harness_flags, *harness_pch, "-c",
                              str(harness_cpp), "-o", str(out / "harness.o")], "harness", harness_env,
                             reuse=None if gpu else _reusable(out, out / "harness.o", harness_cpp,
@@ -445,15 +482,24 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool)
     return jobs
 
 
+def _replay_only_flags(out: Path, harness_cpp: Path) -> List[str]:
+    """How a replay-only harness compiles: its own code at ``REPLAY_ONLY_HARNESS_OPT``, with
+    its precompiled headers."""
+    harness_opt = _replay_only(CXXFLAGS)
+    return [*_flags(out, harness_opt), *header_pch(_work_dir(out), CXX, harness_cpp, None, cxxflags=harness_opt)]
+
+
 def _replay_only_job(out: Path, harness_cpp: Path, compile_flags: List[str], sides: Tuple[str, ...],
-                     post_libraries: Tuple[str, ...]) -> Job:
+                     post_libraries: Tuple[str, ...], output: Optional[Path] = None) -> Job:
     """The replay binary of a build that is never fuzzed, compiled and linked in one call (a
-    separate object and link were a third of its harness's time). It is kept by its source:
-    it names its libraries by soname and the three entry points each exports (the export
-    maps, among its inputs), so the same harness over other sides is the same binary."""
+    separate object and link were a third of its harness's time), into ``output`` (default
+    ``harness_replay``). It is kept by its source: it names its libraries by soname and the
+    three entry points each exports (the export maps, among its inputs), so the same harness
+    over other sides is the same binary."""
+    output = output or out / "harness_replay"
     return Job([CXX, *compile_flags, *LINKER, str(harness_cpp), *sides, RPATH,
-                "-o", str(out / "harness_replay")], "harness", after=("libpre.so", *post_libraries),
-               reuse=_reusable(out, out / "harness_replay", harness_cpp, *sorted(out.glob("exports_*.map"))))
+                "-o", str(output)], "harness", after=("libpre.so", *post_libraries),
+               reuse=_reusable(out, output, harness_cpp, *sorted(out.glob("exports_*.map"))))
 
 
 def build_variants(pairs: List[CutoutPair], layout: InputLayout, work_dir: Path,

@@ -43,7 +43,25 @@ class HarnessBuild:
 
     @property
     def harness_replay(self) -> Path:
-        return self.dir / "harness_replay"
+        """The replay binary. A build made without it (its inputs screened through cffi first,
+        ``harness.forked``) compiles it the first time it is asked for: whatever runs inputs
+        natively (a finding's triage, its reducer, a user's replay) always finds it."""
+        path = self.dir / "harness_replay"
+        if self.replay_deferred and not path.is_file():
+            from .build import complete_replay     # (the compilers: never in a replay worker)
+
+            complete_replay(self)
+        return path
+
+    @property
+    def replay_deferred(self) -> bool:
+        """Made without its replay binary, which is compiled when first asked for."""
+        return bool(self.manifest.get("replay_deferred"))
+
+    @property
+    def replay_compiled(self) -> bool:
+        """Whether the replay binary is there already (asking ``harness_replay`` compiles it)."""
+        return (self.dir / "harness_replay").is_file()
 
     def host_source(self, side: str) -> str:
         """One side's generated host code ('' where there is none)."""

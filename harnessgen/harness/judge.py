@@ -43,6 +43,9 @@ class JudgeOptions:
     strict_names: bool = False
     afl: bool = False                           # the instrumented harness too (to fuzz it)
     cmplog: bool = False
+    # the replay binary at once; False: when first asked for (``harness.forked`` screens the
+    # inputs of a pair proven equal through cffi first)
+    replay_binary: bool = True
 
     @classmethod
     def of(cls, options, **changes) -> "JudgeOptions":
@@ -78,7 +81,7 @@ def prepare(pair: CutoutPair, options: JudgeOptions, layout: Optional[Tuple[Opti
     not build)."""
     constraints, input_layout = layout or constrain(pair, options)
     harness = build(pair, input_layout, options.work_dir, options.tolerance, afl=options.afl,
-                    cmplog=options.afl and options.cmplog)
+                    cmplog=options.afl and options.cmplog, replay_binary=options.replay_binary)
     return Prepared(pair, constraints, input_layout, harness)
 
 

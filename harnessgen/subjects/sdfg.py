@@ -39,7 +39,7 @@ from ..inputs.seeds import screen_seeds
 from ..plan import params
 from ..plan.instances import Instance, cpu_builtin_transformations
 from ..plan.params import ParamOptions
-from ..prove import keep_proof, prove
+from ..prove import PROVEN, keep_proof, prove
 from ..recipe import steps as recipe_steps
 from ..recipe.bisect import bisect_recipe
 from ..targets import resolve
@@ -225,12 +225,16 @@ class SdfgSubject(Subject):
         with result.timed("prove"):
             proof = prove(pair.pre, pair.post, layout) if options.prove != "off" else None
         fuzzed = options.engine == "afl" and not (proof is not None and proof.settles)
+        # a pair proven equal bit for bit has its inputs screened through cffi first: its replay
+        # binary is compiled only where one of them fails there (``harness.forked``)
+        proven = proof is not None and proof.settles and proof.verdict == PROVEN
         if pair.whole_program and _blocked_program(whole_key, inst, options, result):
             return None
         try:
             with result.timed("build"):
                 harness = prepare_pair(pair, dataclasses.replace(judging, afl=fuzzed, cmplog=options.cmplog or
-                                                                 options.afl_jobs > 1), (constraints, layout)).harness
+                                                                 options.afl_jobs > 1, replay_binary=not proven),
+                                       (constraints, layout)).harness
         except BuildError as exc:
             if not exc.of_the_code:
                 raise      # a compiler killed or silent, the harness's own code: this instance's ERROR
