@@ -120,9 +120,14 @@ class InstanceRunner:
         # cutout that runs for seconds per input must not hold a worker for minutes
         inputs = seed_paths + user_files
         timings: List[float] = []
+        # post runs in parallel where pre does not: judged on several threads without being asked
+        auto_race = opts.race_check and opts.race_threads <= 1 and harness.parallelism_changed
+        race_threads = opts.check_threads if opts.race_threads > 1 or auto_race else 0
+        screening = forked.Screening(harness, forked.RacePass(race_threads, opts.race_repeat * 5,
+                                                               self._race_check_seconds() if auto_race else None)
+                                     if race_threads else None)
         with result.timed("seeds"):
-            passing, crashing = forked.screen(harness, inputs, deadline=fuzz_started + max(opts.time_s, 1.0),
-                                              timings=timings)
+            passing, crashing = screening.seeds(inputs, deadline=fuzz_started + max(opts.time_s, 1.0), timings=timings)
         result.exec_timing = exec_timing(timings)
         ran = len(passing) + len(crashing)
         if ran < len(inputs):
@@ -132,14 +137,10 @@ class InstanceRunner:
         with result.timed("checks"):
             raw += [RawCrash(p, time.monotonic() - fuzz_started, "sanitizer", execs=None)
                     for p in self.subject.passing_checks(harness, passing)]
-        # post runs in parallel where pre does not: judged on several threads without being asked
-        auto_race = opts.race_check and opts.race_threads <= 1 and harness.parallelism_changed
-        race_threads = opts.check_threads if opts.race_threads > 1 or auto_race else 0
         if race_threads:   # the passing seeds once more, in race mode (the automatic check within its time)
             deadline = time.monotonic() + self._race_check_seconds() if auto_race else None
             with result.timed("race"):
-                checked, racing = forked.screen(harness, passing, threads=race_threads,
-                                                repeat=opts.race_repeat * 5, deadline=deadline)
+                checked, racing = screening.race(passing, deadline=deadline)
             raced = {p for p, _ in racing}
             total = len(passing)
             passing = [p for p in passing if p not in raced]
