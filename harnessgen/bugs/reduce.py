@@ -37,7 +37,8 @@ from ..dacecompat import control_flow_code, copy_sdfg, regions_of
 from ..dacecompat.loops import region_loop as for_loop_of_region
 from ..engines import RawCrash
 from ..harness import judge
-from ..harness.build import CXX, CXXFLAGS, compile_errors
+from ..harness.build import compile_errors
+from ..harness.compiler import CXX, CXXFLAGS
 from ..harness.codegen_causes import Cause, diagnostics
 from ..harness.judge import JudgeOptions
 from ..harness.replay import ReplayWorker

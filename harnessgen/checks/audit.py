@@ -33,7 +33,7 @@ from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from ..cutout.extract import CutoutPair
 from ..engines import RawCrash
 from ..harness import judge
-from ..harness.build import CXX, CXXFLAGS
+from ..harness.compiler import CXX, CXXFLAGS
 from ..harness.judge import JudgeOptions
 from ..inputs.layout import InputLayout
 from ..triage.classify import Triage, TriageOptions

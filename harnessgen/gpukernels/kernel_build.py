@@ -20,8 +20,8 @@ from .. import __version__
 from ..core.files import write_json
 from ..core.runtime import Tolerance
 from ..cuda import toolkit
-from ..harness.build import (AFL_CXX, AFL_ENV, CXX, CXXFLAGS, RPATH, Job, compiler_versions, publish_dir, reusable,
-                             run_jobs)
+from ..harness.build import AFL_CXX, AFL_ENV, compiler_versions, publish_dir, reusable
+from ..harness.compiler import CXX, CXXFLAGS, RPATH, Job, run_jobs
 from ..harness.built import HarnessBuild
 from ..harness.emit import SideSource, render_harness, template_sources
 from .spec import KernelSpec, layout as kernel_layout, render_side, side_signature

@@ -48,9 +48,9 @@ class HarnessBuild:
         natively (a finding's triage, its reducer, a user's replay) always finds it."""
         path = self.dir / "harness_replay"
         if self.replay_deferred and not path.is_file():
-            from .build import complete_replay     # (the compilers: never in a replay worker)
+            from .compiler import complete_replay     # (DaCe's headers: never in a replay worker)
 
-            complete_replay(self)
+            complete_replay(self.dir)
         return path
 
     @property

@@ -30,8 +30,8 @@ from ..cutout.cut import volume_at_probe
 from ..cutout.extract import PRE_NAME, CutoutPair
 from ..dacecompat import keep_template
 from ..engines import RawCrash
-from ..harness.build import (CXX, CXXFLAGS, cause_registry, compile_errors, program_compile_causes,
-                             program_fails_alike, with_afl)
+from ..harness.build import cause_registry, compile_errors, program_compile_causes, program_fails_alike, with_afl
+from ..harness.compiler import CXX, CXXFLAGS
 from ..harness.codegen_causes import diagnostics, from_compiler_output, line_context
 from ..harness.judge import JudgeOptions, constrain, prepare as prepare_pair
 from ..inputs.layout import InputLayout

@@ -37,7 +37,8 @@ from ..core.protocol import Exit, HarnessEnv, Marker
 from ..core.runtime import Tolerance
 from ..cutout.extract import CutoutPair
 from ..engines import RawCrash
-from ..harness.build import CXX, CXXFLAGS, pair_of
+from ..harness.build import pair_of
+from ..harness.compiler import CXX, CXXFLAGS
 from ..harness.built import HarnessBuild
 from ..harness.replay import ReplayResult, ReplayWorker
 from ..inputs.layout import InputLayout

@@ -22,7 +22,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ..core import envs, protocol
 from ..core.errors import BuildError, ToolMissing
-from ..harness.build import CXX, CXXFLAGS, Job, dace_include, publish_dir, reusable, run_jobs
+from ..harness.build import publish_dir, reusable
+from ..harness.compiler import CXX, CXXFLAGS, Job, dace_include, run_jobs
 from ..harness.built import HarnessBuild
 
 TSAN_FLAGS = [f for f in CXXFLAGS if f != "-O2"] + ["-O1", "-g", "-fsanitize=thread"]

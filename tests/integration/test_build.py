@@ -107,14 +107,14 @@ def test_a_pre_that_does_not_compile_is_not_compiled_again(tmp_path, monkeypatch
 
 def _built_then_compiles_recorded(tmp_path, monkeypatch):
     """A replay-only build of a MapTiling pair, and the list that records every compile after it."""
-    from harnessgen.harness import build as build_stage
+    from harnessgen.harness import compiler
 
     pair = make_pair("elementwise_chain", "MapTiling")
     layout = layout_of(pair)
     first = build(pair, layout, tmp_path, afl=False)
     compiled = []
-    real = build_stage._compile
-    monkeypatch.setattr(build_stage, "_compile", lambda name, job: compiled.append(name) or real(name, job))
+    real = compiler._compile
+    monkeypatch.setattr(compiler, "_compile", lambda name, job: compiled.append(name) or real(name, job))
     return pair, layout, first, compiled
 
 
@@ -155,7 +155,7 @@ def test_a_replay_binary_over_the_same_harness_is_reused_and_runs(tmp_path, monk
 
 
 def test_the_object_key_follows_every_input_but_not_the_instance_comment(tmp_path):
-    from harnessgen.harness.build import CXX, Job, ObjectCache, _reusable
+    from harnessgen.harness.compiler import CXX, Job, ObjectCache, reusable_compile
 
     def key_after(edit) -> Path:
         out = tmp_path / "builds" / "b.tmp-1"
@@ -166,7 +166,7 @@ def test_the_object_key_follows_every_input_but_not_the_instance_comment(tmp_pat
         (out / "side.h").write_text("int f();\n")
         edit(out)
         job = Job([CXX, "-c", str(out / "side.cpp"), "-o", str(out / "side.o")], "hg_pre",
-                  reuse=_reusable(out, out / "side.o", out / "side.cpp"))
+                  reuse=reusable_compile(out, out / "side.o", out / "side.cpp"))
         return ObjectCache(tmp_path).path(job)
 
     plain = key_after(lambda out: None)
@@ -179,19 +179,20 @@ def test_a_side_compiled_with_templates_instantiated_in_the_pch_is_the_same_obje
     """PCH_INSTANTIATE only moves work from every compile into the PCH: what is compiled is
     byte for byte what a PCH without it gives."""
     from harnessgen.harness import build as build_stage
+    from harnessgen.harness import compiler
     from harnessgen.harness.emit import generate_side
 
     pair = make_pair("elementwise_chain", "MapTiling")
     objects = []
-    for early in (build_stage.PCH_INSTANTIATE, []):
-        monkeypatch.setattr(build_stage, "PCH_INSTANTIATE", early)
+    for early in (compiler.PCH_INSTANTIATE, []):
+        monkeypatch.setattr(compiler, "PCH_INSTANTIATE", early)
         out = tmp_path / f"early{len(early)}" / "builds" / "b"
         out.mkdir(parents=True)
         side = generate_side(pair.post, out)
-        pch = build_stage.header_pch(build_stage._work_dir(out), build_stage.CXX, side.cpp)
+        pch = compiler.header_pch(compiler.work_dir_of(out), compiler.CXX, side.cpp)
         assert pch, "no PCH was built"
         obj = out / "post.o"
-        subprocess.run([build_stage.CXX, *build_stage._flags(out), *pch, *build_stage.SIDE_FLAGS, "-c", str(side.cpp),
+        subprocess.run([compiler.CXX, *compiler.compile_flags(out), *pch, *build_stage.SIDE_FLAGS, "-c", str(side.cpp),
                         "-o", str(obj)], check=True, capture_output=True)
         objects.append(obj.read_bytes())
     assert objects[0] == objects[1]

@@ -94,7 +94,8 @@ def test_gpu_transformations_build_on_a_kernel_and_end_built_without_a_gpu(tmp_p
 
 
 def test_a_gpu_cutout_reproducer_builds_post_with_nvcc(tmp_path, build_cache):
-    from harnessgen.harness.build import CXX, CXXFLAGS, build
+    from harnessgen.harness.build import build
+    from harnessgen.harness.compiler import CXX, CXXFLAGS
     from harnessgen.triage.reproducer import write_finding
     from tests.conftest import layout_of, make_pair
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessgen.harness.build import CXX, CXXFLAGS, SIDE_FLAGS
+from harnessgen.harness.build import SIDE_FLAGS
+from harnessgen.harness.compiler import CXX, CXXFLAGS
 from tests.conftest import instances_of, run_cli, summary_of
 
 READS_FRESH_MEMORY = r"""

@@ -59,6 +59,17 @@ class Flaky(_TaskletRewrite):
 
 
 @properties.make_properties
+class WrongOnSeveralThreads(_TaskletRewrite):
+    """Right on one thread, wrong on several, every time: a race's signature, deterministic."""
+
+    body = "{out} = exp(__in1) * (omp_get_max_threads() > 1 ? 1.5 : 1.0);"
+
+    def apply(self, graph, sdfg):
+        super().apply(graph, sdfg)
+        self.tasklet.code_global = properties.CodeBlock("#include <omp.h>", dace.Language.CPP)
+
+
+@properties.make_properties
 class LeavesTaskletAlone(_TaskletRewrite):
     """The "fixed" version of every transformation above: matches the same, changes nothing."""
 

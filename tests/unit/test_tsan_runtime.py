@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from harnessgen.core.errors import ToolMissing
-from harnessgen.harness.build import CXX
+from harnessgen.harness.compiler import CXX
 from harnessgen.triage.tsan import check_sanitizer_runtime
 
 
