@@ -19,6 +19,7 @@ import numpy as np
 
 GUARD_BYTES = 1024
 CANARY = 0xA5
+_INTACT_ZONE = bytes([CANARY]) * GUARD_BYTES
 
 CTYPES = {
     "float64": "double", "float32": "float", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
@@ -82,6 +83,10 @@ class GuardedBuffer:
 
     def first_corruption(self) -> Optional[int]:
         """Byte offset (relative to the data start) of the first overwritten guard byte."""
+        end = self.start + self.nbytes
+        if self.raw[self.start - GUARD_BYTES:self.start].tobytes() == _INTACT_ZONE and \
+                self.raw[end:end + GUARD_BYTES].tobytes() == _INTACT_ZONE:
+            return None            # (the usual case, in one comparison per zone)
         bad = np.flatnonzero(self.raw[self.start - GUARD_BYTES:self.start] != CANARY)
         if bad.size:
             return int(bad[0]) - GUARD_BYTES
@@ -225,8 +230,15 @@ def differing(pre: np.ndarray, post: np.ndarray, tol: Tolerance) -> np.ndarray:
     return ~same
 
 
+def _same_bytes(pre: np.ndarray, post: np.ndarray) -> bool:
+    return pre.dtype == post.dtype and pre.shape == post.shape and \
+        np.ascontiguousarray(pre).tobytes() == np.ascontiguousarray(post).tobytes()
+
+
 def compare(name: str, pre: np.ndarray, post: np.ndarray, tol: Tolerance) -> Optional[Difference]:
     """The first difference of one container, or None."""
+    if _same_bytes(pre, post):     # equal under every rule: the usual case, without the rules' passes
+        return None
     mask = differing(pre, post, tol)
     if not mask.any():
         return None
