@@ -153,17 +153,14 @@ class InstanceRunner:
                                  f"{total} within the check's time)")
 
         work = engine_dir(opts.out_dir, inst.id)
-        screened = work.with_name(f"{inst.id}.seeds")
-        shutil.rmtree(screened, ignore_errors=True)
-        screened.mkdir(parents=True)
-        for p in passing:
-            shutil.copy(p, screened / p.name)
         remaining = opts.time_s - (time.monotonic() - fuzz_started)
         if proof is not None:
             self._settle_proof(proof, crashing, result)
         why_not = self._why_not_fuzzed(proof, passing, crashing, remaining, fuzz_started)
         engine_execs, engine_seconds, engine_failure = 0, 0.0, None
         if not why_not:
+            screened = _engine_seeds(work.with_name(f"{inst.id}.seeds"), passing)
+            remaining = opts.time_s - (time.monotonic() - fuzz_started)
             try:
                 fuzzed = self.subject.fuzzable(harness, inst, opts)
                 result.build_dir = str(fuzzed.dir)
@@ -381,6 +378,15 @@ def exec_timing(timings: List[float]) -> Dict:
     # below afl-fuzz's default its own calibration (which also shortens it for fast targets) stays
     return {"slowest_run_ms": round(first_ms, 1), "median_run_ms": round(median_ms, 3), "runs": len(timings),
             "afl_timeout_ms": limit if limit > AFL_DEFAULT_TIMEOUT_MS else None}
+
+
+def _engine_seeds(folder: Path, passing: List[Path]) -> Path:
+    """The engine's seed folder: the inputs that passed (only where the engine runs)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for path in passing:
+        shutil.copy(path, folder / path.name)
+    return folder
 
 
 def _seed_kind(path: Path) -> str:
