@@ -131,11 +131,20 @@ def _flavour(afl: bool, cmplog: bool) -> Dict:
 
 def artifacts(afl: bool, cmplog: bool) -> List[str]:
     """What a finished build of that flavour holds: a cached build is used only when all of
-    them are there. A replay-only build's binary may come later (``complete_replay``)."""
-    fuzzing = afl or cmplog
-    return ["manifest.json", "layout.json", "pre.sdfg", "post.sdfg", "libpre.so", "libpost.so",
-            *(["harness_replay"] if fuzzing else []), *(["harness_afl"] if afl else []),
-            *(["harness_cmplog"] if cmplog else [])]
+    them are there."""
+    return ["manifest.json", "layout.json", "pre.sdfg", "post.sdfg", "libpre.so", "libpost.so", "harness_replay",
+            *(["harness_afl"] if afl else []), *(["harness_cmplog"] if cmplog else [])]
+
+
+def _needed(final: Path, afl: bool, cmplog: bool) -> List[str]:
+    """``artifacts`` of the cached build ``final``, less the replay binary where it was made
+    without one (manifest ``replay_deferred``): that one is compiled when asked for."""
+    needed = artifacts(afl, cmplog)
+    manifest = final / "manifest.json"
+    if not (final / "harness_replay").is_file() and manifest.is_file() and \
+            json.loads(manifest.read_text()).get("replay_deferred"):
+        needed.remove("harness_replay")
+    return needed
 
 
 def reusable(final: Path, needed: List[str]) -> bool:
@@ -175,7 +184,7 @@ def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Opti
     saved = SavedSides.of(pair)
     key = cache_key(pair, layout, tolerance, afl, cmplog, saved)
     final = Path(work_dir) / "builds" / key
-    if not reusable(final, artifacts(afl, cmplog)):
+    if not reusable(final, _needed(final, afl, cmplog)):
         final.parent.mkdir(parents=True, exist_ok=True)
         failed = final.parent / f"pre-failed-{_pre_key(saved.pre_hash, layout, afl)}.json"
         if failed.is_file():           # this pre did not build before: every pair with it fails alike
@@ -189,7 +198,7 @@ def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Opti
                 write_json(failed, {"message": str(exc), "side": exc.side, "log": exc.log})
             raise
     built = HarnessBuild.open(final)
-    if replay_binary:
+    if replay_binary and built.replay_deferred:
         complete_replay(built.dir)
     return built
 
@@ -428,10 +437,6 @@ def _jobs_after_pre(out: Path, posts: List[SideSource], afl: bool, cmplog: bool,
                                          "harness", env,
                                          after=("harness.o", *objects, "fresh_state.o", "libpre.so", *cuda_objects))
     return jobs
-
-
-
-
 
 
 def build_variants(pairs: List[CutoutPair], layout: InputLayout, work_dir: Path,

@@ -61,3 +61,16 @@ def test_a_race_check_that_fails_in_the_child_is_found_natively(tmp_path):
     assert crashing == [] and passing == paths and harness.replay_compiled
     checked, racing = screening.race(passing)
     assert checked == [] and [p for p, _ in racing] == paths
+
+
+def test_a_build_made_without_its_binary_is_completed_in_place_and_one_that_lost_it_is_built_again(tmp_path):
+    pair = make_pair("elementwise_chain", "MapTiling")
+    layout, deferred = _deferred(pair, tmp_path)
+    again = build(pair, layout, tmp_path, afl=False)          # asked for with its binary: compiled there
+    assert again.dir == deferred.dir and again.replay_compiled
+    eager = build(pair, layout, tmp_path / "eager", afl=False)
+    assert not eager.replay_deferred
+    eager.harness_replay.unlink()       # a build made with its binary that lost it is incomplete
+    rebuilt = build(pair, layout, tmp_path / "eager", afl=False)
+    assert rebuilt.dir == eager.dir and rebuilt.replay_compiled
+    assert list((tmp_path / "eager" / "builds").glob("*.incomplete-*")) == []
