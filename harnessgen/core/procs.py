@@ -1,11 +1,13 @@
-"""Child processes that must not outlive their parent."""
+"""Child processes that must not outlive their parent, and work done in a forked child."""
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
+import pickle
 import signal
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 _PR_SET_PDEATHSIG = 1
 
@@ -34,3 +36,32 @@ def interpreter_environment(python: Optional[str]) -> Dict[str, str]:
     if python:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(package_root()), env.get("PYTHONPATH", "")) if p)
     return env
+
+
+def call_in_fork(function: Callable[[], Any]) -> Tuple[bool, Any]:
+    """``function()`` run in a child forked from this process: (True, what it returned, which
+    must pickle), or (False, None) where the child gave no answer (it raised, crashed or was
+    killed). Whatever the child changes stays in its own pages: ``function`` may change the
+    objects it finds in place. Only for a process that runs one thread at the time (a fork
+    copies the caller's thread alone)."""
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:             # the child: answer, then leave without running the parent's exit code
+        os.close(reading)
+        try:
+            gc.disable()     # a collection would touch, and so copy, every page of the parent's heap
+            die_with_parent()
+            answer = pickle.dumps(function(), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(writing, "wb") as out:
+                out.write(answer)
+        except BaseException:      # noqa: BLE001 -- no answer is the answer
+            pass
+        finally:
+            os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading, "rb") as answers:
+        answer = answers.read()
+    _, status = os.waitpid(pid, 0)
+    if not answer or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        return False, None
+    return True, pickle.loads(answer)

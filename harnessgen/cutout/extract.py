@@ -22,7 +22,8 @@ from ..core.errors import Unsupported
 from ..core.files import write_atomic
 from ..core.names import SYMBOL_INPUT_PREFIX, SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import Outcome
-from ..dacecompat import copy_sdfg, find_new_name, keep_template, kept_analyses, template_identity
+from ..core.procs import call_in_fork
+from ..dacecompat import copy_sdfg, find_new_name, keep_template, kept_analyses, spare_copy, template_identity
 from ..dacecompat.code import code_places, index_bare_reads, symbol_types
 from ..plan import passes
 from ..plan.instances import MATCH_PLACE_KEYS, Instance, match_settings, rebuild_transformation
@@ -867,8 +868,9 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
     interface INVALID_SDFG, in ``verdict`` and ``error`` (``post`` kept for inspection).
     ``changed(name)`` instead gives post already changed, a copy of its own (``AppliedOnce``),
     or raises as the change did. ``pre_on_failure=False``: a pair whose change failed (to apply,
-    or to validate) has no pre (None), for callers that ask only whether it fails: a copy of
-    CLOUDSC is a third of a second, and confirming a cutout's static verdict made two."""
+    or to validate) has no pre (None), and perhaps no post, for callers that ask only whether it
+    fails: a copy of CLOUDSC is a third of a second, and confirming a cutout's static verdict
+    made two (``_changed_post`` asks a forked child instead)."""
     inst = Instance(id=label, target="", program=program_sdfg.name, transformation="identity",
                     transformation_spec="", match={})
     everything = sorted(n for n, d in program_sdfg.arrays.items() if not d.transient)
@@ -876,30 +878,16 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
                       input_config=everything, output_config=everything, program_sdfg=program_sdfg,
                       translated_match={}, whole_program=True)
 
-    def failed(verdict: Outcome, exc: BaseException) -> CutoutPair:
-        if pre_on_failure:
-            pair.pre = plain_copy(program_sdfg, PRE_NAME)
-        return _failed(pair, verdict, exc)
-
     changing = transform is not None or changed is not None
-    if changed is None:
-        pair.post = plain_copy(program_sdfg, POST_NAME)
     if changing:
-        try:
-            if changed is not None:
-                pair.post = changed(POST_NAME)
-            else:
-                transform(pair.post)
-        except Unsupported:
-            raise
-        except Exception as exc:
-            if pair.post is None:         # ``changed`` raised: post as it was before the change
-                pair.post = plain_copy(program_sdfg, POST_NAME)
-            return failed(Outcome.FAILED_TO_APPLY, exc)
-        try:
-            pair.post.validate()
-        except Exception as exc:
-            return failed(Outcome.INVALID_SDFG, exc)
+        pair.post, failure = _changed_post(program_sdfg, transform, changed, in_a_fork=not pre_on_failure)
+        if failure is not None:
+            pair.verdict, pair.error = failure
+            if pre_on_failure:
+                pair.pre = plain_copy(program_sdfg, PRE_NAME)
+            return pair
+    else:
+        pair.post = plain_copy(program_sdfg, POST_NAME)
     # the program itself, never changed by the transformation (post is a copy of its own)
     pair.pre = plain_copy(program_sdfg, PRE_NAME)
     if changing:
@@ -1108,13 +1096,84 @@ def can_apply(xform, sdfg) -> bool:
 TRACEBACK_FRAMES = 12
 
 
+def _change_fails(post, transform) -> Optional[Tuple[Outcome, Exception]]:
+    """``transform(post)`` (where given), then ``post`` validated: how that failed (FAILED_TO_APPLY or
+    INVALID_SDFG, and the exception), or None. Unsupported passes on."""
+    if transform is not None:
+        try:
+            transform(post)
+        except Unsupported:
+            raise
+        except Exception as exc:
+            return Outcome.FAILED_TO_APPLY, exc
+    try:
+        post.validate()
+    except Exception as exc:
+        return Outcome.INVALID_SDFG, exc
+    return None
+
+
+def _changed_post(program_sdfg, transform, changed, in_a_fork: bool):
+    """(post, None) where the change takes: post a copy of the program with the change made;
+    (post or None, (verdict, error)) where it fails to apply or to validate. ``in_a_fork``:
+    the question is asked of a forked child first, where the program has a copy made ahead."""
+    if transform is not None and changed is None and in_a_fork:
+        asked = _changed_in_a_fork(program_sdfg, transform)
+        if asked is not None:
+            return asked
+    if changed is None:
+        post = plain_copy(program_sdfg, POST_NAME)
+    else:
+        try:
+            post = changed(POST_NAME)
+        except Unsupported:
+            raise
+        except Exception as exc:        # post as it was before the change
+            return plain_copy(program_sdfg, POST_NAME), (Outcome.FAILED_TO_APPLY, _error_text(exc))
+    failure = _change_fails(post, transform if changed is None else None)
+    return post, (None if failure is None else (failure[0], _error_text(failure[1])))
+
+
+def _changed_in_a_fork(program_sdfg, transform):
+    """``_changed_post`` asked of a forked child that changes a copy made ahead (``spare_copy``):
+    CLOUDSC's copy is a third of a second, and whether a cutout's static verdict shows on the
+    whole program is asked of hundreds of instances, nearly all of which fail there in
+    milliseconds. (None, (verdict, error)) where it fails, said as this process says it; (post,
+    None) where it takes the change (the child's post, through a pickle); None where the
+    program has no copy made ahead or the child gave no answer. Unsupported passes on."""
+    spare = spare_copy(program_sdfg)
+    if spare is None:
+        return None
+
+    def ask():
+        spare.name = POST_NAME
+        try:
+            failure = _change_fails(spare, transform)
+        except Unsupported as exc:
+            return "Unsupported", str(exc)
+        return ("", spare) if failure is None else (failure[0].name, _error_text(failure[1]))
+
+    answered, answer = call_in_fork(ask)
+    if not answered:
+        return None
+    verdict, said = answer
+    if verdict == "Unsupported":
+        raise Unsupported(said)
+    return (said, None) if not verdict else (None, (Outcome[verdict], said))
+
+
 def _failed(pair: CutoutPair, verdict: Outcome, exc: BaseException) -> CutoutPair:
     pair.verdict = verdict
-    pair.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    # the innermost frames: enough that DaCe's or the transformation's own are among them when the
-    # standard library's come last (an ast visitor's recursion): bug signatures are made of them
-    pair.error += "\n" + "".join(traceback.format_tb(exc.__traceback__)[-TRACEBACK_FRAMES:])
+    pair.error = _error_text(exc)
     return pair
+
+
+def _error_text(exc: BaseException) -> str:
+    """The exception and the innermost frames: enough that DaCe's or the transformation's own are
+    among them when the standard library's come last (an ast visitor's recursion): bug signatures
+    are made of them."""
+    said = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return said + "\n" + "".join(traceback.format_tb(exc.__traceback__)[-TRACEBACK_FRAMES:])
 
 
 def apply_match(cls: type, match: Dict, sdfg) -> bool:

@@ -102,3 +102,37 @@ def test_a_cache_file_is_read_from_its_pickle_only_while_it_is_that_file(tmp_pat
     other = copy_sdfg(program_sdfg("softmax"), "another_program")
     other.save(str(cached))                           # the file written again: its pickle is stale
     assert read_cached(cached).name == "another_program"
+
+
+def test_a_spare_copy_is_made_once_and_a_forked_childs_change_stays_in_the_child():
+    """What a forked child changes in the copy made ahead is its own: the copy here stays as a
+    fresh copy, for the next child."""
+    from harnessgen.core.procs import call_in_fork
+
+    loaded = subjects.load("kernels:jacobi2d").sdfg("jacobi2d", True)
+    spare = copies.spare_copy(loaded)
+    assert spare is not None and spare is not loaded and copies.spare_copy(loaded) is spare
+    assert _text(spare) == _text(loaded)
+
+    def scribble():
+        spare.add_array("hg_scribble", [4], dace.float64, transient=True)
+        return sorted(spare.arrays)
+
+    answered, names = call_in_fork(scribble)
+    assert answered and "hg_scribble" in names
+    assert "hg_scribble" not in spare.arrays and _text(spare) == _text(loaded)
+    # a program without a template has no spare copy (it would be a copy through JSON anyway)
+    assert copies.spare_copy(dace.SDFG("hg_unkept")) is None
+
+
+def test_a_forked_child_that_raises_or_dies_gives_no_answer():
+    import os
+
+    from harnessgen.core.procs import call_in_fork
+
+    def raises():
+        raise ValueError("no answer")
+
+    assert call_in_fork(raises) == (False, None)
+    assert call_in_fork(lambda: os._exit(3)) == (False, None)
+    assert call_in_fork(lambda: {"kept": [1, 2]}) == (True, {"kept": [1, 2]})
