@@ -173,12 +173,14 @@ class SdfgSubject(Subject):
 
     # ---------------------------------------------------------------- one instance
     def prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0,
-                claim: Optional[Callable[[str], str]] = None):
+                claim: Optional[Callable[[str], str]] = None, cutout_only: bool = False):
         """The instance's harness, built; None where its verdict came without one (a static
         finding, BLOCKED), in ``result``. What its smallest cutout gave is recorded for the
-        parameter simplification of the match's other variants (``shared_pairs.prepared``)."""
+        parameter simplification of the match's other variants (``shared_pairs.prepared``).
+        ``cutout_only``: a question only the cutout answers (does the change fail to apply or
+        to validate there?): where it takes, ``_ChangeTaken`` is raised before anything is built."""
         try:
-            harness = self._prepare(spec, inst, options, result, started, past, claim)
+            harness = self._prepare(spec, inst, options, result, started, past, claim, cutout_only)
         except Unsupported:
             if not past:
                 shared_pairs.record_prepared(options.out_dir, inst.id, "UNSUPPORTED")
@@ -189,7 +191,7 @@ class SdfgSubject(Subject):
         return harness
 
     def _prepare(self, spec: str, inst: Instance, options, result, started: float, past: int = 0,
-                 claim: Optional[Callable[[str], str]] = None):
+                 claim: Optional[Callable[[str], str]] = None, cutout_only: bool = False):
         whole_key = self._whole_program_key(inst)
         if self.change(spec).judged_whole(inst, past) and _blocked_program(whole_key, inst, options, result):
             return None
@@ -207,6 +209,8 @@ class SdfgSubject(Subject):
         if not pair.ok:
             _record_volumes(pair, result)
             return _static_finding(options, pair, pair.verdict, pair.error, result, started)
+        if cutout_only:
+            raise _ChangeTaken(inst.id)
         judging = JudgeOptions.of(options, strict_names=len(self.target.programs) == 1)
         with result.timed("constraints"):
             constraints, layout = constrain(pair, judging)
@@ -372,8 +376,11 @@ class SdfgSubject(Subject):
         probe = InstanceResult(id=candidate.id, transformation=candidate.transformation, program=candidate.program,
                                target=candidate.target, verdict=Outcome.PASS.name)
         try:
-            harness = self.prepare(spec, candidate, options, probe, time.monotonic())
-        except Unsupported:
+            # whether a change fails to apply or to validate is its cutout's answer: a variant
+            # the cutout takes is not built (a build would only say it passes that far)
+            harness = self.prepare(spec, candidate, options, probe, time.monotonic(),
+                                   cutout_only=verdict in CUTOUT_VERDICTS)
+        except (Unsupported, _ChangeTaken):
             return False, None
         if harness is None:
             return probe.verdict == verdict, None
@@ -643,6 +650,16 @@ def _whole_program_runs(options, program_sdfg) -> bool:
 
 class _Blocked(Exception):
     """The cutout came to the whole program, which is known not to build (the result says so)."""
+
+
+class _ChangeTaken(Exception):
+    """Asked only whether the change fails in its cutout (``cutout_only``): it takes there."""
+
+
+# verdicts a cutout gives before anything is built: a variant whose cutout takes the change cannot
+# have them (short of a larger cutout after a build failure harnessgen's cutout made: the
+# parameter simplification then stops one step early, with the finding it has)
+CUTOUT_VERDICTS = (Outcome.FAILED_TO_APPLY.name, Outcome.INVALID_SDFG.name)
 
 
 def _blocked_program(whole_key: str, inst: Instance, options, result) -> bool:

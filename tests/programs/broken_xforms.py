@@ -44,6 +44,18 @@ class RaisesOnApply(_TaskletRewrite):
 
 
 @properties.make_properties
+class RaisesWhenStrict(_TaskletRewrite):
+    """Fails to apply with ``strict`` set, whatever ``wide`` is; otherwise changes nothing."""
+
+    strict = properties.Property(dtype=bool, default=False, desc="gives up")
+    wide = properties.Property(dtype=bool, default=False, desc="changes nothing")
+
+    def apply(self, graph, sdfg):
+        if self.strict:
+            raise RuntimeError("the strict variant gave up half way")
+
+
+@properties.make_properties
 class LeavesInvalidSDFG(_TaskletRewrite):
     def apply(self, graph, sdfg):
         for edge in list(graph.in_edges(self.tasklet)):
