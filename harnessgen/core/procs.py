@@ -6,6 +6,7 @@ import gc
 import os
 import pickle
 import signal
+import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -42,8 +43,11 @@ def call_in_fork(function: Callable[[], Any]) -> Tuple[bool, Any]:
     """``function()`` run in a child forked from this process: (True, what it returned, which
     must pickle), or (False, None) where the child gave no answer (it raised, crashed or was
     killed). Whatever the child changes stays in its own pages: ``function`` may change the
-    objects it finds in place. Only for a process that runs one thread at the time (a fork
-    copies the caller's thread alone)."""
+    objects it finds in place. A process running other threads is not forked (no answer): a
+    fork copies the caller's thread alone, and a lock another one held would never be released
+    in the child."""
+    if threading.active_count() > 1:
+        return False, None
     reading, writing = os.pipe()
     pid = os.fork()
     if pid == 0:             # the child: answer, then leave without running the parent's exit code

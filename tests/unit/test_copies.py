@@ -136,3 +136,19 @@ def test_a_forked_child_that_raises_or_dies_gives_no_answer():
     assert call_in_fork(raises) == (False, None)
     assert call_in_fork(lambda: os._exit(3)) == (False, None)
     assert call_in_fork(lambda: {"kept": [1, 2]}) == (True, {"kept": [1, 2]})
+
+
+def test_a_process_running_other_threads_is_not_forked():
+    import threading
+
+    from harnessgen.core.procs import call_in_fork
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert call_in_fork(lambda: "answered") == (False, None)
+    finally:
+        release.set()
+        other.join()
+    assert call_in_fork(lambda: "answered") == (True, "answered")
