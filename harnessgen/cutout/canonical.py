@@ -47,9 +47,11 @@ def pair_key(pre_json: Dict, post_json: Dict, extra: Optional[Dict] = None) -> O
 
 
 def _stripped(node):
+    """The document without ``_DROPPED``; its tuples as lists (a conditional block's branches are
+    (condition, region) pairs: what is in them is named and compared like the rest)."""
     if isinstance(node, dict):
         return {k: _stripped(v) for k, v in node.items() if k not in _DROPPED}
-    if isinstance(node, list):
+    if isinstance(node, (list, tuple)):
         return [_stripped(v) for v in node]
     return node
 

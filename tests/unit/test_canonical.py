@@ -89,3 +89,48 @@ def test_a_pair_whose_containers_share_a_buffer_is_another_pair():
     apart = _pair_key(pair([]), constraints)
     shared = _pair_key(pair([{"container": "B", "members": ["A", "B"], "offsets": [0, 1]}]), constraints)
     assert apart and shared and apart != shared
+
+
+@dace.program
+def _clip_loop(x: dace.float64[N], y: dace.float64[N]):
+    for i in range(N):
+        if x[i] > 0.5:
+            y[i] = x[i] * 2.0
+        else:
+            y[i] = x[i]
+
+
+@dace.program
+def _clip_loop_renamed(a: dace.float64[N], b: dace.float64[N]):
+    for k in range(N):
+        if a[k] > 0.5:
+            b[k] = a[k] * 2.0
+        else:
+            b[k] = a[k]
+
+
+@dace.program
+def _clip_loop_other_constant(x: dace.float64[N], y: dace.float64[N]):
+    for i in range(N):
+        if x[i] > 0.5:
+            y[i] = x[i] * 3.0
+        else:
+            y[i] = x[i]
+
+
+def test_what_a_branch_holds_is_named_and_compared_like_the_rest():
+    """DaCe 2.0 writes a conditional block's branches as (condition, region) tuples: what they
+    hold loses its GUIDs and is renamed like the rest, so one pair has one key in every run (a
+    transformation's new nodes get random GUIDs) and two places that differ only in names share
+    it; a constant inside a branch still makes another key."""
+    sdfg = _clip_loop.to_sdfg(simplify=True)
+    base = key(sdfg, sdfg)
+    fresh = copy.deepcopy(sdfg)
+    for element in list(fresh.all_nodes_recursive()) + list(fresh.all_control_flow_blocks()):
+        element = element[0] if isinstance(element, tuple) else element
+        element.guid = str(uuid.uuid4())
+    assert base is not None and key(fresh, fresh) == base
+    renamed = _clip_loop_renamed.to_sdfg(simplify=True)
+    assert key(renamed, renamed) == base
+    other = _clip_loop_other_constant.to_sdfg(simplify=True)
+    assert key(other, other) != base
