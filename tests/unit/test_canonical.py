@@ -91,13 +91,16 @@ def test_a_pair_whose_containers_share_a_buffer_is_another_pair():
     assert apart and shared and apart != shared
 
 
-@dace.program
-def _clip_loop(x: dace.float64[N], y: dace.float64[N]):
-    for i in range(N):
-        if x[i] > 0.5:
-            y[i] = x[i] * 2.0
-        else:
-            y[i] = x[i]
+def _clip_loop(factor: float):
+    """A loop around a branch; ``factor`` a constant inside it."""
+    @dace.program
+    def clip_loop(x: dace.float64[N], y: dace.float64[N]):
+        for i in range(N):
+            if x[i] > 0.5:
+                y[i] = x[i] * factor
+            else:
+                y[i] = x[i]
+    return clip_loop.to_sdfg(simplify=True)
 
 
 @dace.program
@@ -109,21 +112,12 @@ def _clip_loop_renamed(a: dace.float64[N], b: dace.float64[N]):
             b[k] = a[k]
 
 
-@dace.program
-def _clip_loop_other_constant(x: dace.float64[N], y: dace.float64[N]):
-    for i in range(N):
-        if x[i] > 0.5:
-            y[i] = x[i] * 3.0
-        else:
-            y[i] = x[i]
-
-
 def test_what_a_branch_holds_is_named_and_compared_like_the_rest():
     """DaCe 2.0 writes a conditional block's branches as (condition, region) tuples: what they
     hold loses its GUIDs and is renamed like the rest, so one pair has one key in every run (a
     transformation's new nodes get random GUIDs) and two places that differ only in names share
     it; a constant inside a branch still makes another key."""
-    sdfg = _clip_loop.to_sdfg(simplify=True)
+    sdfg = _clip_loop(2.0)
     base = key(sdfg, sdfg)
     fresh = copy.deepcopy(sdfg)
     for element in list(fresh.all_nodes_recursive()) + list(fresh.all_control_flow_blocks()):
@@ -132,5 +126,5 @@ def test_what_a_branch_holds_is_named_and_compared_like_the_rest():
     assert base is not None and key(fresh, fresh) == base
     renamed = _clip_loop_renamed.to_sdfg(simplify=True)
     assert key(renamed, renamed) == base
-    other = _clip_loop_other_constant.to_sdfg(simplify=True)
+    other = _clip_loop(3.0)
     assert key(other, other) != base
