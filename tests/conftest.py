@@ -161,3 +161,14 @@ def scatter_missing_constraint(cache: Path):
     constraints.values["idx"] = Range(ex.parse("0"), ex.parse("M + 40"), "missing constraint", "default")
     layout = build_layout(pair, constraints)
     return layout, build(pair, layout, cache, afl=False)
+
+
+def in_a_fresh_process(function):
+    """``function()`` (a module-level function, its result picklable) in a fresh interpreter:
+    one thread, as a campaign worker is. A test process may hold threads other tests left
+    (Dask's, for one), and ``call_in_fork`` never forks such a process."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(function).result()

@@ -104,51 +104,68 @@ def test_a_cache_file_is_read_from_its_pickle_only_while_it_is_that_file(tmp_pat
     assert read_cached(cached).name == "another_program"
 
 
-def test_a_spare_copy_is_made_once_and_a_forked_childs_change_stays_in_the_child():
-    """What a forked child changes in the copy made ahead is its own: the copy here stays as a
-    fresh copy, for the next child."""
+def _spare_copy_and_forks():
+    """What the tests below assert, seen in a fresh interpreter (``in_a_fresh_process``)."""
+    import os
+    import threading
+
     from harnessgen.core.procs import call_in_fork
 
+    seen = {}
     loaded = subjects.load("kernels:jacobi2d").sdfg("jacobi2d", True)
     spare = copies.spare_copy(loaded)
-    assert spare is not None and spare is not loaded and copies.spare_copy(loaded) is spare
-    assert _text(spare) == _text(loaded)
+    seen["spare"] = spare is not None and spare is not loaded and copies.spare_copy(loaded) is spare
+    seen["spare_as_loaded"] = _text(spare) == _text(loaded)
 
     def scribble():
         spare.add_array("hg_scribble", [4], dace.float64, transient=True)
         return sorted(spare.arrays)
 
-    answered, names = call_in_fork(scribble)
-    assert answered and "hg_scribble" in names
-    assert "hg_scribble" not in spare.arrays and _text(spare) == _text(loaded)
-    # a program without a template has no spare copy (it would be a copy through JSON anyway)
-    assert copies.spare_copy(dace.SDFG("hg_unkept")) is None
-
-
-def test_a_forked_child_that_raises_or_dies_gives_no_answer():
-    import os
-
-    from harnessgen.core.procs import call_in_fork
+    seen["scribbled"] = call_in_fork(scribble)
+    seen["spare_after"] = ("hg_scribble" in spare.arrays, _text(spare) == _text(loaded))
+    seen["unkept"] = copies.spare_copy(dace.SDFG("hg_unkept"))
 
     def raises():
         raise ValueError("no answer")
 
-    assert call_in_fork(raises) == (False, None)
-    assert call_in_fork(lambda: os._exit(3)) == (False, None)
-    assert call_in_fork(lambda: {"kept": [1, 2]}) == (True, {"kept": [1, 2]})
-
-
-def test_a_process_running_other_threads_is_not_forked():
-    import threading
-
-    from harnessgen.core.procs import call_in_fork
-
+    seen["raises"] = call_in_fork(raises)
+    seen["dies"] = call_in_fork(lambda: os._exit(3))
+    seen["answers"] = call_in_fork(lambda: {"kept": [1, 2]})
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert call_in_fork(lambda: "answered") == (False, None)
+        seen["threaded"] = call_in_fork(lambda: "answered")
     finally:
         release.set()
         other.join()
-    assert call_in_fork(lambda: "answered") == (True, "answered")
+    seen["alone_again"] = call_in_fork(lambda: "answered")
+    return seen
+
+
+@pytest.fixture(scope="module")
+def forks_seen():
+    from tests.conftest import in_a_fresh_process
+
+    return in_a_fresh_process(_spare_copy_and_forks)
+
+
+def test_a_spare_copy_is_made_once_and_a_forked_childs_change_stays_in_the_child(forks_seen):
+    """What a forked child changes in the copy made ahead is its own: the copy here stays as a
+    fresh copy, for the next child."""
+    assert forks_seen["spare"] and forks_seen["spare_as_loaded"]
+    answered, names = forks_seen["scribbled"]
+    assert answered and "hg_scribble" in names
+    assert forks_seen["spare_after"] == (False, True)
+    # a program without a template has no spare copy (it would be a copy through JSON anyway)
+    assert forks_seen["unkept"] is None
+
+
+def test_a_forked_child_that_raises_or_dies_gives_no_answer(forks_seen):
+    assert forks_seen["raises"] == (False, None) and forks_seen["dies"] == (False, None)
+    assert forks_seen["answers"] == (True, {"kept": [1, 2]})
+
+
+def test_a_process_running_other_threads_is_not_forked(forks_seen):
+    assert forks_seen["threaded"] == (False, None)
+    assert forks_seen["alone_again"] == (True, "answered")
