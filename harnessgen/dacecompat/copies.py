@@ -62,18 +62,24 @@ def keep_template(sdfg, identity: str = "", pickled: Optional[bytes] = None) -> 
     return pickled
 
 
+def _template(sdfg) -> Optional[Tuple[weakref.ref, bytes, str]]:
+    """What ``keep_template`` kept of ``sdfg`` (this very object, not one that had its id); None."""
+    kept = _TEMPLATES.get(id(sdfg))
+    return kept if kept is not None and kept[0]() is sdfg else None
+
+
 def template_identity(sdfg) -> str:
     """The identity ``sdfg`` was kept with; '' where none was given or it was not kept."""
-    kept = _TEMPLATES.get(id(sdfg))
-    return kept[2] if kept is not None and kept[0]() is sdfg else ""
+    kept = _template(sdfg)
+    return kept[2] if kept is not None else ""
 
 
 def copy_sdfg(sdfg, name: str = None):
     """A deep copy of ``sdfg`` as a plain top-level ``dace.SDFG`` (renamed when ``name`` is given).
     Through text, as a file would be: DaCe's in-memory JSON may hold objects it reads back
     differently; from its pickle where it was kept (``keep_template``)."""
-    kept = _TEMPLATES.get(id(sdfg))
-    if kept is not None and kept[0]() is sdfg:
+    kept = _template(sdfg)
+    if kept is not None:
         copied = pickle.loads(kept[1])
     else:
         copied = dace.SDFG.from_json(json.loads(dace.serialize.dumps(sdfg_json(sdfg))))
@@ -93,8 +99,8 @@ def spare_copy(sdfg):
     to change: a child's changes are its own pages, so the copy here stays as
     ``copy_sdfg`` would make it, and each child is spared the copy (a third of a second on
     CLOUDSC). Nothing in this process may change it. None where ``sdfg`` has no template."""
-    kept = _TEMPLATES.get(id(sdfg))
-    if kept is None or kept[0]() is not sdfg:
+    kept = _template(sdfg)
+    if kept is None:
         return None
     held = _SPARE_COPIES.pop(id(sdfg), None)
     if held is None or held[0]() is not sdfg:
