@@ -24,7 +24,7 @@ from ..core.names import SYMBOL_INPUT_PREFIX, SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import Outcome
 from ..core.procs import call_in_fork
 from ..dacecompat import copy_sdfg, find_new_name, keep_template, kept_analyses, spare_copy, template_identity
-from ..dacecompat.code import code_places, index_bare_reads, symbol_types
+from ..dacecompat.code import code_places, index_bare_reads, new_symbol_arguments, symbol_arguments, symbol_types
 from ..plan import passes
 from ..plan.instances import MATCH_PLACE_KEYS, Instance, match_settings, rebuild_transformation
 from .aliasing import alias_groups, alibi_groups, joint_layout
@@ -434,11 +434,11 @@ def _check_interface(pre, post) -> str:
 
 def _interface_notes(pre, post) -> List[str]:
     """What post takes or leaves that pre does not, where the pair can still be judged: a
-    container made transient (the caller's stays as it was: compared with what pre wrote), a
-    symbol post reads as an argument that pre does not (declared in pre, so that the harness
-    decodes a value for it: post's results must not depend on it). DaCe lists a symbol that
-    a transformation left declared but unused among an SDFG's free symbols, not among its
-    arguments: only arguments count."""
+    container made transient (the caller's stays as it was: compared with what pre wrote). A
+    symbol post reads and no longer declares, though pre takes it (the change removed its last
+    assignment in the cutout, and DaCe the declaration with it), is declared in post as pre has
+    it, or DaCe cannot generate post. A symbol argument post takes that pre does not never gets
+    here (``new_symbol_arguments``): the cutout is grown, and the whole program judges it."""
     import dace
 
     notes = []
@@ -448,24 +448,21 @@ def _interface_notes(pre, post) -> List[str]:
         notes.append(f"post made container(s) {made_transient} transient: it no longer writes the caller's "
                      "(compared with what pre writes)")
     types = {**symbol_types(post), **symbol_types(pre)}
-    for name in sorted(_symbol_arguments(post) - set(post.symbols) - set(post.arrays)):
-        # read by post but no longer declared there (the change removed its last assignment,
-        # and DaCe the declaration with it): typed as pre has it, or DaCe cannot generate post
+    for name in sorted(symbol_arguments(post) - set(post.symbols) - set(post.arrays)):
         post.add_symbol(name, types.get(name, dace.int64))
-    new_symbols = sorted(_symbol_arguments(post) - _symbol_arguments(pre) - set(pre.arrays))
-    for name in new_symbols:
-        if name not in pre.symbols:
-            pre.add_symbol(name, post.symbols[name])
-    if new_symbols:
-        notes.append(f"post takes symbol argument(s) {new_symbols} that pre does not: decoded as inputs "
-                     "(post's results must not depend on them)")
     return notes
 
 
-def _symbol_arguments(sdfg) -> set:
-    """The symbols ``sdfg`` takes as arguments (what its generated code reads: DaCe's arglist,
-    which cannot be asked where a symbol is read but not declared)."""
-    return {str(name) for name in sdfg.used_symbols(all_symbols=False) if str(name) not in sdfg.arrays}
+def free_symbols_problem(new_symbols: List[str], whole: bool) -> str:
+    """What a post that takes symbol arguments its pre does not is: in a cutout, a symbol the
+    program may define outside it (judged in a larger cutout, where it has the program's value,
+    never a free input that can make post agree); in the whole program, one no caller can give
+    a value: the transformation's bug, even where DaCe's validation passes."""
+    if whole:
+        return (f"the program after the change takes symbol argument(s) {new_symbols} that it did not take: "
+                "free in the changed program, where a call with the program's own arguments cannot give them a "
+                "value (DaCe's code generator fails on them, or the compiled program reads them unset)")
+    return f"post takes symbol argument(s) {new_symbols} that pre does not"
 
 
 def _symbols_as_outputs(pre, post, names: List[str]) -> Tuple[List[str], List[str]]:
@@ -800,8 +797,10 @@ def extract(program_sdfg, instance: Instance, cls: type, past: int = 0) -> Cutou
     return pair
 
 
-# how a pair's error starts when post takes other containers or symbols than pre
+# how a pair's error starts when post takes other containers or symbols than pre: in a cutout
+# (judged again in a larger one), and in the whole program (the transformation's finding)
 INTERFACE_CHANGED = "post changed the cutout's interface: "
+PROGRAM_INTERFACE_CHANGED = "post changed the program's interface: "
 
 
 def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_for: str) -> CutoutPair:
@@ -827,13 +826,14 @@ def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_fo
         applied.apply_pattern(append=False)
     except Exception as exc:
         return _failed(pair, Outcome.FAILED_TO_APPLY, exc)
-    return _with_post(pair, post)
+    return _with_post(pair, post, whole=cut.sdfg is program_sdfg)
 
 
-def _with_post(pair: CutoutPair, post) -> CutoutPair:
+def _with_post(pair: CutoutPair, post, whole: bool = False) -> CutoutPair:
     """Give ``pair`` the changed cutout ``post``: INVALID_SDFG where it does not validate or takes
     other containers or symbols than pre; else both made ready for the harness (symbols read
-    from data become inputs, output scalars 1-element arrays)."""
+    from data become inputs, output scalars 1-element arrays). ``whole``: the cutout is the
+    whole program, whose interface is the program's own (a change to it is the finding)."""
     pre = pair.pre
     try:
         post.validate()
@@ -841,9 +841,13 @@ def _with_post(pair: CutoutPair, post) -> CutoutPair:
         pair.post = post            # kept for inspection: what the transformation made
         return _failed(pair, Outcome.INVALID_SDFG, exc)
     problem = _check_interface(pre, post)
+    new_symbols = new_symbol_arguments(pre, post)
+    if new_symbols:
+        problem = "; ".join(filter(None, [problem, free_symbols_problem(new_symbols, whole)]))
     if problem:
         pair.post = post
-        pair.verdict, pair.error = Outcome.INVALID_SDFG, f"{INTERFACE_CHANGED}{problem}"
+        pair.verdict = Outcome.INVALID_SDFG
+        pair.error = f"{PROGRAM_INTERFACE_CHANGED if whole else INTERFACE_CHANGED}{problem}"
         return pair
     pair.notes += _interface_notes(pre, post)
     symbol_ins, symbol_outs = _symbols_as_outputs(pre, post, pair.symbol_outputs)
@@ -892,8 +896,11 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
     pair.pre = plain_copy(program_sdfg, PRE_NAME)
     if changing:
         problem = _check_interface(pair.pre, pair.post)
+        new_symbols = new_symbol_arguments(pair.pre, pair.post)
+        if new_symbols:
+            problem = "; ".join(filter(None, [problem, free_symbols_problem(new_symbols, whole=True)]))
         if problem:
-            pair.verdict, pair.error = Outcome.INVALID_SDFG, f"post changed the program's interface: {problem}"
+            pair.verdict, pair.error = Outcome.INVALID_SDFG, f"{PROGRAM_INTERFACE_CHANGED}{problem}"
             return pair
         pair.notes += _interface_notes(pair.pre, pair.post)
         _value_symbols_as_inputs(pair.pre, pair.post)

@@ -142,6 +142,28 @@ def symbol_types(sdfg) -> Dict[str, Any]:
     return {**types, **sdfg.symbols}
 
 
+
+
+def symbol_arguments(sdfg) -> Set[str]:
+    """The symbols ``sdfg`` takes as arguments: what its generated code reads that nothing in it
+    defines (DaCe's ``arglist`` asked without it: arglist raises where a symbol is read but not
+    declared, DaCe 1.0.2's ``KeyError: 'tile_i'``). A symbol declared but read nowhere is among
+    DaCe's free symbols, not here: no caller has to pass it."""
+    return {str(name) for name in sdfg.used_symbols(all_symbols=False) if str(name) not in sdfg.arrays}
+
+
+def given_by_caller(sdfg) -> Set[str]:
+    """The symbols a caller of ``sdfg`` gives: its arguments, and those its arguments' shapes,
+    strides and offsets hold (DaCe infers them from the arrays it is called with)."""
+    described = {str(s) for desc in sdfg.arrays.values() if not desc.transient for s in desc.free_symbols}
+    return symbol_arguments(sdfg) | described
+
+
+def new_symbol_arguments(before, after) -> List[str]:
+    """The symbols ``after`` takes as arguments that a caller of ``before`` does not give
+    (``given_by_caller``; nor a container of that name): what a caller of ``after`` would have to
+    pass and cannot."""
+    return sorted(symbol_arguments(after) - given_by_caller(before) - set(before.arrays))
 # ------------------------------------------------------------------ symbols a program reads later
 def assigned_symbols(blocks: Sequence) -> Set[str]:
     """The symbols ``blocks`` (of one control-flow graph) assign: on their own edges between

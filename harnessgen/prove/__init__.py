@@ -1,8 +1,11 @@
 """Translation validation of affine cutout pairs (the ``prove`` stage).
 
-For a pre/post pair whose statements the model covers (``model.py``), three obligations are
+For a pre/post pair whose statements the model covers (``model.py``), four obligations are
 checked over every size the layout decodes (its symbol ranges), in the manner of end-to-end
 translation validation for Halide:
+
+* ``symbols``: post takes no symbol argument pre does not (a symbol post invented has no value
+  a caller gives it: quantifying over it would prove a program no one can call);
 
 * ``bounds``: every element pre and post read or write lies inside its container;
 * ``coverage``: post writes exactly the elements pre writes, per compared container;
@@ -30,6 +33,7 @@ import numpy as np
 from ..core.files import write_json
 from ..core.versions import source_digest
 from ..cuda.toolkit import uses_gpu
+from ..dacecompat.code import new_symbol_arguments
 from ..inputs.layout import InputLayout
 from ..inputs.seeds import PROOF_PREFIX, pattern_arrays
 from .affine import NotAffine
@@ -87,6 +91,11 @@ def _exhausted(ctx) -> bool:
 def _prove(pre, post, layout: InputLayout, ctx) -> Proof:
     if post is None:
         raise NotAffine("the transformation gave no post")
+    invented = new_symbol_arguments(pre, post)
+    if invented:
+        # a proof over the layout's ranges would quantify over values no caller gives them
+        return Proof(UNKNOWN, reason=f"post takes symbol argument(s) {invented} that pre does not: no proof "
+                                     "quantifies over a symbol post invented", obligations={"symbols": "fails"})
     pre_prog, post_prog = build_program(pre, layout, ctx), build_program(post, layout, ctx)
     compared = [c.name for c in layout.containers]
     for name in compared:
@@ -94,7 +103,7 @@ def _prove(pre, post, layout: InputLayout, ctx) -> Proof:
             raise NotAffine(f"container {name} is missing from {'post' if name in pre_prog.shapes else 'pre'}")
         if pre_prog.shapes[name] != post_prog.shapes[name]:
             raise NotAffine(f"container {name} has another shape in post")
-    obligations: Dict[str, str] = {}
+    obligations: Dict[str, str] = {"symbols": "holds"}   # post takes no symbol pre does not
     ranges = ranges_text(layout)
     if pre_prog.context.is_empty():
         raise NotAffine("no sizes satisfy the layout's ranges")

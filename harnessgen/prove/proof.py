@@ -31,6 +31,7 @@ REASON_KINDS = (
     ("rounding", "equal over the reals only; the native run differs"),
     ("prover defect", "prover defect"),
     ("not affine", "non-affine index or bound"),
+    ("symbol post invented", "symbol argument post invented"),
     ("the symbol", "symbol the model does not know"),
     ("loop", "loop the model does not cover"),
     ("isl gave up", "isl operation limit"),

@@ -35,6 +35,8 @@ Each one reproduces a bug class reported by FuzzyFlow (SC'23):
                                 one-state cutout has none: it raises there), then negates the
                                 tasklet's result: a static verdict of the cutout only, and a
                                 wrong result of the whole program
+(q) ``UnrollLeavesInnerInit``  DaCe's ``LoopUnroll`` before its fix of March 2026: an inner loop's
+                                init keeps the unrolled loop's variable, free after it (DaCe 2.0)
 (l) ``TileCountFloors``         a tiling whose tile count rounds down (at least one tile): right
                                 with its default tile size, larger than any extent, and with
                                 tile sizes that divide the extent; the last partial tile is
@@ -50,7 +52,7 @@ from dace.sdfg import SDFG, SDFGState, utils as sdutil
 from dace.sdfg.state import ControlFlowRegion, LoopRegion
 from dace.transformation import pass_pipeline as ppl, transformation as xf
 from dace.transformation.dataflow import StripMining
-from dace.transformation.interstate import LoopToMap
+from dace.transformation.interstate import LoopToMap, LoopUnroll
 from dace.transformation.interstate.loop_detection import DetectLoop
 from dace.transformation.passes.fusion_inline import FuseStates
 from dace.transformation.passes.simplify import SIMPLIFY_PASSES, SimplifyPass
@@ -637,3 +639,29 @@ class NegateBeforeNextState(xf.SingleStateTransformation):
         out = next(iter(self.tasklet.out_connectors))
         self.tasklet.code = properties.CodeBlock(f"{self.tasklet.code.as_string}\n{out} = -{out}",
                                                  dace.Language.Python)
+
+
+# ---------------------------------------------------------------- (q)
+class UnrollLeavesInnerInit(LoopUnroll):
+    """DaCe's ``LoopUnroll`` as it was before its fix of March 2026 (DaCe pull request 2325): the
+    copies of an inner loop keep the unrolled loop's variable in their init statement
+    (``jm = jn + 1``), which nothing defines after the unrolling. DaCe's validation passes; the
+    program after it takes ``jn`` as an argument no caller can give. Loops as ``LoopRegion``s
+    (DaCe 2.0): on DaCe 1.0.2 it matches nothing."""
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False):
+        return isinstance(getattr(self, "loop", None), LoopRegion) and super().can_be_applied(
+            graph, expr_index, sdfg, permissive)
+
+    def apply(self, graph, sdfg):
+        variable = self.loop.loop_variable
+        inits = {inner.label: inner.init_statement.as_string for inner in self.loop.all_control_flow_regions()
+                 if isinstance(inner, LoopRegion) and inner is not self.loop and inner.init_statement is not None
+                 and variable in inner.init_statement.get_free_symbols()}
+        super().apply(graph, sdfg)
+        for region in sdfg.all_control_flow_regions():
+            # the bug: every copy's init back as it read before the loop variable was replaced
+            original = next((label for label in inits if region.label == label or region.label.endswith(f"_{label}")),
+                            None) if isinstance(region, LoopRegion) else None
+            if original is not None:      # a copy is labelled <loop>_<variable><n>_<inner loop>
+                region.init_statement = properties.CodeBlock(inits[original])

@@ -400,3 +400,28 @@ def test_a_symbol_a_loop_carries_is_never_taken_for_its_value_before_the_loop():
         del edge.data.assignments["acc"]
     changed = prove(pair.pre, pair.post, layout_of(pair))
     assert changed.verdict != PROVEN, changed.summary()
+
+
+def test_no_proof_quantifies_over_a_symbol_post_invented():
+    """Post bounds its tiles by ``Min(N, N + s)`` with ``s`` a symbol no one defines: equal to pre
+    for every ``s >= 0`` the layout decodes, yet no caller can give ``s``. Without the symbols
+    obligation the pair would be PROVEN over ``0 <= s <= 16``."""
+    import dace
+    from dace.sdfg import nodes
+
+    pair = make_pair("elementwise_chain", "MapTiling", lambda inst: True, None)
+    post = copy.deepcopy(pair.post)
+    inner = [n for n, _ in post.all_nodes_recursive()
+             if isinstance(n, nodes.MapEntry) and "tile" not in n.map.params[0]][0]
+    begin, end, step = inner.map.range[0]
+    end = dace.symbolic.pystr_to_symbolic(dace.symbolic.symstr(end))
+    inner.map.range[0] = (begin, sympy.Min(end, end + dace.symbol("s")), step)
+    pre = copy.deepcopy(pair.pre)
+    pre.add_symbol("s", dace.int64)            # declared, so that the layout decodes it
+    pair.pre, pair.post = pre, post
+    layout = layout_of(pair)
+    assert "s" in [slot.name for slot in layout.symbols]
+    proof = prove(pre, post, layout)
+    assert proof.verdict == UNKNOWN and "symbol post invented" in proof.reason, proof.summary()
+    assert proof.obligations == {"symbols": "fails"}
+    assert proof.reason_kind == "symbol argument post invented"
