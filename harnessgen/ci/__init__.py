@@ -13,8 +13,11 @@ pull request brings.
    kind, with the same error or another one), it is **pre-existing**: listed apart, it does
    not fail the check. Otherwise (the base passes, or its transformation does not exist or
    match there) it is **new**.
-4. **Output.** JUnit XML (what CI systems show), a Markdown summary for the pull request,
-   ``ci.json``, and the exit code: 1 where a new bug was found.
+4. **Instances not judged.** An instance harnessgen could not judge at head (ERROR) is judged
+   again at base: where the base judges it, the head's ERROR is **new** and fails the check as
+   a bug does (a JUnit error): an ERROR can hide the bug the pull request brings.
+5. **Output.** JUnit XML (what CI systems show), a Markdown summary for the pull request,
+   ``ci.json``, and the exit code: 1 where a new bug or a new ERROR was found.
 
 Each revision's DaCe is its ``dace`` package exported from git (``git archive``; folders a
 submodule fills are taken from the checkout's working tree) and put first on ``PYTHONPATH``
@@ -82,6 +85,21 @@ class CiBug:
 
 
 @dataclasses.dataclass
+class CiError:
+    """An instance harnessgen could not judge at head, with what the base made of it."""
+
+    id: str
+    transformation: str
+    program: str
+    reason: str
+    base_verdict: str = ""           # the instance's verdict at base; NOT_PLANNED where it has none there
+
+    @property
+    def new(self) -> bool:
+        return self.base_verdict != "ERROR"
+
+
+@dataclasses.dataclass
 class CiOptions:
     repo: Path
     base: str
@@ -105,19 +123,25 @@ class CiResult:
     runs: List[Dict]                 # per program: its folder, verdict counts and instances
     bugs: List[CiBug]
     seconds: float = 0.0
+    errors: List[CiError] = dataclasses.field(default_factory=list)
 
     @property
     def new(self) -> List[CiBug]:
         return [b for b in self.bugs if b.new]
 
     @property
+    def new_errors(self) -> List[CiError]:
+        return [e for e in self.errors if e.new]
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.new else 0
+        return 1 if self.new or self.new_errors else 0
 
     def to_json(self) -> Dict:
         return {"base": self.base, "head": self.head, "changed": [dataclasses.asdict(c) for c in self.changed],
                 "runs": self.runs, "bugs": [{**dataclasses.asdict(b), "new": b.new} for b in self.bugs],
-                "new": len(self.new), "seconds": self.seconds}
+                "errors": [{**dataclasses.asdict(e), "new": e.new} for e in self.errors],
+                "new": len(self.new), "new_errors": len(self.new_errors), "seconds": self.seconds}
 
 
 # ---------------------------------------------------------------- git
@@ -250,34 +274,50 @@ def run_ci(options: CiOptions, say=print) -> CiResult:
     changed = transformations_among(changed_classes(repo, since, head), options.python, trees["head"])
     say(f"harnessgen ci: {len(changed)} transformation(s) and pass(es) changed between {base[:10]} and {head[:10]}"
         + (": " + ", ".join(f"{c.name} ({c.why})" for c in changed) if changed else ""))
-    runs, bugs = [], []
+    runs, bugs, errors = [], [], []
     if changed:
         for number, program in enumerate(options.programs):
-            run, found = _judge_at_head(options, program, number, changed, trees["head"], out)
+            run, found, failed = _judge_at_head(options, program, number, changed, trees["head"], out)
             runs.append(run)
             bugs += found
+            if failed:
+                _errors_at_base(options, program, number, failed, changed, trees["base"], out)
+                errors += failed
         for bug in bugs:
             _judge_at_base(options, bug, trees["base"], out)
-    result = CiResult(base, head, changed, runs, bugs, round(time.monotonic() - started, 1))
+    result = CiResult(base, head, changed, runs, bugs, round(time.monotonic() - started, 1), errors)
     write_json(out / "ci.json", result.to_json())
     return result
+
+
+def _fuzz_at(options: CiOptions, side: str, program: str, folder: Path, changed: List[Changed], tree: Path,
+             instances: Sequence[str] = ()) -> Dict:
+    """``harnessgen fuzz`` of the changed classes on one program with one revision's DaCe (only
+    ``instances`` where given); its summary."""
+    cmd = [str(options.python), "-m", "harnessgen", "fuzz", "--program", program,
+           "--transformation", ",".join(c.spec for c in changed), "--time", f"{options.time_s:g}",
+           "--budget", f"{options.budget_s:g}", "--params", options.params, "--jobs", str(options.jobs),
+           "--audit-time", f"{options.audit_time_s:g}", "--out", str(folder / "run"),
+           "--work-dir", str(out_work(folder, side)), "--crashes-dir", str(folder / "crashes"),
+           "--corpus-dir", str(folder / "corpus"), "--no-progress", "--no-plots", "--fresh",
+           *(["--instance", ",".join(instances)] if instances else [])]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **_env(tree)})
+    write_atomic(folder / "fuzz.log", (proc.stdout + proc.stderr).encode())
+    if proc.returncode != 0:
+        raise ConfigError(f"harnessgen fuzz --program {program} at {side} failed (exit {proc.returncode}); its output "
+                          f"is in {folder / 'fuzz.log'}: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    return json.loads((folder / "run" / "summary.json").read_text())
+
+
+def out_work(folder: Path, side: str) -> Path:
+    """A revision's work folder (plans and builds), shared by its programs' runs."""
+    return folder.parent.parent / f"work-{side}"
 
 
 def _judge_at_head(options: CiOptions, program: str, number: int, changed: List[Changed], tree: Path,
                    out: Path):
     folder = out / "head" / f"{number}-{_safe(program)}"
-    cmd = [str(options.python), "-m", "harnessgen", "fuzz", "--program", program,
-           "--transformation", ",".join(c.spec for c in changed), "--time", f"{options.time_s:g}",
-           "--budget", f"{options.budget_s:g}", "--params", options.params, "--jobs", str(options.jobs),
-           "--audit-time", f"{options.audit_time_s:g}", "--out", str(folder / "run"),
-           "--work-dir", str(out / "work-head"), "--crashes-dir", str(folder / "crashes"),
-           "--corpus-dir", str(folder / "corpus"), "--no-progress", "--no-plots", "--fresh"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **_env(tree)})
-    write_atomic(folder / "fuzz.log", (proc.stdout + proc.stderr).encode())
-    if proc.returncode != 0:
-        raise ConfigError(f"harnessgen fuzz --program {program} at head failed (exit {proc.returncode}); its output "
-                          f"is in {folder / 'fuzz.log'}: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
-    summary = json.loads((folder / "run" / "summary.json").read_text())
+    summary = _fuzz_at(options, "head", program, folder, changed, tree)
     counts: Dict[str, int] = {}
     for row in summary.get("instances", []):
         counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
@@ -285,8 +325,30 @@ def _judge_at_head(options: CiOptions, program: str, number: int, changed: List[
                    description=row["description"], instances=row["instances"],
                    reproducer=str((folder / "run" / row["representative"]).resolve()))
              for row in bug_rows(folder / "run")]
+    failed = [CiError(id=row["id"], transformation=row.get("transformation", ""), program=program,
+                      reason=(row.get("message") or "").strip()[:600])
+              for row in summary.get("instances", []) if row["verdict"] == "ERROR"]
     return {"program": program, "folder": str(folder), "verdicts": dict(sorted(counts.items())),
-            "instances": sum(counts.values())}, found
+            "instances": sum(counts.values())}, found, failed
+
+
+def _errors_at_base(options: CiOptions, program: str, number: int, errors: List[CiError], changed: List[Changed],
+                    tree: Path, out: Path) -> None:
+    """The instances harnessgen could not judge at head, judged at base: an ERROR there too is
+    pre-existing (the tool's, or the program's); any other verdict, or an instance the base does
+    not plan, makes the head's ERROR new."""
+    folder = out / "base" / f"{number}-{_safe(program)}"
+    names = {e.transformation for e in errors}
+    try:
+        summary = _fuzz_at(options, "base", program, folder, [c for c in changed if c.name in names] or changed,
+                           tree, [e.id for e in errors])
+    except ConfigError as exc:      # the base plans none of them, or cannot run them at all
+        for error in errors:
+            error.base_verdict = f"NOT_PLANNED ({str(exc)[:200]})"
+        return
+    verdicts = {row["id"]: row["verdict"] for row in summary.get("instances", [])}
+    for error in errors:
+        error.base_verdict = verdicts.get(error.id, "NOT_PLANNED")
 
 
 def _judge_at_base(options: CiOptions, bug: CiBug, tree: Path, out: Path) -> None:
@@ -305,7 +367,7 @@ def junit(result: CiResult) -> bytes:
     pre-existing ones as skipped (shown, never failing)."""
     suite = ElementTree.Element("testsuite", name="harnessgen ci", time=f"{result.seconds:g}")
     cases = 0
-    failures = skipped = 0
+    failures = skipped = errors = 0
     for run in result.runs:
         for change in result.changed:
             cases += 1
@@ -323,17 +385,33 @@ def junit(result: CiResult) -> bytes:
                     node = ElementTree.SubElement(case, "skipped", message=f"pre-existing {bug.kind} (the base "
                                                   f"shows it: {bug.base_verdict}): {bug.id}")
                 node.text = text
+            for error in [e for e in result.errors if e.transformation == change.name and e.program == run["program"]]:
+                if error.new:
+                    errors += 1
+                    node = ElementTree.SubElement(case, "error", message=f"new ERROR: {error.id} could not be judged "
+                                                  f"at head (at base: {error.base_verdict})", type="ERROR")
+                    node.text = error.reason
     suite.set("tests", str(cases))
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
-    suite.set("errors", "0")
+    suite.set("errors", str(errors))
     return ElementTree.tostring(suite, encoding="utf-8", xml_declaration=True)
 
 
 def markdown(result: CiResult) -> str:
-    lines = [f"## harnessgen: {len(result.new)} new bug(s)" if result.new else "## harnessgen: no new bug", "",
-             f"Base `{result.base[:10]}`, head `{result.head[:10]}`; {len(result.changed)} changed "
-             f"transformation(s) and pass(es) judged in {result.seconds:g} s.", ""]
+    title = f"## harnessgen: {len(result.new)} new bug(s)" if result.new else "## harnessgen: no new bug"
+    if result.new_errors:
+        title += f", {len(result.new_errors)} instance(s) not judged (new ERROR)"
+    lines = [title, ""]
+    if result.new_errors:
+        # first: an instance not judged may hide the very bug the pull request brings
+        lines += ["### Not judged at head (ERROR), judged at base", "",
+                  "| instance | transformation | program | at base | why not judged |", "|---|---|---|---|---|"]
+        lines += [f"| {e.id} | {e.transformation} | `{e.program}` | {e.base_verdict[:80]} | "
+                  f"{e.reason.splitlines()[0][:200] if e.reason else ''} |" for e in result.new_errors]
+        lines.append("")
+    lines += [f"Base `{result.base[:10]}`, head `{result.head[:10]}`; {len(result.changed)} changed "
+              f"transformation(s) and pass(es) judged in {result.seconds:g} s.", ""]
     if result.changed:
         lines += ["| changed | why |", "|---|---|"] + [f"| `{c.spec}` | {c.why} |" for c in result.changed] + [""]
     for run in result.runs:

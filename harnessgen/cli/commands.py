@@ -362,8 +362,12 @@ def cmd_ci(args) -> int:
         label = "[bold red]new[/]" if bug.new else "[yellow]pre-existing[/]"
         console.print(f"  {label} {bug.kind} of {render.escape(bug.transformation)} on {render.escape(bug.program)} "
                       f"(base: {bug.base_verdict}): python {render.escape(bug.reproducer)}/repro.py")
-    console.print(f"{len(result.new)} new bug(s), {len(result.bugs) - len(result.new)} pre-existing, in "
-                  f"{result.seconds:g} s; {junit}, {summary}")
+    for error in result.errors:
+        label = "[bold red]new ERROR[/]" if error.new else "[yellow]ERROR at base too[/]"
+        console.print(f"  {label} {render.escape(error.id)} not judged at head (base: {render.escape(error.base_verdict)})"
+                      f": {render.escape(error.reason.splitlines()[0][:200] if error.reason else '')}")
+    console.print(f"{len(result.new)} new bug(s), {len(result.bugs) - len(result.new)} pre-existing, "
+                  f"{len(result.new_errors)} new ERROR(s), in {result.seconds:g} s; {junit}, {summary}")
     return result.exit_code
 
 
