@@ -14,7 +14,10 @@ random inputs at small sizes, bounded in time. Then:
   expose (or that only other callers of the transformed code would);
 * the whole program after the change fails statically (it does not apply, validate or
   build) while the cutout passed: a ``WHOLE_PROGRAM_FINDING`` of its own, with the whole
-  program's static reproducer; never CUTOUT_MISSED (nothing ran differently).
+  program's static reproducer; never CUTOUT_MISSED (nothing ran differently). "Build" is
+  DaCe's own build of the changed program as DaCe made it (``dace_build_error``), before
+  harnessgen adapts it for its harness (a symbol declared for it, scalars read back), and
+  only where DaCe builds the unchanged program.
 
 The audit runs by default where a whole-program run is cheap (``is_cheap``); ``--audit``
 and ``--no-audit`` decide otherwise.
@@ -30,9 +33,10 @@ from typing import Callable, Dict, List, Optional, Tuple
 from ..core.errors import BuildError, Unsupported
 from ..core.files import write_atomic
 from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
-from ..cutout.extract import CutoutPair
+from ..cutout.extract import PRE_NAME, CutoutPair, plain_copy
 from ..engines import RawCrash
 from ..harness import judge
+from ..harness.build import dace_build_error
 from ..harness.compiler import CXX, CXXFLAGS
 from ..harness.judge import JudgeOptions
 from ..inputs.layout import InputLayout
@@ -108,6 +112,13 @@ def audit(whole_pair: Callable[[], CutoutPair], options: AuditOptions) -> AuditR
         return AuditRecord(verdict=SKIPPED, reason=str(exc), seconds=_since(started))
     if not pair.ok:
         return _static_record(pair, pair.verdict.name, pair.error, options, started)
+    if pair.post_as_made is not None:
+        failed = dace_build_error(pair.post_as_made, pair.program_sdfg, options.judge.work_dir)
+        if failed:
+            # the finding is the program as DaCe made it, before and after: what its reproducer
+            # applies the change to and builds again
+            made = dataclasses.replace(pair, pre=plain_copy(pair.program_sdfg, PRE_NAME), post=pair.post_as_made)
+            return _static_record(made, Outcome.BUILD_FAILURE.name, failed, options, started)
     try:
         prepared = judge.prepare(pair, options.judge)
     except BuildError as exc:

@@ -53,9 +53,11 @@ class Change(abc.ABC):
         stop there: a whole program known not to build)."""
 
     @abc.abstractmethod
-    def whole_program(self, program_sdfg, inst: Instance, pre_on_failure: bool = True) -> CutoutPair:
+    def whole_program(self, program_sdfg, inst: Instance, pre_on_failure: bool = True,
+                      keep_as_made: bool = False) -> CutoutPair:
         """The whole program before and after the instance's change (the audit's pair);
-        ``pre_on_failure=False``: no pre where the change fails (``whole_program_pair``)."""
+        ``pre_on_failure=False``: no pre where the change fails; ``keep_as_made``: the changed
+        program as DaCe made it kept beside (``whole_program_pair``)."""
 
     def judged_whole(self, inst: Instance, past: int) -> bool:
         """Whether the instance's cutout is the whole program already (no audit needed)."""
@@ -129,8 +131,8 @@ class Patterns(Change):
     def extract(self, program_sdfg, inst, past, before_whole=None):
         return extract(program_sdfg, inst, self.cls, past=past)      # its cutouts are never the whole program
 
-    def whole_program(self, program_sdfg, inst, pre_on_failure=True):
-        return transformed_program(program_sdfg, inst, self.cls, pre_on_failure)
+    def whole_program(self, program_sdfg, inst, pre_on_failure=True, keep_as_made=False):
+        return transformed_program(program_sdfg, inst, self.cls, pre_on_failure, keep_as_made)
 
     def variants(self, sdfg, inst):
         # the instance's settings, as the DaCe that wrote them wrote them, at each place of this
@@ -186,9 +188,9 @@ class Passes(Change):
     def extract(self, program_sdfg, inst, past, before_whole=None):
         return extract_change(program_sdfg, inst, self.applied, past=past, before_whole=before_whole)
 
-    def whole_program(self, program_sdfg, inst, pre_on_failure=True):
+    def whole_program(self, program_sdfg, inst, pre_on_failure=True, keep_as_made=False):
         pair = whole_program_pair(program_sdfg, f"{inst.id}-whole", changed=self.applied(program_sdfg),
-                                  pre_on_failure=pre_on_failure)
+                                  pre_on_failure=pre_on_failure, keep_as_made=keep_as_made)
         pair.instance = dataclasses.replace(inst, id=f"{inst.id}-whole")
         pair.translated_match = dict(inst.match)
         return pair

@@ -62,6 +62,9 @@ class CutoutPair:
     # symbols the cutout assigns that its program reads after it (``Cut.symbol_outputs``): each
     # enters from a container and is written to one at the end, in pre and post
     symbol_outputs: List[str] = dataclasses.field(default_factory=list)
+    # the whole program after the change as DaCe made it, before harnessgen adapted post for its
+    # harness (``whole_program_pair(keep_as_made=True)``): what DaCe's own build of it builds
+    post_as_made: Optional[Any] = None
 
     @property
     def ok(self) -> bool:
@@ -864,7 +867,8 @@ def _with_post(pair: CutoutPair, post, whole: bool = False) -> CutoutPair:
 
 
 def whole_program_pair(program_sdfg, label: str = "whole-program", transform=None,
-                       changed: Optional[Callable[[str], Any]] = None, pre_on_failure: bool = True) -> CutoutPair:
+                       changed: Optional[Callable[[str], Any]] = None, pre_on_failure: bool = True,
+                       keep_as_made: bool = False) -> CutoutPair:
     """The whole program as pre and post. Without ``transform`` post is the program too: that
     checks the harness and the program itself (must always pass, deterministically). With it,
     ``transform(post)`` changes post first, before the harness's adaptations (as ``extract``
@@ -874,7 +878,8 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
     or raises as the change did. ``pre_on_failure=False``: a pair whose change failed (to apply,
     or to validate) has no pre (None), and perhaps no post, for callers that ask only whether it
     fails: a copy of CLOUDSC is a third of a second, and confirming a cutout's static verdict
-    made two (``_changed_post`` asks a forked child instead)."""
+    made two (``_changed_post`` asks a forked child instead). ``keep_as_made``: a copy of the
+    changed program as DaCe made it, named as the program, is kept in ``post_as_made``."""
     inst = Instance(id=label, target="", program=program_sdfg.name, transformation="identity",
                     transformation_spec="", match={})
     everything = sorted(n for n, d in program_sdfg.arrays.items() if not d.transient)
@@ -890,6 +895,8 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
             if pre_on_failure:
                 pair.pre = plain_copy(program_sdfg, PRE_NAME)
             return pair
+        if keep_as_made:
+            pair.post_as_made = plain_copy(pair.post, program_sdfg.name)
     else:
         pair.post = plain_copy(program_sdfg, POST_NAME)
     # the program itself, never changed by the transformation (post is a copy of its own)
@@ -1193,7 +1200,8 @@ def apply_match(cls: type, match: Dict, sdfg) -> bool:
     return True
 
 
-def transformed_program(program_sdfg, instance: Instance, cls: type, pre_on_failure: bool = True) -> CutoutPair:
+def transformed_program(program_sdfg, instance: Instance, cls: type, pre_on_failure: bool = True,
+                        keep_as_made: bool = False) -> CutoutPair:
     """Whole-pre (the program) and whole-post (the same match applied to a copy of it); where
     the transformation fails on the whole program, the pair's verdict and error say how
     (``pre_on_failure``: see ``whole_program_pair``)."""
@@ -1201,7 +1209,8 @@ def transformed_program(program_sdfg, instance: Instance, cls: type, pre_on_fail
         if not apply_match(cls, copy.deepcopy(instance.match), post):
             raise Unsupported(f"{instance.id} does not match in a copy of the whole program")
 
-    pair = whole_program_pair(program_sdfg, f"{instance.id}-whole", transform=apply, pre_on_failure=pre_on_failure)
+    pair = whole_program_pair(program_sdfg, f"{instance.id}-whole", transform=apply, pre_on_failure=pre_on_failure,
+                              keep_as_made=keep_as_made)
     pair.instance = dataclasses.replace(instance, id=f"{instance.id}-whole")
     pair.translated_match = copy.deepcopy(instance.match)
     return pair

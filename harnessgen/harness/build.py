@@ -527,6 +527,17 @@ def compile_errors(sdfg, every_error: bool = False, work_dir: Optional[Path] = N
     return None if proc.returncode == 0 else f"building {sdfg.name} failed\n{proc.stderr}"
 
 
+def dace_build_error(changed_sdfg, program_sdfg, work_dir: Path) -> Optional[str]:
+    """Why the code DaCe generates for a program after a change does not build (its generator,
+    then the compiler, with the program's own arguments: nothing of harnessgen's in it), where
+    the code DaCe generates for the program itself builds; None where it builds, or where the
+    program itself does not (that is DaCe's finding against the program, not the change's)."""
+    errors = compile_errors(copy_sdfg(changed_sdfg), work_dir=work_dir)
+    if errors is None or program_compile_causes(program_sdfg, work_dir, afl=False):
+        return None
+    return f"DaCe's own build of the program after the change fails, where the program's builds: {errors}"
+
+
 def program_compile_causes(program_sdfg, work_dir: Path, afl: bool) -> List[Cause]:
     """Every error the compiler reports for the code DaCe generates for a program as DaCe made
     it (no cutout, no stand-in of harnessgen's); ``[]`` where it compiles. Asked once per

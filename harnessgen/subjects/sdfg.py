@@ -472,7 +472,7 @@ class SdfgSubject(Subject):
             result.audit = {"verdict": SKIPPED, "reason": "--no-audit" if options.audit is False else
                             "the whole program is too large to run by default (--audit runs it)"}
             return
-        record = audit(lambda: change.whole_program(sdfg, inst), AuditOptions(
+        record = audit(lambda: change.whole_program(sdfg, inst, keep_as_made=True), AuditOptions(
             keep_root=options.keep_dir(inst) / "audit", judge=JudgeOptions.of(options, max_size=AUDIT_MAX_SIZE),
             time_s=options.audit_time_s, command_line=options.command_line, race_threads=options.check_threads if options.race_check else 0,
             race_repeat=options.race_repeat * 5,

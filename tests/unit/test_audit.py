@@ -44,3 +44,33 @@ def test_only_small_programs_are_audited_by_default():
     from tests.conftest import program_sdfg
 
     assert is_cheap(program_sdfg("gemm"))
+
+
+def test_the_whole_program_is_built_as_dace_builds_it(tmp_path):
+    """A change that leaves the program reading a symbol it no longer declares validates, and
+    harnessgen's harness declares the symbol again to build it; DaCe's own build of the changed
+    program fails (its argument list has no type for the symbol). The audit builds the program
+    as DaCe made it: a BUILD_FAILURE with a reproducer that applies the change to the program."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from harnessgen.cutout.extract import whole_program_pair
+    from tests.conftest import program_sdfg
+
+    def undeclared(post):
+        del post.symbols["N"]
+
+    sdfg = program_sdfg("sigmoid")
+    record = audit(lambda: whole_program_pair(sdfg, "whole", transform=undeclared, keep_as_made=True),
+                   AuditOptions(keep_root=tmp_path / "audit",
+                                judge=JudgeOptions(work_dir=tmp_path / "work", max_size=AUDIT_MAX_SIZE)))
+    assert record.verdict == "BUILD_FAILURE", record
+    assert "DaCe's own build of the program after the change fails" in record.reason
+    assert classify("PASS", record) == WHOLE_PROGRAM_FINDING
+    assert (Path(record.finding) / "pre.sdfg").is_file()
+    # without the change, the program as DaCe made it builds and agrees with itself
+    same = audit(lambda: whole_program_pair(sdfg, "whole", transform=lambda post: None, keep_as_made=True),
+                 AuditOptions(keep_root=tmp_path / "same", inputs=2,
+                              judge=JudgeOptions(work_dir=tmp_path / "work", max_size=AUDIT_MAX_SIZE)))
+    assert same.verdict == AGREES, same
