@@ -60,6 +60,19 @@ class ReportData:
     bugs: List[Dict] = dataclasses.field(default_factory=list)
     bugs_error: str = ""          # why the findings could not be clustered (a harnessgen defect)
 
+    @property
+    def not_judged(self) -> List[Dict]:
+        """The instances harnessgen could not judge (ERROR), by reason, most first: what the
+        report says before anything else, since one may hide a bug."""
+        reasons: Dict[str, Dict] = {}
+        for i in self.instances:
+            if i["verdict"] == "ERROR":
+                reason = (i["error"].get("reason") or i["message"] or "no reason recorded").split("\n", 1)[0][:300]
+                entry = reasons.setdefault(reason, {"reason": reason, "instances": 0, "first": i["id"],
+                                                    "log": i["error"].get("log", "")})
+                entry["instances"] += 1
+        return sorted(reasons.values(), key=lambda e: -e["instances"])
+
 
 def _findings_of(result: Dict, directory: Path) -> List[Dict]:
     """Reproducers of one instance: triaged findings, or the static finding's folder."""

@@ -7,7 +7,7 @@ finishes, the other instances keep their verdicts, and a finding the seed inputs
 
 Also on DaCe 2.0 (``make test-other-dace`` runs this file): the program whose instance's build
 once came out of the reference check's cache entry (the same sources, without an AFL harness)
-is judged, and DaCe's wrong result is found."""
+is judged, and a wrong result is found."""
 import os
 import stat
 from pathlib import Path
@@ -17,6 +17,8 @@ import pytest
 from tests.conftest import PROGRAMS, run_cli, summary_of
 
 STRIDED = f"{PROGRAMS / 'strided_copy.py'}:strided_copy"
+# tiles that assume the tile divides the range: the outer map's two iterations are no whole tile
+WRONG = "harnessgen.zoo.planted:TilingWithoutRemainder"
 BROKEN = PROGRAMS / "broken_xforms.py"
 FINDINGS = {"MISMATCH", "OOB_WRITE"}
 
@@ -38,12 +40,12 @@ def by_transformation(summary: dict) -> dict:
 
 def test_the_instance_sharing_the_reference_checks_sources_is_fuzzed_and_its_wrong_result_found(tmp_path):
     """The reference check builds the one-state program for replay; the instance's pre is the
-    same program. The instance's build has its AFL harness, and DaCe's bug is a finding that
-    replays, seen in the whole program."""
-    proc, summary = fuzz(tmp_path, STRIDED, "OutLocalStorage", "--audit")
+    same program. The instance's build has its AFL harness, and the wrong tiling is a finding
+    that replays, seen in the whole program."""
+    proc, summary = fuzz(tmp_path, STRIDED, WRONG, "--audit")
     assert [c["verdict"] for c in summary["reference_checks"][0]["forms"]] == ["AGREES", "AGREES"], \
         summary["reference_checks"]
-    (entry,) = summary["instances"]
+    entry = summary["instances"][0]
     outcomes = {f["outcome"] for f in entry["findings"]}
     assert "MISMATCH" in outcomes and entry["verdict"] in FINDINGS, (entry["verdict"], entry["message"])
     assert entry["audit"]["verdict"] == "DIFFERS", entry["audit"]
@@ -56,10 +58,11 @@ def test_the_instance_sharing_the_reference_checks_sources_is_fuzzed_and_its_wro
 def test_without_afl_fuzz_each_instance_is_an_error_and_a_seed_finding_stands(tmp_path):
     """afl-fuzz missing: the correct transformation's instances are ERROR (never a PASS on less
     than was meant), the broken one keeps the finding its seeds made, and the run finishes."""
-    proc, summary = fuzz(tmp_path, STRIDED, "OutLocalStorage,MapTiling", "--prove", "off", "--no-reference-check",
+    proc, summary = fuzz(tmp_path, STRIDED, f"{WRONG},MapTiling", "--prove", "off", "--no-reference-check",
                          env={"HARNESSGEN_AFL_FUZZ": "no-such-afl-fuzz"})
     rows = by_transformation(summary)
-    assert {f["outcome"] for e in rows["OutLocalStorage"] for f in e["findings"]} & FINDINGS, rows["OutLocalStorage"]
+    assert {f["outcome"] for e in rows["TilingWithoutRemainder"] for f in e["findings"]} & FINDINGS, \
+        rows["TilingWithoutRemainder"]
     assert rows["MapTiling"] and all(e["verdict"] == "ERROR" and e["error"]["stage"] == "setup"
                                      for e in rows["MapTiling"]), rows["MapTiling"]
     assert summary["errors"]["count"] == len(rows["MapTiling"])
@@ -67,6 +70,10 @@ def test_without_afl_fuzz_each_instance_is_an_error_and_a_seed_finding_stands(tm
     assert f"{len(rows['MapTiling'])} ERROR" in proc.stderr
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Not judged: ERROR" in report and rows["MapTiling"][0]["id"] in report.split("## Per instance")[0]
+    # and first, before the bugs: an instance not judged may hide one
+    opening = report.split("## Distinct bugs")[0]
+    assert f"{len(rows['MapTiling'])} instance(s) not judged (ERROR)" in opening
+    assert "afl-fuzz is not installed" in opening
 
 
 def test_an_afl_fuzz_that_does_not_start_is_the_instances_error_with_its_log(tmp_path):

@@ -72,3 +72,11 @@ def test_a_symbol_the_program_defines_is_never_a_finding(tmp_path):
     """The correct strip-mining, on a map inside a loop whose variable its range reads: whatever
     cutout judges it, the loop variable has the program's value and nothing is filed."""
     _assert_passes(_fuzz(tmp_path, f"{PROGRAMS / 'tile_pairs.py'}:shifted_sums", "StripMining,LoopUnroll"))
+
+
+def test_a_local_buffer_shaped_by_a_map_parameter_changes_the_programs_interface(tmp_path):
+    """DaCe's OutLocalStorage on ``strided_copy`` shapes a transient by the outer map's parameter:
+    the program after it takes ``i``, and DaCe's own call of it fails. Filed as that, never as
+    a MISMATCH on a value of ``i`` harnessgen chose."""
+    entries = _fuzz(tmp_path, f"{PROGRAMS / 'strided_copy.py'}:strided_copy", "OutLocalStorage")
+    _assert_filed_and_replays(entries, "takes symbol argument(s) ['i']", "'i'")
