@@ -896,7 +896,10 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
                 pair.pre = plain_copy(program_sdfg, PRE_NAME)
             return pair
         if keep_as_made:
-            pair.post_as_made = plain_copy(pair.post, program_sdfg.name)
+            # not through JSON: what a change made need not read back (a block class DaCe's
+            # serializer does not know), and DaCe's own build never reads it back either
+            pair.post_as_made = copy.deepcopy(pair.post)
+            pair.post_as_made.name = program_sdfg.name
     else:
         pair.post = plain_copy(program_sdfg, POST_NAME)
     # the program itself, never changed by the transformation (post is a copy of its own)

@@ -532,7 +532,7 @@ def dace_build_error(changed_sdfg, program_sdfg, work_dir: Path) -> Optional[str
     then the compiler, with the program's own arguments: nothing of harnessgen's in it), where
     the code DaCe generates for the program itself builds; None where it builds, or where the
     program itself does not (that is DaCe's finding against the program, not the change's)."""
-    errors = compile_errors(copy_sdfg(changed_sdfg), work_dir=work_dir)
+    errors = compile_errors(copy.deepcopy(changed_sdfg), work_dir=work_dir)   # its generator changes it
     if errors is None or program_compile_causes(program_sdfg, work_dir, afl=False):
         return None
     return f"DaCe's own build of the program after the change fails, where the program's builds: {errors}"

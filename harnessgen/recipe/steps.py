@@ -98,17 +98,19 @@ class RecipeSteps(Change):
             before_whole()
         return self.whole_program(program_sdfg, inst)
 
-    def whole_program(self, program_sdfg, inst, pre_on_failure=True) -> CutoutPair:
+    def whole_program(self, program_sdfg, inst, pre_on_failure=True, keep_as_made=False) -> CutoutPair:
         step = step_of(inst)
         if step is not None and judged_again(step):
-            return self._pattern(inst.transformation_spec).whole_program(program_sdfg, inst, pre_on_failure)
+            return self._pattern(inst.transformation_spec).whole_program(program_sdfg, inst, pre_on_failure,
+                                                                         keep_as_made)
         store = Store(Path(inst.step["store"]))
         if step is not None and step.error:
             pair = whole_program_pair(program_sdfg, inst.id)
             pair.verdict, pair.error = Outcome.FAILED_TO_APPLY, _raised(step.error)
         else:
             after = _recording(inst.step["store"]).final if step is None else step.after
-            pair = whole_program_pair(program_sdfg, inst.id, changed=lambda name: store.program(after, name))
+            pair = whole_program_pair(program_sdfg, inst.id, changed=lambda name: store.program(after, name),
+                                      keep_as_made=keep_as_made)
         pair.instance, pair.translated_match = inst, dict(inst.match)
         pair.grown_for = ("the whole recipe: the whole program" if step is None else
                           f"a {step.kind} step: the whole program before and after it")

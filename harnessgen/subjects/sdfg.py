@@ -30,7 +30,8 @@ from ..cutout.cut import volume_at_probe
 from ..cutout.extract import PRE_NAME, CutoutPair
 from ..dacecompat import keep_template
 from ..engines import RawCrash
-from ..harness.build import cause_registry, compile_errors, program_compile_causes, program_fails_alike, with_afl
+from ..harness.build import (cause_registry, compile_errors, dace_build_error, program_compile_causes,
+                             program_fails_alike, with_afl)
 from ..harness.compiler import CXX, CXXFLAGS
 from ..harness.codegen_causes import diagnostics, from_compiler_output, line_context
 from ..harness.judge import JudgeOptions, constrain, prepare as prepare_pair
@@ -521,13 +522,14 @@ class SdfgSubject(Subject):
             return
         try:
             # only whether and how the change fails there is asked: no copy of the program as pre
-            whole = change.whole_program(sdfg, inst, pre_on_failure=False)
+            whole = change.whole_program(sdfg, inst, pre_on_failure=False, keep_as_made=build_failure)
         except Unsupported as exc:
             result.audit = {"verdict": SKIPPED, "reason": f"the whole program: {exc}"}
             return
         shows = whole.verdict.name if not whole.ok else None
         if shows is None and build_failure:
-            shows = Outcome.BUILD_FAILURE.name if compile_errors(whole.post) else None
+            # the program after the change as DaCe made it and builds it, where DaCe builds the program
+            shows = Outcome.BUILD_FAILURE.name if dace_build_error(whole.post_as_made, sdfg, options.work_dir) else None
         record = {"verdict": shows or "TAKES_THE_CHANGE", "seconds": round(time.monotonic() - started, 3),
                   "reason": (whole.error.splitlines()[0][:300] if whole.error else "")}
         if shows is not None:
