@@ -4,10 +4,10 @@ reference check and the instance build the same sources (the shape whose build o
 the reference check's cache entry, without its AFL harness).
 
 OutLocalStorage gives the inner map a local buffer shaped by the outer memlet,
-``ceil((N - i) / 2)``: a shape that names the outer map's parameter outside its scope. The
-program after it takes ``i`` as an argument (DaCe 1.0.2 and 2.0.0b1): DaCe's own call of it
-with the program's arguments fails (``Missing program argument "i"``), and given some ``i`` it
-writes B wrongly."""
+``ceil((N - i) / 2)``: a shape that names the outer map's parameter outside its scope. On
+DaCe 2.0.0b1 the program after it takes ``i`` as an argument: DaCe's own call of it with the
+program's arguments fails (``Missing program argument "i"``). DaCe 1.0.2 counts ``i`` as
+defined by the map, and the program it builds writes B wrongly."""
 import dace
 
 N = dace.symbol("N")
