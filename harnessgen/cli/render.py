@@ -33,8 +33,19 @@ VERDICT_COLOURS = {"PASS": "green", "BUILT": "cyan", "BLOCKED": "yellow", "REPLA
 TOLD_VERDICTS = ("ERROR", "REPLAY_ERROR", "BLOCKED", "UNSUPPORTED", "BUILT", "CUTOUT_MISSED")
 
 
+# the width tables are drawn at where the output is no terminal (a log, a pipe, CI): wide
+# enough that names are not cut short
+LOG_WIDTH = 200
+
+
 def console() -> Console:
-    return Console(stderr=True, highlight=False)
+    """The console every command writes its lines to (standard error). Where that is no terminal,
+    a line is never broken (a path split at 80 columns cannot be copied or grepped) and tables
+    are drawn at ``LOG_WIDTH``."""
+    terminal = Console(stderr=True, highlight=False)
+    if terminal.is_terminal:
+        return terminal
+    return Console(stderr=True, highlight=False, soft_wrap=True, width=max(terminal.width, LOG_WIDTH))
 
 
 def dace_version() -> str:
