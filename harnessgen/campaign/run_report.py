@@ -24,7 +24,7 @@ from ..core.data import template_environment
 from ..core.evidence import SEEDS_ONLY, Evidence
 from ..core.files import write_atomic, write_json
 from ..core.outcome import STATIC_OUTCOMES
-from ..core.records import BLOCKED, InstanceResult, run_summary as records_summary
+from ..core.records import BLOCKED, InstanceResult, error_reasons, run_summary as records_summary
 from ..plan.params import describe
 from ..prove import Proof
 from .schedule import estimate_seconds
@@ -64,14 +64,7 @@ class ReportData:
     def not_judged(self) -> List[Dict]:
         """The instances harnessgen could not judge (ERROR), by reason, most first: what the
         report says before anything else, since one may hide a bug."""
-        reasons: Dict[str, Dict] = {}
-        for i in self.instances:
-            if i["verdict"] == "ERROR":
-                reason = (i["error"].get("reason") or i["message"] or "no reason recorded").split("\n", 1)[0][:300]
-                entry = reasons.setdefault(reason, {"reason": reason, "instances": 0, "first": i["id"],
-                                                    "log": i["error"].get("log", "")})
-                entry["instances"] += 1
-        return sorted(reasons.values(), key=lambda e: -e["instances"])
+        return error_reasons((i["id"], i["error"], i["message"]) for i in self.instances if i["verdict"] == "ERROR")
 
 
 def _findings_of(result: Dict, directory: Path) -> List[Dict]:

@@ -298,7 +298,7 @@ def _fuzz_at(options: CiOptions, side: str, program: str, folder: Path, changed:
            "--transformation", ",".join(c.spec for c in changed), "--time", f"{options.time_s:g}",
            "--budget", f"{options.budget_s:g}", "--params", options.params, "--jobs", str(options.jobs),
            "--audit-time", f"{options.audit_time_s:g}", "--out", str(folder / "run"),
-           "--work-dir", str(out_work(folder, side)), "--crashes-dir", str(folder / "crashes"),
+           "--work-dir", str(_work_dir(folder, side)), "--crashes-dir", str(folder / "crashes"),
            "--corpus-dir", str(folder / "corpus"), "--no-progress", "--no-plots", "--fresh",
            *(["--instance", ",".join(instances)] if instances else [])]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **_env(tree)})
@@ -309,7 +309,7 @@ def _fuzz_at(options: CiOptions, side: str, program: str, folder: Path, changed:
     return json.loads((folder / "run" / "summary.json").read_text())
 
 
-def out_work(folder: Path, side: str) -> Path:
+def _work_dir(folder: Path, side: str) -> Path:
     """A revision's work folder (plans and builds), shared by its programs' runs."""
     return folder.parent.parent / f"work-{side}"
 

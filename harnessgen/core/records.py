@@ -8,7 +8,7 @@ import contextlib
 import dataclasses
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from .. import __version__
 from .outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
@@ -244,16 +244,27 @@ def error_counts(results: List[InstanceResult]) -> Dict:
     stage they failed in, and each distinct reason once with its first instance and log."""
     errors = [r for r in results if r.verdict == "ERROR"]
     stages: Dict[str, int] = {}
-    reasons: Dict[str, Dict] = {}
     for r in errors:
-        stage = r.error.get("stage", "harnessgen")     # results written before ``error`` was: no stage
+        stage = _error_stage(r.error)
         stages[stage] = stages.get(stage, 0) + 1
-        reason = (r.error.get("reason") or r.message or "").split("\n", 1)[0][:300]
-        entry = reasons.setdefault(reason, {"reason": reason, "stage": stage, "instances": 0, "first": r.id,
-                                            "log": r.error.get("log", "")})
-        entry["instances"] += 1
     return {"count": len(errors), "by_stage": dict(sorted(stages.items())),
-            "reasons": sorted(reasons.values(), key=lambda e: -e["instances"])}
+            "reasons": error_reasons((r.id, r.error, r.message) for r in errors)}
+
+
+def error_reasons(errors: Iterable[Tuple[str, Dict, str]]) -> List[Dict]:
+    """Each distinct reason instances could not be judged, once (its first line): its stage, how
+    many, the first instance and its log; most first. ``errors``: (id, error record, message)."""
+    reasons: Dict[str, Dict] = {}
+    for ident, error, message in errors:
+        reason = (error.get("reason") or message or "").split("\n", 1)[0][:300]
+        entry = reasons.setdefault(reason, {"reason": reason, "stage": _error_stage(error), "instances": 0,
+                                            "first": ident, "log": error.get("log", "")})
+        entry["instances"] += 1
+    return sorted(reasons.values(), key=lambda e: -e["instances"])
+
+
+def _error_stage(error: Dict) -> str:
+    return error.get("stage", "harnessgen")     # results written before ``error`` was: no stage
 
 
 def time_by_phase(results: List[InstanceResult]) -> Dict[str, float]:

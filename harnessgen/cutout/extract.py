@@ -413,9 +413,11 @@ def scalars_to_arrays(sdfg, names: List[str]) -> List[str]:
     return converted
 
 
-def _check_interface(pre, post) -> str:
+def _check_interface(pre, post, whole: bool) -> str:
     """Post must take the same global containers as pre; re-add the ones post dropped. A
-    container post made transient is not passed to it (pre's is still compared)."""
+    container post made transient is not passed to it (pre's is still compared). Post must
+    take no symbol argument a caller of pre does not give (``_free_symbols_problem``; ``whole``:
+    pre is the whole program)."""
     problems = []
     pre_globals = {n: d for n, d in pre.arrays.items() if not d.transient}
     for name, desc in pre_globals.items():
@@ -432,6 +434,9 @@ def _check_interface(pre, post) -> str:
     for name, desc in post.arrays.items():
         if not desc.transient and name not in pre_globals:
             problems.append(f"post introduced a new global container {name}")
+    new_symbols = new_symbol_arguments(pre, post)
+    if new_symbols:
+        problems.append(_free_symbols_problem(new_symbols, whole))
     return "; ".join(problems)
 
 
@@ -456,7 +461,7 @@ def _interface_notes(pre, post) -> List[str]:
     return notes
 
 
-def free_symbols_problem(new_symbols: List[str], whole: bool) -> str:
+def _free_symbols_problem(new_symbols: List[str], whole: bool) -> str:
     """What a post that takes symbol arguments its pre does not is: in a cutout, a symbol the
     program may define outside it (judged in a larger cutout, where it has the program's value,
     never a free input that can make post agree); in the whole program, one no caller can give
@@ -843,10 +848,7 @@ def _with_post(pair: CutoutPair, post, whole: bool = False) -> CutoutPair:
     except Exception as exc:
         pair.post = post            # kept for inspection: what the transformation made
         return _failed(pair, Outcome.INVALID_SDFG, exc)
-    problem = _check_interface(pre, post)
-    new_symbols = new_symbol_arguments(pre, post)
-    if new_symbols:
-        problem = "; ".join(filter(None, [problem, free_symbols_problem(new_symbols, whole)]))
+    problem = _check_interface(pre, post, whole)
     if problem:
         pair.post = post
         pair.verdict = Outcome.INVALID_SDFG
@@ -905,10 +907,7 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
     # the program itself, never changed by the transformation (post is a copy of its own)
     pair.pre = plain_copy(program_sdfg, PRE_NAME)
     if changing:
-        problem = _check_interface(pair.pre, pair.post)
-        new_symbols = new_symbol_arguments(pair.pre, pair.post)
-        if new_symbols:
-            problem = "; ".join(filter(None, [problem, free_symbols_problem(new_symbols, whole=True)]))
+        problem = _check_interface(pair.pre, pair.post, whole=True)
         if problem:
             pair.verdict, pair.error = Outcome.INVALID_SDFG, f"{PROGRAM_INTERFACE_CHANGED}{problem}"
             return pair

@@ -142,8 +142,6 @@ def symbol_types(sdfg) -> Dict[str, Any]:
     return {**types, **sdfg.symbols}
 
 
-
-
 def symbol_arguments(sdfg) -> Set[str]:
     """The symbols ``sdfg`` takes as arguments: what its generated code reads that nothing in it
     defines (DaCe's ``arglist`` asked without it: arglist raises where a symbol is read but not
@@ -164,6 +162,8 @@ def new_symbol_arguments(before, after) -> List[str]:
     (``given_by_caller``; nor a container of that name): what a caller of ``after`` would have to
     pass and cannot."""
     return sorted(symbol_arguments(after) - given_by_caller(before) - set(before.arrays))
+
+
 # ------------------------------------------------------------------ symbols a program reads later
 def assigned_symbols(blocks: Sequence) -> Set[str]:
     """The symbols ``blocks`` (of one control-flow graph) assign: on their own edges between

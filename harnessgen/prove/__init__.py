@@ -6,7 +6,6 @@ translation validation for Halide:
 
 * ``symbols``: post takes no symbol argument pre does not (a symbol post invented has no value
   a caller gives it: quantifying over it would prove a program no one can call);
-
 * ``bounds``: every element pre and post read or write lies inside its container;
 * ``coverage``: post writes exactly the elements pre writes, per compared container;
 * ``values``: every element of every compared container ends with the same value, as an
