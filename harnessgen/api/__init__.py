@@ -145,7 +145,7 @@ class Hooks:
 
     live: Optional[Callable] = None          # live(instance, engine statistics): one job in this process
     on_result: Optional[Callable] = None     # on_result(InstanceResult) as each instance finishes
-    on_plan: Optional[Callable] = None       # on_plan(planned, already_done, reference_checks) once planned
+    on_plan: Optional[Callable] = None       # on_plan(planned, already_done, reference_checks, still_enumerating) once planned
     plan_progress: Any = None                # each planning step as it happens (campaign.planning.PlanProgress)
     on_more: Optional[Callable] = None       # on_more(row, seconds, count): a transformation enumerated later
 

@@ -12,9 +12,11 @@ import dataclasses
 import datetime
 import json
 import os
+import re
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from ..core import shared_pairs
 from ..core.errors import ConfigError
 from ..core.files import write_json
 from ..core.outcome import STATIC_OUTCOMES
@@ -140,6 +142,22 @@ def finding_paths(run_dir: Path) -> List[Tuple[Path, str]]:
             folder = Path(path) if os.path.isabs(path) else (run_dir / path)
             out.append((Path(os.path.normpath(folder)), entry.get("verdict", "")))
     return out
+
+
+def judged_instances(run_dirs: List[Path]) -> set:
+    """The instances the runs' summaries give a verdict of any kind."""
+    judged = set()
+    for run_dir in run_dirs:
+        summary_file = Path(run_dir) / "summary.json"
+        if summary_file.is_file():
+            judged |= {e.get("id", "") for e in json.loads(summary_file.read_text()).get("instances", [])
+                       if e.get("verdict") and e.get("verdict") != shared_pairs.PENDING}
+    return judged
+
+
+def _judged_as(instance: str) -> str:
+    """The instance a finding's instance is judged as (a larger cutout's, ``<id>-grown<n>``)."""
+    return re.sub(r"-grown\d+$", "", instance)
 
 
 def earlier_members(bugs_file: Path) -> List[Tuple[Path, str]]:
@@ -273,15 +291,19 @@ def collect(run_dirs: List[Path], out_dir: Optional[Path] = None) -> List[Bug]:
     sources: List[Tuple[Path, str]] = []
     for run_dir in run_dirs:
         sources += finding_paths(run_dir)
+    current = len(sources)
     if out_dir is not None:
         sources += earlier_members(Path(out_dir) / BUGS_FILE)
+    # an instance the runs judge again has their verdict alone: an earlier finding of it that
+    # its new judgement no longer lists (a larger cutout, a fixed defect) is no bug
+    judged = judged_instances(run_dirs)
     seen, records = set(), []
-    for folder, verdict in sources:
+    for position, (folder, verdict) in enumerate(sources):
         if folder in seen or not folder.is_dir():
             continue
         seen.add(folder)
         record = read_finding(folder, verdict)
-        if record is not None:
+        if record is not None and (position < current or _judged_as(record.instance) not in judged):
             records.append(record)
     bugs = cluster(records)
     followers = same_pair_followers(run_dirs)

@@ -10,6 +10,7 @@ as instances finish (``SummaryWriter``) and at the end, with ``report.html`` and
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from typing import Callable, Dict, List, Optional
 
@@ -33,7 +34,7 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
     those done (this run's and earlier runs' into the same directory). With one instance and
     several jobs the cores go to afl-fuzz instances on it. ``progress(inst, stats)``: live
     engine statistics (one job in this process only); ``on_result(result)`` after each
-    instance; ``on_plan(planned, already_done, reference_checks)`` once planned;
+    instance; ``on_plan(planned, already_done, reference_checks, transformations still being enumerated)`` once planned;
     ``plan_progress``: each planning step as it happens; ``on_more(row, seconds, count)``: a
     transformation enumerated beside the run added ``count`` instances. With
     ``options.budget_s`` no instance starts after the budget (``options.resume``: the same
@@ -115,7 +116,8 @@ class _RunHooks:
         rows = state.instances(selection)
         self.results = [InstanceResult.from_json(r["result"]) for r in rows if r["state"] == "done" and r["result"]]
         if self.on_plan:
-            self.on_plan(len(rows), len(self.results), state.reference_checks())
+            self.on_plan(len(rows), len(self.results), state.reference_checks(),
+                         json.loads(state.meta().get("not_enumerated", "[]")))
 
     def start(self, state, executor) -> None:
         self.state, self.directory = state, state.path.parent

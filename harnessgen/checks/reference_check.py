@@ -32,10 +32,12 @@ from ..harness.judge import JudgeOptions
 from ..harness.replay import execute
 from ..inputs import seeds
 from ..inputs.layout import InputLayout
-from ..targets.reference import Reference
+from ..targets.reference import Reference, returned_containers
 from ..triage.reproducer import publish, repro_environment
 
 AGREES, DIFFERS, CRASHES, BUILD_FAILURE, SKIPPED = "AGREES", "DIFFERS", "CRASHES", "BUILD_FAILURE", "SKIPPED"
+# a program of a suite (``Target.partial``) that could not be loaded or checked: left out of the run
+NOT_LOADED = "NOT_LOADED"
 FINDINGS = (DIFFERS, CRASHES, BUILD_FAILURE)
 # the pipeline each form of a program comes out of: a difference in a form is a finding against
 # the first pipeline whose form differs
@@ -218,8 +220,10 @@ def _record_key(reference: Reference, form: str, options: CheckOptions) -> str:
         code = inspect.getsource(reference.function)
     except (OSError, TypeError):
         code = repr(reference.function)
-    blob = json.dumps([reference.label, code, form, options.judge.tolerance.to_json(), options.inputs, options.judge.seed,
-                       str(Path(options.crashes_root).resolve())], default=str)
+    # how a reference's answer is taken (its return value included) is part of the record too
+    taking = inspect.getsource(Reference.run) + inspect.getsource(returned_containers)
+    blob = json.dumps([reference.label, code, reference.identity, taking, form, options.judge.tolerance.to_json(),
+                       options.inputs, options.judge.seed, str(Path(options.crashes_root).resolve())], default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -345,10 +349,18 @@ if __name__ == "__main__":
     sys.exit(_serve(Path(sys.argv[1]), Path(sys.argv[2])))
 
 
+def not_loaded(program: str, reason: str, checked: bool = False) -> Dict:
+    """The record of a program left out of the run: it could not be loaded (``checked``: it
+    loaded, and the check of it could not even start)."""
+    return {"program": program, "reference": "", "forms": [], "blame": "", "seconds": 0.0, "verdict": NOT_LOADED,
+            "reason": f"{'could not be checked' if checked else 'not loaded'}, left out of the run: {reason}"}
+
+
 def describe_checks(checks: List[Dict]) -> List[str]:
-    """Terminal lines for a run's reference checks (their JSON records): one per program that
-    does not agree, then a count."""
-    lines = []
+    """Terminal lines for a run's reference checks (their JSON records): one per program left
+    out of the run, one per program that does not agree, then a count."""
+    lines = [f"{c['program']}: {c['reason']}" for c in checks if c["verdict"] == NOT_LOADED]
+    checks = [c for c in checks if c["verdict"] != NOT_LOADED]
     for c in checks:
         if c["verdict"] == AGREES:
             continue

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -96,14 +97,14 @@ def _fuzz_and_show(args) -> list:
         console.is_terminal else None
     planned, done = [0], [0]      # instances in the run, and finished ones (set by the callbacks)
 
-    def on_plan(total: int, already: int, checks: list) -> None:
+    def on_plan(total: int, already: int, checks: list, enumerating: list = ()) -> None:
         planned[0] = total
         done[0] = already
         for line in describe_checks(checks):
             console.print(line)
         budget = f", no instance starting after {args.budget:g} s" if args.budget else ""
-        console.print(f"{total} instance(s) of {args.transformation or render.DEFAULT_TRANSFORMATIONS} in "
-                      f"{args.program}; {args.time:g} s each, {args.jobs} at a time{budget}")
+        console.print(render.opening_line(total, enumerating, args.transformation or render.DEFAULT_TRANSFORMATIONS,
+                                          args.program) + f"; {args.time:g} s each, {args.jobs} at a time{budget}")
         if already:
             console.print(f"{already} of them done by an earlier run into {args.out} (--fresh starts over)")
 
@@ -394,17 +395,19 @@ def _add_instances(sub) -> None:
 
 
 def cmd_instances(args) -> int:
-    run_plan = plan(args.program, args.transformation, None, args.set, simplify=args.simplify,
-                    params=ParamOptions(parse_mode(args.params), args.max_size))
-    builds = args.work_dir if args.builds else None
-    rows = [run_plan.subject.describe(spec, inst, prove_max_size=args.max_size if args.prove else None, builds=builds)
-            for spec, inst in run_plan.planned]
+    with render.stdout_kept_for_json() if args.json else contextlib.nullcontext():
+        run_plan = plan(args.program, args.transformation, None, args.set, simplify=args.simplify,
+                        params=ParamOptions(parse_mode(args.params), args.max_size))
+        builds = args.work_dir if args.builds else None
+        rows = [run_plan.subject.describe(spec, inst, prove_max_size=args.max_size if args.prove else None,
+                                          builds=builds)
+                for spec, inst in run_plan.planned]
     ours = [r for r in rows if r.get("builds", {}).get("pre") is False and not r["builds"]["dace_made"]]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 1 if ours else 0
     title = f"{args.transformation or 'default transformations'} in {args.program}: {len(rows)} instance(s)"
-    out = render.Console()
+    out = render.stdout_console()
     out.print(render.instances_table(rows, title, args.prove))
     declined = [{"spec": spec, "class_name": run_plan.subject.transformation_name(spec),
                  "declined": run_plan.subject.declined(spec)} for spec in run_plan.specs]

@@ -6,8 +6,10 @@ an enumeration row, an instance row) into rich markup; the commands print, the l
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional
@@ -46,6 +48,42 @@ def console() -> Console:
     if terminal.is_terminal:
         return terminal
     return Console(stderr=True, highlight=False, soft_wrap=True, width=max(terminal.width, LOG_WIDTH))
+
+
+def stdout_console() -> Console:
+    """A console on standard output (a table a command prints as its result), unbroken and
+    ``LOG_WIDTH`` wide where standard output is no terminal, as ``console`` is."""
+    terminal = Console(highlight=False)
+    if terminal.is_terminal:
+        return terminal
+    return Console(highlight=False, soft_wrap=True, width=max(terminal.width, LOG_WIDTH))
+
+
+@contextlib.contextmanager
+def stdout_kept_for_json():
+    """Everything written to standard output inside (DaCe's warnings and prints, a compiler's
+    output, at the level of the file descriptor) goes to standard error instead: a command whose
+    output is JSON prints only JSON on standard output."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def opening_line(total: int, enumerating: Iterable[str], transformations: str, program: str) -> str:
+    """A run's first count: the instances planned, and the transformations whose instances are
+    still being enumerated beside the run (never "0 instance(s) of all" while they are)."""
+    enumerating = list(enumerating)
+    if not enumerating:
+        return f"{total} instance(s) of {transformations} in {program}"
+    return (f"{total} instance(s) planned so far in {program}; {len(enumerating)} transformation(s) of "
+            f"{transformations} still being enumerated beside the run")
 
 
 def dace_version() -> str:

@@ -96,6 +96,10 @@ class Subject(abc.ABC):
         so that the planner can show each step as it happens."""
         return []
 
+    def program_options(self, program: str, options):
+        """The run's options as they apply to one of its programs."""
+        return options
+
     def warm(self, instance: Dict) -> None:
         """Load what an instance (its JSON record) needs, before workers fork and inherit it."""
 

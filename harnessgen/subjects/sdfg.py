@@ -18,9 +18,10 @@ from typing import Callable, Dict, List, Optional
 
 from ..checks.audit import AUDIT_MAX_SIZE, SKIPPED, WHOLE_PROGRAM_FINDING, AuditOptions, audit, classify, is_cheap
 from ..checks.pipeline_bisect import BISECT_MAX_SIZE, BisectOptions, bisect
-from ..checks.reference_check import CHECK_MAX_SIZE, CheckOptions, check_program
+from ..checks.reference_check import CHECK_MAX_SIZE, CheckOptions, check_program, not_loaded
 from ..core.errors import BuildError, ConfigError, Unsupported
 from ..core.files import write_json
+from ..core.names import SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from ..core.records import BLOCKED, InstanceResult
 from ..core import shared_pairs
@@ -53,6 +54,9 @@ CUTOUT_ONLY = "cutout-only"
 # how many larger cutouts an instance is judged in after the audit showed its cutout missing a
 # difference of the whole program (the ladder has at most two: the nested SDFG, the program)
 MAX_GROWTH_AFTER_AUDIT = 2
+# how many larger cutouts a difference in symbol outputs only is judged in: a region ladder has
+# a rung per enclosing loop or branch, then the nested SDFG and the program
+MAX_GROWTH_PAST_SYMBOLS = 8
 # --transformation all: every DaCe built-in that makes CPU code plus the target's own
 ALL = "all"
 # verdicts that blame the transformation (a variant with one looks for simpler parameters)
@@ -152,18 +156,48 @@ class SdfgSubject(Subject):
             for simplified in forms:
                 form = "simplified" if simplified else "as its frontend wrote it"
                 steps.append((f"program {program.name}, {form} (cached, or its shipped parse; else parsed by DaCe)",
-                              lambda name=program.name, simplified=simplified: self.sdfg(name, simplified)))
+                              lambda name=program.name, simplified=simplified: self._load(name, simplified)))
         return steps
+
+    def _load(self, name: str, simplified: bool) -> None:
+        """Load one program. In a suite of others' programs (``Target.partial``) one that cannot
+        be loaded is left out with its reason, and the run goes on with the others."""
+        if name in self.target.unloadable:
+            return
+        try:
+            self.sdfg(name, simplified)
+        except ConfigError as exc:
+            if not self.target.partial or self.program is not None:
+                raise
+            self.target.unloadable[name] = str(exc)
+
+    def unloadable(self) -> Dict[str, str]:
+        return dict(self.target.unloadable)
+
+    def program_options(self, program: str, options):
+        """The run's options for one program: its own constraints file where the user gave none."""
+        own = self.target.programs[program].constraints if program in self.target.programs else None
+        if options.constraints is not None or own is None:
+            return options
+        path = own()
+        return options if path is None else dataclasses.replace(options, constraints=path)
 
     def check_programs(self, options) -> List[Dict]:
         """Each selected program that has a reference, as the frontend wrote it and simplified,
         against it (``reference.check_program``)."""
-        checks = []
+        checks = [not_loaded(name, reason) for name, reason in sorted(self.target.unloadable.items())]
         for program in self.target.select(self.program):
-            check = check_program(self.target.name, program, CheckOptions(
-                crashes_root=options.crashes_root, judge=JudgeOptions(
-                    work_dir=options.work_dir, tolerance=options.tolerance, seed=options.seed,
-                    constraints=options.constraints or self.target.constraints_file, max_size=CHECK_MAX_SIZE)))
+            own = self.program_options(program.name, options)
+            try:
+                check = check_program(self.target.name, program, CheckOptions(
+                    crashes_root=options.crashes_root, judge=JudgeOptions(
+                        work_dir=options.work_dir, tolerance=options.tolerance, seed=options.seed,
+                        constraints=own.constraints or self.target.constraints_file, max_size=CHECK_MAX_SIZE)))
+            except ConfigError as exc:
+                if not self.target.partial:
+                    raise
+                checks.append(not_loaded(program.name, str(exc), checked=True))
+                continue
             if check is not None:
                 checks.append(check.to_json())
         return checks
@@ -180,6 +214,7 @@ class SdfgSubject(Subject):
         parameter simplification of the match's other variants (``shared_pairs.prepared``).
         ``cutout_only``: a question only the cutout answers (does the change fail to apply or
         to validate there?): where it takes, ``_ChangeTaken`` is raised before anything is built."""
+        options = self.program_options(inst.program, options)
         try:
             harness = self._prepare(spec, inst, options, result, started, past, claim, cutout_only)
         except Unsupported:
@@ -303,6 +338,7 @@ class SdfgSubject(Subject):
         return f"{identity}-{'simplified' if simplified else 'as-given'}" if identity else ""
 
     def after_verdict(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
+        options = self.program_options(inst.program, options)
         if result.verdict in STATIC_OUTCOMES:
             with result.timed("whole_program_static"):
                 self._confirm_static(spec, inst, options, result, judge)
@@ -312,6 +348,9 @@ class SdfgSubject(Subject):
         if result.verdict == CUTOUT_MISSED:
             with result.timed("grown"):
                 self._grow_after_audit(inst, result, judge)
+        elif _only_symbol_outputs_differ(result):
+            with result.timed("grown"):
+                self._grow_past_symbol_outputs(inst, result, judge)
         with result.timed("params"):
             self._simplify_params(spec, inst, options, result)
         with result.timed("bisect"):
@@ -580,16 +619,56 @@ class SdfgSubject(Subject):
                 return again
         return again
 
+    def _grow_past_symbol_outputs(self, inst: Instance, result, judge: Callable) -> None:
+        """Only harnessgen's own symbol outputs differ (``hg_symout_*``: a symbol the cutout
+        assigns and the program reads after it), and the whole program did not show a
+        difference. What the program observes of a symbol is what its later readers compute:
+        the instance is judged in the next larger cutouts, which hold those readers (the whole
+        program has no symbol outputs), and their verdict stands, a PASS included."""
+        symbols = sorted({f["container"][len(SYMBOL_OUTPUT_PREFIX):] for f in result.findings})
+        said = (f"only harnessgen's own symbol output(s) of {symbols} differed in the cutout, and the whole program "
+                "did not show it")
+        again = None
+        for past in range(1, MAX_GROWTH_PAST_SYMBOLS + 1):
+            grown = dataclasses.replace(inst, id=f"{inst.id}-grown{past}")
+            try:
+                again = judge(grown, past)
+            except Unsupported as exc:       # no larger cutout holds the match
+                result.message += f"; {exc}"
+                break
+            result.audit.setdefault("grown", []).append(
+                {"cutout": past, "verdict": again.verdict, "execs": again.execs, "build_dir": again.build_dir,
+                 "findings": len(again.findings), "message": again.message[:300]})
+            result.execs += again.execs
+            if not _only_symbol_outputs_differ(again):
+                break
+        if again is None or _only_symbol_outputs_differ(again):
+            result.verdict = "UNSUPPORTED"
+            result.message = (f"{said}; no larger cutout holding the symbols' readers could be judged: "
+                              f"{result.message[-300:]}")
+            return
+        self._take_grown(result, again, f"{said}: judged where the program reads them, in a larger cutout "
+                                        f"({len(result.audit['grown'])} step(s) up)", observable=False)
+
     @staticmethod
-    def _take_grown(result, again, why: str) -> None:
-        """The larger cutout's judgement becomes the instance's (its findings observable: the
-        whole program shows a difference, or takes the change the smaller cutout refused)."""
+    def _take_grown(result, again, why: str, observable: bool = True) -> None:
+        """The larger cutout's judgement becomes the instance's (``observable``: its findings
+        are, for the whole program shows a difference, or takes the change the smaller cutout
+        refused)."""
         for finding in again.findings:
-            finding["observable"] = True
+            finding["observable"] = finding.get("observable") or observable
         result.verdict, result.findings = again.verdict, again.findings
         result.crashes, result.triage, result.evidence = again.crashes, again.triage, again.evidence
         result.build_dir = again.build_dir
         result.message = f"{why}: {again.message}"
+
+
+def _only_symbol_outputs_differ(result) -> bool:
+    """A wrong result whose every finding is in a symbol output of harnessgen's (none in a
+    container of the program), which the whole-program audit did not see (or did not run)."""
+    return (result.verdict == Outcome.MISMATCH.name and bool(result.findings)
+            and all(str(f.get("container", "")).startswith(SYMBOL_OUTPUT_PREFIX) for f in result.findings)
+            and result.audit.get("classification") != "observable")
 
 
 def _pair_key(pair: CutoutPair, constraints) -> Optional[str]:

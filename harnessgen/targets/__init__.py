@@ -1,7 +1,8 @@
 """Targets: a named program source plus its defaults.
 
 A target spec on the command line is one of
-  ``kernels`` / ``kernels:gemm``   a built-in target (all programs / one program)
+  ``kernels`` / ``kernels:gemm``   a built-in target (all programs / one program); ``npbench``
+                                   is every benchmark of an NPBench checkout
   ``path/to/prog.sdfg``            a saved SDFG
   ``path/to/file.py:function``     a ``@dace.program`` in a Python file
   ``generated:17`` / ``generated``  a random program / a stream of them (progen/target.py)
@@ -27,6 +28,7 @@ __all__ = ["BUILTIN_TARGETS", "GPU_TRANSFORMATIONS", "Program", "Target", "resol
 BUILTIN_TARGETS: Dict[str, str] = {
     "kernels": ".kernels",
     "cloudsc": ".cloudsc",
+    "npbench": ".npbench",
     "generated": "harnessgen.progen.target",
 }
 

@@ -36,6 +36,9 @@ class Program:
     # the program's content as a key ("" where unknown): what it was built from, so that what
     # is derived from it (the plan of its instances) can be cached
     identity: str = ""
+    # () -> a constraints file of the program's own (``{"name": ["lo", "hi"]}``), or None: used
+    # where the user gives none (an NPBench benchmark's size orders)
+    constraints: Optional[Callable[[], Optional[Path]]] = None
 
     def sdfg(self, simplified: bool = True):
         if simplified:
@@ -68,10 +71,14 @@ class Target:
     simplify_by_default: bool = True
     # the target's own optimization recipe (``harnessgen recipe``'s default): module:function
     recipe: str = ""
+    # a suite of programs of others (NPBench): one that cannot be loaded is left out of the run
+    # with its reason (``unloadable``), and the others run; elsewhere such a program stops the run
+    partial: bool = False
+    unloadable: Dict[str, str] = dataclasses.field(default_factory=dict)
 
     def select(self, program: Optional[str]) -> List[Program]:
         if program is None:
-            return [self.programs[k] for k in sorted(self.programs)]
+            return [self.programs[k] for k in sorted(self.programs) if k not in self.unloadable]
         if program not in self.programs:
             raise ConfigError(f"target {self.name!r} has no program {program!r}; "
                               f"choose one of: {', '.join(sorted(self.programs))}")

@@ -23,6 +23,8 @@ from .dialect import plain_function
 class Reference:
     label: str                      # how reports name it (kernels:gemm, file.py:function)
     function: Callable
+    # what the function runs beyond its own code (a file it loads when called), as a key
+    identity: str = ""
 
     def run(self, arrays: Dict[str, np.ndarray], symbols: Dict[str, int], scalars: Iterable[str] = ()) -> Dict:
         """Copies of ``arrays`` after the reference ran on them. ``scalars``: containers the
@@ -31,19 +33,45 @@ class Reference:
         scalars = set(scalars)
         out = {name: value.copy() for name, value in arrays.items()}
         args = {}
-        for name in inspect.signature(self.function).parameters:
+        for name, parameter in inspect.signature(self.function).parameters.items():
             if name in symbols:
                 args[name] = symbols[name]
             elif name in out:
                 args[name] = out[name].reshape(-1)[0] if name in scalars else out[name]
+            elif parameter.default is not inspect.Parameter.empty:
+                continue              # a constant of the reference's own (crc16's polynomial)
             else:
                 raise Unsupported(f"reference {self.label}: no container or symbol {name!r} in the program")
         try:
             with np.errstate(all="ignore"):
-                self.function(**args)
+                returned = self.function(**args)
         except Exception as exc:  # noqa: BLE001 -- the reference cannot say: not a verdict on the program
             raise Unsupported(f"reference {self.label} did not run: {type(exc).__name__}: {exc}") from exc
+        out.update(returned_containers(returned, out))
         return out
+
+
+def returned_containers(returned, containers: Dict) -> Dict[str, np.ndarray]:
+    """What a function returned, as the containers DaCe returns it in: ``__return`` for one
+    value, ``__return_0``, ``__return_1``... for a tuple (those of them the program has, each
+    shaped and typed as the program's container). A returned value is an output of the program
+    like any container it writes."""
+    if returned is None:
+        return {}
+    values = {RETURN: returned} if RETURN in containers or not isinstance(returned, tuple) else {}
+    if isinstance(returned, tuple) and not values:
+        values = {f"{RETURN}_{i}": value for i, value in enumerate(returned)}
+    out = {}
+    for name, value in values.items():
+        if name not in containers:
+            raise Unsupported(f"the reference returns a value the program has no container {name} for")
+        like = containers[name]
+        out[name] = np.asarray(value).astype(like.dtype, copy=False).reshape(like.shape)
+    return out
+
+
+# the container DaCe returns a program's value in (``__return_<i>`` for each of a tuple's values)
+RETURN = "__return"
 
 
 def python_reference(program) -> Reference:
