@@ -69,11 +69,14 @@ class GuardedBuffer:
     """Data of one container with GUARD_BYTES of canary bytes on both sides: the allocation is
     64-byte aligned and the data starts ``offset`` bytes past the first guard zone."""
 
-    def __init__(self, values: np.ndarray, offset: int = 0):
+    def __init__(self, values: np.ndarray, offset: int = 0, canary: int = CANARY, guard: int = GUARD_BYTES):
+        # ``canary``, ``guard``: other bytes and wider zones, for the probe of what pre reads
+        # around its containers (``replay.pre_reads_outside``); guard zones are checked only
+        # at their defaults
         self.nbytes = values.nbytes
         self.offset = offset
-        self.raw = np.full(GUARD_BYTES + offset + self.nbytes + GUARD_BYTES + 64, CANARY, dtype=np.uint8)
-        self.start = (-self.raw.ctypes.data) % 64 + GUARD_BYTES + offset
+        self.raw = np.full(guard + offset + self.nbytes + guard + 64, canary, dtype=np.uint8)
+        self.start = (-self.raw.ctypes.data) % 64 + guard + offset
         self.data = self.raw[self.start:self.start + self.nbytes].view(values.dtype)
         self.data[...] = values.reshape(-1)
 

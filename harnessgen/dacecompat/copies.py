@@ -83,9 +83,49 @@ def copy_sdfg(sdfg, name: str = None):
         copied = pickle.loads(kept[1])
     else:
         copied = dace.SDFG.from_json(json.loads(dace.serialize.dumps(sdfg_json(sdfg))))
+        if json_broke_connectors(sdfg, copied):
+            copied = pickle.loads(pickle.dumps(sdfg, protocol=pickle.HIGHEST_PROTOCOL))
     if name is not None:
         copied.name = name
     return copied
+
+
+def json_broke_connectors(original, copied) -> bool:
+    """Whether reading ``original``'s JSON back made a nested SDFG's connector disagree with what
+    is connected to it, where ``original`` agrees. DaCe's reader gives the symbols in a
+    container's shape the types of its SDFG's symbol table, where the frontend's objects keep
+    their own: a shape ``stop - start`` of a view (NPBench's spmv, ``uint32`` bounds) then no
+    longer equals the nested SDFG's ``int`` one, and the program read back fails DaCe's
+    validation, which the program DaCe made passes. Such a program is copied by pickle (its
+    objects as they are). The copy is checked first: a copy that agrees costs nothing more."""
+    broken = _disagreeing_connectors(copied)
+    return bool(broken) and len(_disagreeing_connectors(original)) < len(broken)
+
+
+def _disagreeing_connectors(sdfg) -> list:
+    """(nested SDFG, connector) pairs whose inner descriptor, restated in the outer symbols, is
+    not equivalent to the outer one (DaCe's rule in ``NestedSDFG.validate``)."""
+    from dace.sdfg import nodes
+
+    found = []
+    for node, state in sdfg.all_nodes_recursive():
+        if not isinstance(node, nodes.NestedSDFG) or node.sdfg is None:
+            continue
+        outer = state.sdfg
+        for edge in list(state.in_edges(node)) + list(state.out_edges(node)):
+            conn = edge.dst_conn if edge.dst is node else edge.src_conn
+            if conn is None or edge.data.data is None or conn not in node.sdfg.arrays:
+                continue
+            try:
+                same = node.sdfg.arrays[conn].is_equivalent(outer.arrays[edge.data.data],
+                                                            symbol_mapping=node.symbol_mapping)
+            except TypeError:      # DaCe 1.0.2: no symbol mapping in the comparison
+                same = node.sdfg.arrays[conn].is_equivalent(outer.arrays[edge.data.data])
+            except Exception:  # noqa: BLE001 -- a descriptor DaCe cannot compare: not this check's to judge
+                continue
+            if not same:
+                found.append((node.label, conn))
+    return found
 
 
 # a copy made ahead of each of the last programs asked (at most ``_SPARES``): id -> (a weak

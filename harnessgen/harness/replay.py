@@ -111,11 +111,22 @@ class ReplayWorker:
 
     def run(self, data: bytes, tolerance: Optional[Tolerance] = None, threads: int = 1,
             repeat: int = 1) -> ReplayResult:
-        """Replay one input and classify the outcome (race mode when threads > 1)."""
+        """Replay one input and classify the outcome (race mode when threads > 1). Post dying or
+        hanging on an input on which pre reads outside its containers is INVALID_INPUT."""
+        result = self._request(data, tolerance, threads, repeat)
+        if result.outcome in (Outcome.POST_CRASH, Outcome.POST_HANG):
+            probed = self._request(data, None, 1, 1, probe=True)
+            if probed.outcome == Outcome.INVALID_INPUT:
+                return probed
+        return result
+
+    def _request(self, data: bytes, tolerance: Optional[Tolerance], threads: int, repeat: int,
+                 probe: bool = False) -> ReplayResult:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
         self.replays += 1
-        request = {"data": base64.b64encode(bytes(data)).decode(), "threads": threads, "repeat": repeat}
+        request = {"data": base64.b64encode(bytes(data)).decode(), "threads": threads, "repeat": repeat,
+                   "probe": probe}
         if tolerance is not None:
             request.update(rtol=tolerance.rtol, atol=tolerance.atol, exact=tolerance.exact)
         self.proc.stdin.write((json.dumps(request) + "\n").encode())
@@ -226,12 +237,38 @@ def side_library(build, side: str) -> SideLibrary:
         raise Unsupported(str(exc)) from exc
 
 
-def _run_side(side: SideLibrary, decoded: DecodedInput, threads: int):
-    """One run on fresh guarded copies: (buffers, ok)."""
-    buffers = {name: GuardedBuffer(values, decoded.offsets.get(name, 0)) for name, values in decoded.arrays.items()}
+def _run_side(side: SideLibrary, decoded: DecodedInput, threads: int, canary: Optional[int] = None):
+    """One run on fresh guarded copies: (buffers, ok). ``canary``: the containers lie in wide
+    zones of that byte (``PROBE_GUARD_BYTES``), which are not checked."""
+    probe = {} if canary is None else {"canary": canary, "guard": PROBE_GUARD_BYTES}
+    buffers = {name: GuardedBuffer(values, decoded.offsets.get(name, 0), **probe)
+               for name, values in decoded.arrays.items()}
     set_threads(threads)
     ok = side.run(decoded.symbols, buffers)
     return buffers, ok
+
+
+# how far around each container the probe of pre's reads reaches, and the two bytes it fills
+# that room with (a float read of them is 0 or NaN; an index read of them, 0 or -1)
+PROBE_GUARD_BYTES = 1 << 16
+PROBE_CANARIES = (0x00, 0xFF)
+
+
+def pre_reads_outside(layout: InputLayout, pre_side: SideLibrary, decoded: DecodedInput) -> Optional[str]:
+    """Whether pre's result on this input depends on the bytes around its containers: pre run
+    twice, its containers amid zeros and amid ones; where its containers differ, pre read
+    outside one of them (an index or a size the constraints let go too far), and the input is
+    invalid (a missing constraint), never a finding against post. The container whose result
+    differs, or None."""
+    symbols = {k: int(v) for k, v in decoded.symbols.items()}
+    runs = []
+    for canary in PROBE_CANARIES:
+        buffers, ok = _run_side(pre_side, decoded, 1, canary=canary)
+        if not ok:
+            return "(pre's initialization)"
+        runs.append(buffers)
+    container, _ = _first_difference(layout, symbols, runs[0], runs[1], Tolerance(exact=True))
+    return container
 
 
 def _first_difference(layout: InputLayout, symbols, ref, out, tolerance: Tolerance):
@@ -276,6 +313,9 @@ def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLi
             return ReplayResult(Outcome.POST_CRASH, symbols=symbols, message="post's initialization failed")
         name, offset = first_corrupted(post)
         if name is not None:
+            outside = pre_reads_outside(layout, pre_side, decoded)
+            if outside is not None:
+                return _pre_read_outside(outside, symbols)
             return ReplayResult(Outcome.OOB_WRITE, container=name, symbols=symbols,
                                 detail={"offset": offset, "bytes": post[name].nbytes})
         container, detail = _first_difference(layout, symbols, ref, post, tolerance)
@@ -285,6 +325,9 @@ def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLi
     if first is None:
         return ReplayResult(Outcome.PASS, symbols=symbols)
     container, detail = first
+    outside = pre_reads_outside(layout, pre_side, decoded)
+    if outside is not None:
+        return _pre_read_outside(outside, symbols)
     outcome = Outcome.MISMATCH
     if threads > 1:
         single, _ = _run_side(post_side, decoded, 1)
@@ -293,6 +336,13 @@ def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLi
     if threads > 1 or repeat > 1:         # how often post was wrong (a GPU race: some runs only)
         detail.update(threads=threads, runs=max(1, repeat), differing_runs=differing)
     return ReplayResult(outcome, container=container, symbols=symbols, detail=detail)
+
+
+def _pre_read_outside(container: str, symbols: Dict[str, int]) -> ReplayResult:
+    return ReplayResult(Outcome.INVALID_INPUT, container=container, symbols=symbols,
+                        message=f"pre itself reads outside its containers on this input (its {container} changes with "
+                                "the bytes around them): a constraint is missing (an index array's values, or a size "
+                                "relation; give it in --constraints), never a finding against post")
 
 
 def execute(build_dir: Path, decoded: DecodedInput, side: str = "pre", threads: int = 1) -> Dict[str, np.ndarray]:
@@ -327,6 +377,18 @@ class _Replayer:
     def run(self, data: bytes, tolerance: Tolerance, progress, threads: int = 1, repeat: int = 1) -> ReplayResult:
         return _replay_loaded(self.layout, self.pre, self.post, data, tolerance, progress, threads, repeat)
 
+    def probe(self, data: bytes, progress) -> ReplayResult:
+        """Only ``pre_reads_outside``: INVALID_INPUT where pre reads outside its containers (pre
+        dying amid the probe's bytes is that too: the parent hears it died after decoding)."""
+        decoded = self.layout.decode(data)
+        if decoded is None:
+            return ReplayResult(Outcome.PASS, satisfiable=False)
+        progress("decoded", {"symbols": {k: int(v) for k, v in decoded.symbols.items()}})
+        outside = pre_reads_outside(self.layout, self.pre, decoded)
+        symbols = {k: int(v) for k, v in decoded.symbols.items()}
+        return _pre_read_outside(outside, symbols) if outside is not None else ReplayResult(Outcome.PASS,
+                                                                                            symbols=symbols)
+
 
 def _serve(build_dir: Path) -> int:
     """Answer each request with JSON lines on the protocol, a copy of the original standard
@@ -353,8 +415,9 @@ def _serve(build_dir: Path) -> int:
         if "rtol" in request:
             tol = Tolerance(request["rtol"], request["atol"], request["exact"])
         try:
-            result = replayer.run(base64.b64decode(request["data"]), tol, progress, request.get("threads", 1),
-                                  request.get("repeat", 1))
+            data = base64.b64decode(request["data"])
+            result = replayer.probe(data, progress) if request.get("probe") else replayer.run(
+                data, tol, progress, request.get("threads", 1), request.get("repeat", 1))
         except Exception as exc:  # noqa: BLE001 -- the replay's own failure, said as a verdict
             result = ReplayResult(Outcome.REPLAY_ERROR, message=f"the replay failed: {type(exc).__name__}: {exc}")
         progress("result", result.to_json())

@@ -121,7 +121,11 @@ def cached_program(label: str, source: bytes, parse, simplify: bool = True, fron
         else:
             made = prepare_sdfg(parse(), simplify)
             if _publish(made, cached):
-                return made            # what the file holds, read from JSON as the file would be
+                # what the file holds, read from JSON as the file would be; its pickle is what
+                # later reads take (where DaCe's reader would change it, ``copy_sdfg``, the
+                # program as it was made)
+                _keep_pickle(cached, made)
+                return made
     return read_cached(cached)
 
 
@@ -145,8 +149,17 @@ def read_cached(cached: Path):
         if kept_stamp == stamp:
             return sdfg
     sdfg = dace.SDFG.from_file(str(cached))
-    write_atomic(pickled, pickle.dumps((stamp, sdfg), protocol=pickle.HIGHEST_PROTOCOL))
+    _keep_pickle(cached, sdfg)
     return sdfg
+
+
+def _keep_pickle(cached: Path, sdfg) -> None:
+    """Keep the pickle ``read_cached`` reads of the cache file ``cached``: ``sdfg``, its content."""
+    import pickle
+
+    stat = cached.stat()
+    write_atomic(cached.with_name(f"{cached.name}.pickle"),
+                 pickle.dumps(([stat.st_size, stat.st_mtime_ns], sdfg), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _through_json(sdfg):
