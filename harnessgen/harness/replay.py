@@ -129,8 +129,13 @@ class ReplayWorker:
                    "probe": probe}
         if tolerance is not None:
             request.update(rtol=tolerance.rtol, atol=tolerance.atol, exact=tolerance.exact)
-        self.proc.stdin.write((json.dumps(request) + "\n").encode())
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:         # the child died since it last answered: a fresh one
+            self._start()
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
         stages: Dict[str, Dict] = {}
         noise: List[str] = []         # what else reached the protocol: said, never parsed as an answer
         deadline = time.monotonic() + self.timeout_s

@@ -21,7 +21,7 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ..core import envs
 from ..core.errors import ConfigError
@@ -98,19 +98,48 @@ def benchmarks(root: Path) -> List[Benchmark]:
     return found
 
 
-def relations(presets: Dict[str, Dict[str, int]], symbols: List[str]) -> Dict[str, List[str]]:
-    """For each of ``symbols``, those it is larger than at every preset size: NPBench's programs
-    assume such orders (a convolution's kernel no wider than its image, a triangle's band no
-    longer than its matrix) and do not check them. Strict at every preset, so never a cycle."""
+def relations(presets: Dict[str, Dict[str, int]], symbols: List[str],
+              combined: Set[FrozenSet[str]]) -> Dict[str, List[str]]:
+    """For each of ``symbols``, those it is larger than at every preset size among those the
+    program combines in one expression (``combined``: a shape ``H - K + 1``, a range ``i:i+K``):
+    NPBench's programs assume such orders (a convolution's kernel no wider than its image) and
+    do not check them. Sizes never combined keep their own ranges (a batch may be larger than
+    an image). Strict at every preset, so never a cycle."""
     sizes = [p for p in presets.values() if all(s in p for s in symbols)]
     if not sizes:
         return {}
     below: Dict[str, List[str]] = {}
     for big in symbols:
-        smaller = [small for small in symbols if small != big and all(p[small] < p[big] for p in sizes)]
+        smaller = [small for small in symbols if small != big and all(p[small] < p[big] for p in sizes)
+                   and any({small, big} <= group for group in combined)]
         if smaller:
             below[big] = sorted(smaller)
     return below
+
+
+def combined_symbols(sdfg) -> Set[FrozenSet[str]]:
+    """The sets of symbols that appear together in one expression of ``sdfg``: a container's
+    extent, a map's range, a memlet's subset (each dimension on its own)."""
+    from dace.sdfg import nodes
+
+    groups: Set[FrozenSet[str]] = set()
+
+    def add(expressions) -> None:
+        for expression in expressions:
+            names = frozenset(str(s) for s in getattr(expression, "free_symbols", ()))
+            if len(names) > 1:
+                groups.add(names)
+
+    for _, _, desc in sdfg.arrays_recursive():
+        add(desc.shape)
+    for node, _ in sdfg.all_nodes_recursive():
+        if isinstance(node, nodes.MapEntry):
+            add(part for dim in node.map.range.ranges for part in dim)
+    for edge, _ in sdfg.all_edges_recursive():
+        subset = getattr(getattr(edge.data, "subset", None), "ranges", None)
+        if subset:
+            add(part for dim in subset for part in dim)
+    return groups
 
 
 def constraints_text(below: Dict[str, List[str]], max_size: int = DEFAULT_MAX_SIZE) -> Dict:
@@ -141,11 +170,11 @@ def _symbols_of(module) -> List[str]:
     return sorted(name for name, value in vars(module).items() if isinstance(value, dace.symbolic.symbol))
 
 
-def _constraints_file(bench: Benchmark, module) -> Optional[Path]:
+def _constraints_file(bench: Benchmark, module, sdfg) -> Optional[Path]:
     """The benchmark's ``relations`` as a constraints file in the program cache (None where
     there are none), named by its content."""
-    text = constraints_text(relations(bench.presets, [s for s in _symbols_of(module)
-                                                      if all(s in p for p in bench.presets.values())]))
+    symbols = [s for s in _symbols_of(module) if all(s in p for p in bench.presets.values())]
+    text = constraints_text(relations(bench.presets, symbols, combined_symbols(sdfg)))
     if len(text) == 1:
         return None
     blob = json.dumps(text, indent=1, sort_keys=True)
@@ -194,7 +223,7 @@ def _program(bench: Benchmark) -> Program:
                                 "against DaCe", exc) from exc
 
     def constraints() -> Optional[Path]:
-        return _constraints_file(bench, dace_program()[0])
+        return _constraints_file(bench, dace_program()[0], build(simplify=True))
 
     return Program(bench.name, build, f"{bench.folder.name}/{bench.program_file.name}:{bench.function}",
                    build_unsimplified=lambda: build(simplify=False), reference=_reference(bench),
