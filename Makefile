@@ -1,5 +1,5 @@
 # harnessgen — every target installs what it needs (idempotently).
-#   make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n] [REDO=VERDICT|Class,...]
+#   make fuzz [TARGET=cloudsc|kernels|npbench[:NAME]] [NPBENCH=checkout] [XFORM=A,B] [TIME=s per instance] [INSTANCE=id] [JOBS=n] [REDO=VERDICT|Class,...]
 #             [PARAMS=default|boundary|N]
 #   make recipe [TARGET=cloudsc] [RECIPE=file.py:function] [TIME=s per step] [BUDGET=s]
 #   make campaign [TARGET=kernels] [XFORMS=all|A,B] [BUDGET=60s|200000x per instance] [JOBS=n] [CAMPAIGN=dir]
@@ -30,6 +30,8 @@ OTHER_BIN    := $(call DACE_ENV,$(OTHER_DACE))/bin
 SETUP        := $(if $(ON_OTHER_DACE),setup-dace,setup)
 DEB_PACKAGES := afl++ clang lld llvm libomp-dev libclang-rt-14-dev build-essential cmake procps gnuplot-nox gdb
 TARGET       ?= cloudsc
+# NPBENCH=<an NPBench checkout> for TARGET=npbench (default: ../shared/npbench where it exists)
+NPBENCH      ?=
 XFORM        ?=
 TIME         ?= 2
 BUDGET       ?= 840
@@ -77,6 +79,8 @@ help:
 	@echo "make bugs TARGET=cloudsc ON_DACE=1.0.2,2.0.0b1         ... each judged again on those DaCe versions"
 	@echo "make replay CRASH=crashes/<target>/<instance>/<finding>  run a finding's reproducer"
 	@echo "make instances TARGET=kernels XFORM=MapTiling           list instances and cutout sizes"
+	@echo "make fuzz TARGET=npbench [NPBENCH=dir]                  every NPBench benchmark (default ../shared/npbench) x"
+	@echo "                                                         every CPU built-in; TARGET=npbench:gemm for one"
 	@echo "make fuzz TARGET=kernels XFORM=MapTiling PARAMS=boundary  the transformation's own parameters too (tile sizes,"
 	@echo "                                                         offsets, widths...): boundary values, or PARAMS=N per match"
 	@echo "make fuzz TARGET=kernels XFORM=gpu                       GPU transformations (GPU cutouts; built only where no GPU is)"
@@ -163,7 +167,7 @@ $(WORK)/.warm-stamp: $(WORK)/.deps-stamp $(VENV)/.stamp harnessgen/harness/warm.
 NEEDS_CUDA = $(or $(findstring gpukernels,$(TARGET)),$(findstring gpu,$(XFORM)),$(findstring GPU,$(XFORM)))
 
 fuzz: $(SETUP) $(if $(NEEDS_CUDA),setup-cuda)
-	$(BIN)/harnessgen fuzz --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) \
+	$(if $(NPBENCH),HARNESSGEN_NPBENCH=$(abspath $(NPBENCH))) $(BIN)/harnessgen fuzz --program $(TARGET) $(if $(XFORM),--transformation $(XFORM)) \
 	  $(if $(INSTANCE),--instance $(INSTANCE),--all) --time $(TIME) --jobs $(JOBS) \
 	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(REDO),--redo $(REDO)) $(if $(PARAMS),--params $(PARAMS)) \
 	  --out $(OUT) $(FUZZ_ARGS)
@@ -174,7 +178,7 @@ recipe: $(SETUP)
 	  $(if $(BUDGET),--budget $(BUDGET)) --out $(RECIPE_OUT) $(FUZZ_ARGS)
 
 campaign: $(SETUP)
-	$(BIN)/harnessgen campaign --program $(TARGET) $(if $(XFORMS),--transformation $(XFORMS)) \
+	$(if $(NPBENCH),HARNESSGEN_NPBENCH=$(abspath $(NPBENCH))) $(BIN)/harnessgen campaign --program $(TARGET) $(if $(XFORMS),--transformation $(XFORMS)) \
 	  --budget $(CAMPAIGN_BUDGET) --jobs $(JOBS) $(if $(PARAMS),--params $(PARAMS)) --out $(CAMPAIGN) $(CAMPAIGN_ARGS)
 
 report: $(SETUP)

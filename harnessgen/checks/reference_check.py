@@ -199,6 +199,9 @@ def _check_form(sdfg, form: str, reference: Reference, layout, keep: Path, optio
     try:
         harness = judge.prepare(pair, options.judge, (None, layout)).harness
     except BuildError as exc:
+        if exc.missing_header:          # a library the machine lacks: nothing known of the form
+            return FormCheck(form, SKIPPED, reason=f"this machine lacks {exc.missing_header}, which DaCe's code for "
+                                                   "it includes (install the library that provides it)")
         if not exc.of_the_code:        # a compiler killed or silent: nothing known of the form, nothing kept
             return FormCheck(form, SKIPPED, reason=f"the build failed, saying nothing of the code: {exc}"[:400])
         # the program itself (not a transformation of it) does not compile: a finding against

@@ -526,8 +526,13 @@ def _add_targets(sub) -> None:
 
 def cmd_targets(args) -> int:
     for name in sorted(BUILTIN_TARGETS):
-        target, _ = resolve(name)
-        print(f"{name}: default transformations {', '.join(target.default_transformations)}")
+        try:
+            target, _ = resolve(name)
+        except ConfigError as exc:      # a target of others' programs without its checkout
+            print(f"{name}: not available here ({exc})")
+            continue
+        defaults = ", ".join(target.default_transformations) or "all (every CPU built-in that matches)"
+        print(f"{name}: default transformations {defaults}")
         if target.gpu_transformations:
             print(f"{' ' * len(name)}  --transformation gpu: {', '.join(target.gpu_transformations)}")
         for program, description in target.listing():

@@ -1,5 +1,7 @@
 """One root exception; subclasses say who must act."""
 
+import re
+
 
 class HarnessgenError(Exception):
     """Root of every error harnessgen raises on purpose."""
@@ -43,7 +45,16 @@ class BuildError(HarnessgenError):
         """Whether the failure says something of the code built (a compiler's diagnostic, or a
         known cause matched before compiling) rather than of the machine (a compiler killed,
         gone, silent): only such a failure of a program's side can be a finding."""
-        return bool(self.cause or self.first_error) and self.side in ("hg_pre", "hg_post")
+        return (bool(self.cause or self.first_error) and self.side in ("hg_pre", "hg_post")
+                and not self.missing_header)
+
+    @property
+    def missing_header(self) -> str:
+        """A system header the compiler did not find (``cblas.h`` for DaCe's BLAS and LAPACK
+        expansions): the machine lacks a library, which says nothing of the code ('' where
+        none is missing)."""
+        match = re.search(r"fatal error: '([^']+)' file not found", self.first_error)
+        return match.group(1) if match else ""
 
 
 class EngineError(HarnessgenError):

@@ -56,8 +56,8 @@ def returned_containers(returned, containers: Dict) -> Dict[str, np.ndarray]:
     value, ``__return_0``, ``__return_1``... for a tuple (those of them the program has, each
     shaped and typed as the program's container). A returned value is an output of the program
     like any container it writes."""
-    if returned is None:
-        return {}
+    if returned is None or not any(name.startswith(RETURN) for name in containers):
+        return {}                 # (a NumPy version that returns what the program writes in place)
     values = {RETURN: returned} if RETURN in containers or not isinstance(returned, tuple) else {}
     if isinstance(returned, tuple) and not values:
         values = {f"{RETURN}_{i}": value for i, value in enumerate(returned)}
