@@ -102,7 +102,8 @@ class InstanceRunner:
         elif opts.seed_mode == "none":
             generated = []
         else:
-            generated = seedlib.sample(harness.layout, opts.num_seeds, opts.seed)
+            generated = self.subject.own_seeds(inst, harness.layout) + seedlib.sample(harness.layout, opts.num_seeds,
+                                                                                       opts.seed)
         with result.timed("prove"):
             proof = self._prove(harness, result)
         if proof is not None and proof.candidate:   # counterexamples: replayed first, then seeds

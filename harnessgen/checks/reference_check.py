@@ -110,7 +110,8 @@ def check_program(target_name: str, program, options: CheckOptions) -> Optional[
             check.forms.append(FormCheck(form, SKIPPED, reason="the loader keeps no unsimplified form"))
             continue
         keep = Path(options.crashes_root) / target_name / f"reference-{program.name}"
-        result = _check_form(program.sdfg(simplified), form, program.reference, layout, keep, options)
+        result = _check_form(program.sdfg(simplified), form, program.reference, layout, keep, options,
+                             program.own_inputs)
         check.forms.append(result)
         if result.verdict in FINDINGS and not check.blame:
             check.blame = pipeline
@@ -183,7 +184,8 @@ def _layout(sdfg, options: CheckOptions):
     return judge.constrain(pair, options.judge)[1]
 
 
-def _check_form(sdfg, form: str, reference: Reference, layout, keep: Path, options: CheckOptions) -> FormCheck:
+def _check_form(sdfg, form: str, reference: Reference, layout, keep: Path, options: CheckOptions,
+                own_inputs=None) -> FormCheck:
     """A form's record: read back where this program was checked against this reference already
     (a form that does not build included: its compiler is not called again)."""
 
@@ -208,7 +210,7 @@ def _check_form(sdfg, form: str, reference: Reference, layout, keep: Path, optio
         # the pipeline that made this form
         record = FormCheck(form, BUILD_FAILURE, reason=f"{exc}: {exc.first_error}"[:400])
     else:
-        record = _run_check(sdfg, form, reference, layout, harness, keep, options)
+        record = _run_check(sdfg, form, reference, layout, harness, keep, options, own_inputs)
     write_json(cached, dataclasses.asdict(record))
     return record
 
@@ -225,16 +227,20 @@ def _record_key(reference: Reference, form: str, options: CheckOptions) -> str:
         code = repr(reference.function)
     # how a reference's answer is taken (its return value included) is part of the record too
     taking = inspect.getsource(Reference.run) + inspect.getsource(returned_containers)
-    blob = json.dumps([reference.label, code, reference.identity, taking, form, options.judge.tolerance.to_json(),
+    blob = json.dumps([reference.label, code, reference.identity, reference.independent, taking, form, options.judge.tolerance.to_json(),
                        options.inputs, options.judge.seed, str(Path(options.crashes_root).resolve())], default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _run_check(sdfg, form: str, reference: Reference, layout, harness, keep: Path, options: CheckOptions) -> FormCheck:
+def _run_check(sdfg, form: str, reference: Reference, layout, harness, keep: Path, options: CheckOptions,
+               own_inputs=None) -> FormCheck:
 
 
     scalars = {n for n, d in sdfg.arrays.items() if isinstance(d, dt.Scalar) and not d.transient}
-    inputs = seeds.sample(layout, options.inputs, options.judge.seed)
+    inputs = _inputs(reference, own_inputs, layout, options)
+    if not inputs:
+        return FormCheck(form, SKIPPED, reason=f"{reference.label} is another implementation, judged on the program's "
+                                               "own inputs alone, and it has none that fit its layout")
     outputs = run_inputs(harness.dir, inputs, options.timeout_s)
     check = FormCheck(form, AGREES)
     for (name, data), got in zip(inputs, outputs):
@@ -256,6 +262,18 @@ def _run_check(sdfg, form: str, reference: Reference, layout, harness, keep: Pat
             check.finding = str(_write_finding(keep / f"{form}-{difference['container']}", sdfg, reference, data,
                                                decoded, shaped, expected, got, check))
     return check
+
+
+# the largest sizes of the program's own inputs (each a scaled-down copy of its smallest preset)
+OWN_INPUT_SIZES = (CHECK_MAX_SIZE, 4)
+
+
+def _inputs(reference: Reference, own_inputs, layout: InputLayout, options: CheckOptions) -> List[Tuple[str, bytes]]:
+    """What a form is judged on: the boundary seeds, or where the reference is another
+    implementation (``Reference.independent``), the program's own inputs alone."""
+    if not reference.independent:
+        return seeds.sample(layout, options.inputs, options.judge.seed)
+    return seeds.own_inputs(layout, own_inputs, OWN_INPUT_SIZES) if own_inputs is not None else []
 
 
 def _first_difference(expected: Dict, got: Optional[Dict], layout, symbols, tolerance: Tolerance) -> Optional[Dict]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -284,3 +284,31 @@ def screen_seeds(build, paths: List[Path], timeout_s: float = 20.0, threads: int
         else:
             passing.append(path)
     return passing, crashing
+
+
+def own_inputs(layout: InputLayout, make: Callable[[int], Tuple[Dict[str, int], Dict]],
+               largest: Iterable[int]) -> List[Tuple[str, bytes]]:
+    """A program's own inputs (``Program.own_inputs``: its benchmark's ``initialize``) at each
+    of the ``largest`` sizes, encoded for ``layout``: its symbols from the sizes, each container
+    the program's argument of that name where one fits, else zeros. Only inputs that decode to
+    those very sizes (within the layout's ranges) are kept."""
+    inputs = []
+    for size in largest:
+        try:
+            sizes, values = make(size)
+            symbols = {s.name: int(sizes[s.name]) for s in layout.symbols}
+            counts = layout.counts(symbols)
+            arrays = {c.name: _fitting(values.get(c.name), counts[c.name]) for c in layout.containers}
+            data = layout.encode(symbols, arrays)
+        except Exception:  # noqa: BLE001 -- inputs that do not fit the layout (a size it lacks, a failing initialize)
+            continue
+        decoded = layout.decode(data)
+        if decoded is not None and all(int(decoded.symbols[k]) == v for k, v in symbols.items()):
+            inputs.append((f"own-inputs-{size}", data))
+    return inputs
+
+
+def _fitting(value, count: int) -> np.ndarray:
+    """``value`` flattened where it has ``count`` elements, else zeros."""
+    flat = np.asarray(value).reshape(-1) if value is not None else np.zeros(0)
+    return flat if flat.size == count else np.zeros(count)

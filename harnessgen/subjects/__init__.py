@@ -96,6 +96,11 @@ class Subject(abc.ABC):
         so that the planner can show each step as it happens."""
         return []
 
+    def own_seeds(self, inst, layout) -> List[Tuple[str, bytes]]:
+        """Seed inputs of the instance's program's own (a benchmark's realistic inputs), encoded
+        for ``layout``, before the generated ones; none by default."""
+        return []
+
     def program_options(self, program: str, options):
         """The run's options as they apply to one of its programs."""
         return options

@@ -37,7 +37,7 @@ from ..harness.compiler import CXX, CXXFLAGS
 from ..harness.codegen_causes import diagnostics, from_compiler_output, line_context
 from ..harness.judge import JudgeOptions, constrain, prepare as prepare_pair
 from ..inputs.layout import InputLayout
-from ..inputs.seeds import screen_seeds
+from ..inputs.seeds import own_inputs as seeds_of_program, screen_seeds
 from ..plan import params
 from ..plan.instances import Instance, cpu_builtin_transformations
 from ..plan.params import ParamOptions
@@ -54,6 +54,8 @@ CUTOUT_ONLY = "cutout-only"
 # how many larger cutouts an instance is judged in after the audit showed its cutout missing a
 # difference of the whole program (the ladder has at most two: the nested SDFG, the program)
 MAX_GROWTH_AFTER_AUDIT = 2
+# the largest sizes of a program's own inputs as seeds (scaled-down copies of its smallest preset)
+OWN_SEED_SIZES = (8, 4)
 # how many larger cutouts a difference in symbol outputs only is judged in: a region ladder has
 # a rung per enclosing loop or branch, then the nested SDFG and the program
 MAX_GROWTH_PAST_SYMBOLS = 8
@@ -173,6 +175,14 @@ class SdfgSubject(Subject):
 
     def unloadable(self) -> Dict[str, str]:
         return dict(self.target.unloadable)
+
+    def own_seeds(self, inst: Instance, layout: InputLayout) -> List:
+        """The program's own inputs (``Program.own_inputs``) where they fit the cutout's layout:
+        its arguments by name (``seeds.own_inputs``)."""
+        program = self.target.programs.get(inst.program)
+        if program is None or program.own_inputs is None or inst.step:
+            return []
+        return seeds_of_program(layout, program.own_inputs, OWN_SEED_SIZES)
 
     def program_options(self, program: str, options):
         """The run's options for one program: its own constraints file where the user gave none."""

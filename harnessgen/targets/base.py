@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..core.data import AFL_CONFIGS
 from ..core.errors import ConfigError
@@ -39,6 +39,10 @@ class Program:
     # () -> a constraints file of the program's own (``{"name": ["lo", "hi"]}``), or None: used
     # where the user gives none (an NPBench benchmark's size orders)
     constraints: Optional[Callable[[], Optional[Path]]] = None
+    # the program's own realistic inputs (NPBench's ``initialize``): (largest size) -> (sizes,
+    # {argument: value}); the first seed of its instances and what an independent reference
+    # judges it on
+    own_inputs: Optional[Callable[[int], Tuple[Dict[str, int], Dict[str, Any]]]] = None
 
     def sdfg(self, simplified: bool = True):
         if simplified:

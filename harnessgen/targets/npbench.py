@@ -23,6 +23,8 @@ import json
 from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
+import numpy as np
+
 from ..core import envs
 from ..core.errors import ConfigError
 from ..core.files import write_atomic
@@ -228,7 +230,8 @@ def _program(bench: Benchmark) -> Program:
     return Program(bench.name, build, f"{bench.folder.name}/{bench.program_file.name}:{bench.function}",
                    build_unsimplified=lambda: build(simplify=False), reference=_reference(bench),
                    identity=content_identity(bench.source()) if bench.program_file.is_file() else "",
-                   constraints=constraints)
+                   constraints=constraints,
+                   own_inputs=(lambda largest: seed_arrays(bench, largest)) if bench.init_file.is_file() else None)
 
 
 def _reference(bench: Benchmark) -> Optional[Reference]:
@@ -250,7 +253,9 @@ def _reference(bench: Benchmark) -> Optional[Reference]:
         inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None if has_default else inspect.Parameter.empty)
         for n, has_default in parameters])
     return Reference(f"npbench {bench.reference_file.name}:{bench.function}", run,
-                     identity=content_identity(bench.reference_file.read_bytes()))
+                     identity=content_identity(bench.reference_file.read_bytes(),
+                                               bench.init_file.read_bytes() if bench.init_file.is_file() else b""),
+                     independent=True)
 
 
 def _parameters(path: Path, function: str) -> List[Tuple[str, bool]]:
@@ -273,7 +278,11 @@ def seed_arrays(bench: Benchmark, largest: int) -> Tuple[Dict[str, int], Dict]:
     init = getattr(load_module(bench.init_file), bench.init_function)
     made = init(**{name: sizes[name] for name in bench.init_args if name in sizes})
     made = made if isinstance(made, tuple) else (made,)
-    return sizes, dict(zip(bench.init_outputs, made))
+    values = dict(zip(bench.init_outputs, made))
+    # an output of ``initialize`` that is a size (stockham's N) is a size
+    sizes.update({k: int(v) for k, v in values.items() if k not in sizes and np.ndim(v) == 0
+                  and isinstance(v, (int, np.integer))})
+    return sizes, {k: np.asarray(v) for k, v in values.items()}
 
 
 def make_target() -> Target:

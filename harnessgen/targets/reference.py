@@ -25,6 +25,12 @@ class Reference:
     function: Callable
     # what the function runs beyond its own code (a file it loads when called), as a key
     identity: str = ""
+    # another implementation of what the program computes (NPBench's NumPy version), not the
+    # program itself: it judges the program on the program's own inputs alone (``Program.
+    # own_inputs``), for two implementations may part ways on inputs their benchmark never
+    # feeds (all values equal: NumPy's histogram widens an empty range, the port divides by
+    # zero), which says nothing of DaCe
+    independent: bool = False
 
     def run(self, arrays: Dict[str, np.ndarray], symbols: Dict[str, int], scalars: Iterable[str] = ()) -> Dict:
         """Copies of ``arrays`` after the reference ran on them. ``scalars``: containers the
