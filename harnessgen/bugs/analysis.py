@@ -8,8 +8,10 @@ import traceback
 from pathlib import Path
 from typing import Callable, ContextManager, Dict, List, Optional, Sequence
 
-from .bug_report import write_bug_reports
-from .cluster import Bug, collect, write_bugs
+from ..checks import confirm
+from ..core.files import write_json
+from .bug_report import BUGS_DIR, write_bug_reports
+from .cluster import Bug, collect, load_json, write_bugs
 from .reduce import ReduceOptions, cached_reduction, reduce_bug
 from .version_verdicts import STILL_PRESENT, newest_showing, version_key
 from .versions import load_kept_versions, rejudge_bugs
@@ -57,9 +59,62 @@ def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
     if on_dace:
         work_dir = reduce.judge.work_dir if reduce is not None else Path(".harnessgen")
         rejudge_bugs(bugs, out_dir, on_dace, work_dir, Path.cwd(), step=step)
+    confirm_bugs(bugs, out_dir, None if seconds is None else started + seconds, step)
+    bugs = confirmed_first(bugs)
     write_bug_reports(bugs, out_dir)
     write_bugs(bugs, run_dirs, out_dir, seconds=clustered - started, reduce_seconds=reduced - clustered)
     return bugs
+
+
+def confirmed_first(bugs: Sequence[Bug]) -> List[Bug]:
+    """Bugs DaCe alone shows on the whole program first, each group in its order."""
+    return sorted(bugs, key=lambda bug: not bug.confirmed)
+
+
+def confirm_bugs(bugs: Sequence[Bug], out_dir: Path, deadline: Optional[float],
+                 step: Callable[[str], ContextManager] = lambda label: contextlib.nullcontext()) -> None:
+    """Whether DaCe alone shows each bug on the whole program: the ``confirm.py`` one of its
+    findings keeps (``checks.confirm``), copied into ``bugs/<id>/`` and run there once per
+    content (its record kept beside it); wrong results first. A bug none of whose findings the
+    whole program showed is CUTOUT ONLY, with the reason its representative's audit gives."""
+    for number, bug in enumerate(reduction_order(bugs), 1):
+        source = next((confirm.kept(f.path) for f in sorted(bug.findings, key=lambda f: f.rank)
+                       if confirm.kept(f.path) is not None), None)
+        if source is None:
+            bug.confirmation = confirm.Confirmation(confirm.CUTOUT_ONLY, _why_cutout_only(bug)).to_json()
+            continue
+        target = Path(out_dir) / BUGS_DIR / bug.id / confirm.CONFIRM_DIR
+        key = confirm.content_key(source)
+        kept = load_json(target / "confirmation.json") or {}
+        if kept.get("key") == key:
+            bug.confirmation = kept["confirmation"]
+            continue
+        if deadline is not None and time.monotonic() > deadline:
+            bug.confirmation = confirm.Confirmation(confirm.CUTOUT_ONLY, "not confirmed yet: the analysis's time went to "
+                                                    "the bugs before it (harnessgen bugs on the run confirms it)").to_json()
+            continue
+        with step(f"confirming bug {number}/{len(bugs)} with DaCe alone ({bug.signature.transformation} "
+                  f"{bug.signature.kind})"):
+            confirm.copy(source, target)
+            bug.confirmation = confirm.run(target).to_json()
+        write_json(target / "confirmation.json", {"key": key, "confirmation": bug.confirmation})
+
+
+def _why_cutout_only(bug: Bug) -> str:
+    """Why no finding of ``bug`` has a confirm.py: what its representative's audit said."""
+    meta = load_json(bug.representative.path / "meta.json") or {}
+    audit = meta.get("audit") or {}
+    whole = audit.get("whole_program") or {}
+    if audit.get("classification") == "latent":
+        return (f"the whole program does not show it: DaCe alone agrees on the audit's {whole.get('inputs', 0)} "
+                "input(s); only the cutout's inputs (values the program may never hold there) show it")
+    if audit.get("classification") == "cutout-only":
+        return ("DaCe applies the same change to the whole program, which validates"
+                + (" and builds" if bug.signature.kind == "BUILD_FAILURE" else "")
+                + ": the failure shows only in a cutout, whose shape harnessgen made")
+    reason = whole.get("reason") or audit.get("reason") or ""
+    return ("the whole program was not judged" + (f" ({reason})" if reason else "")
+            + "; only the cutout shows it")[:400]
 
 
 def reduction_order(bugs: Sequence[Bug]) -> List[Bug]:

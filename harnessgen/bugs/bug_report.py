@@ -137,7 +137,8 @@ def write_bug_report(bug: Bug, out_dir: Path) -> Path:
         symbols=", ".join(f"{k}={v}" for k, v in (meta.get("symbols") or {}).items()),
         expected_actual=_expected_actual(bug, folder, meta),
         members=[{**m, "shown": shown_path(Path(m["path"]))} for m in record["members"]],
-        builder=builder, builder_path=shown_path(target.with_name("builder.py")))
+        builder=builder, builder_path=shown_path(target.with_name("builder.py")),
+        confirm_dir=shown_path(target.with_name("confirm")))
     write_atomic(target, text.encode())
     return target
 

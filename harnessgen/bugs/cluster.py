@@ -86,6 +86,12 @@ class Bug:
     versions: Dict[str, Dict] = dataclasses.field(default_factory=dict)
     # instances that took a member instance's verdict: their pair is the same up to names
     same_pair: List[str] = dataclasses.field(default_factory=list)
+    # whether DaCe alone shows it on the whole program (``checks.confirm.Confirmation``'s record)
+    confirmation: Dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def confirmed(self) -> bool:
+        return self.confirmation.get("verdict") == "CONFIRMED"
 
     @property
     def id(self) -> str:
@@ -113,7 +119,8 @@ class Bug:
                 "programs": sorted({f.program for f in self.findings}),
                 "first_seen": {"at": _iso(first.seen_at), "instance": first.instance, "path": str(first.path)},
                 "representative": rep.to_json(), "reduction": self.reduction, "versions": self.versions,
-                "shows_on_newest": newest_showing(self.versions),
+                "shows_on_newest": newest_showing(self.versions), "confirmation": self.confirmation,
+                "dace_alone": self.confirmation.get("verdict", "CUTOUT ONLY"),
                 "members": [f.to_json() for f in sorted(self.findings, key=lambda f: f.rank)]}
 
 
@@ -360,5 +367,7 @@ def bug_rows(out_dir: Path) -> List[Dict]:
                      "reduced_states": reduced.get("after", [None, None])[0] if reduced.get("folder") else None,
                      "reduced_nodes": reduced.get("after", [None, None])[1] if reduced.get("folder") else None,
                      "versions": versions_line(bug.get("versions") or {}),
-                     "shows_on_newest": bug.get("shows_on_newest")})
+                     "shows_on_newest": bug.get("shows_on_newest"),
+                     "dace_alone": bug.get("dace_alone", "CUTOUT ONLY"),
+                     "dace_alone_reason": (bug.get("confirmation") or {}).get("reason", "")})
     return rows

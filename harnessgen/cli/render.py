@@ -239,10 +239,16 @@ def bug_lines(run_dir: Path) -> List[str]:
     rows = bug_rows(run_dir)
     if not rows:
         return []
-    lines = [f"[bold]distinct bugs:[/] {sum(r['findings'] for r in rows)} finding(s) in {len(rows)}"]
+    confirmed = sum(1 for r in rows if r["dace_alone"] == "CONFIRMED")
+    lines = [f"[bold]distinct bugs:[/] {sum(r['findings'] for r in rows)} finding(s) in {len(rows)}; {confirmed} "
+             "CONFIRMED (DaCe alone shows it on the whole program: bugs/<id>/confirm/confirm.py), "
+             f"{len(rows) - confirmed} CUTOUT ONLY"]
     for row in rows:
         where = shown_path(Path(os.path.normpath(Path(run_dir) / row["representative"])))
-        lines.append(f"  [bold]{row['instances']:>4} x {escape(row['transformation'])} {row['kind']}[/]  {row['id']}\n"
+        alone = "[bold red]CONFIRMED[/]" if row["dace_alone"] == "CONFIRMED" else \
+            f"CUTOUT ONLY: {escape(row['dace_alone_reason'][:200])}"
+        lines.append(f"  [bold]{row['instances']:>4} x {escape(row['transformation'])} {row['kind']}[/]  {row['id']}  "
+                     f"{alone}\n"
                      f"         {escape(row['description'])}\n         smallest: {escape(where)} ({row['size']})")
         if row.get("versions"):
             newest = f"; [bold red]shows on the newest DaCe judged, {row['shows_on_newest']}[/]" \

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
+from ..checks import confirm
 from ..checks.audit import AUDIT_MAX_SIZE, SKIPPED, WHOLE_PROGRAM_FINDING, AuditOptions, audit, classify, is_cheap
 from ..checks.pipeline_bisect import BISECT_MAX_SIZE, BisectOptions, bisect
 from ..checks.reference_check import CHECK_MAX_SIZE, CheckOptions, check_program, not_loaded
@@ -357,7 +358,7 @@ class SdfgSubject(Subject):
                 self._audit(spec, inst, options, result)
         if result.verdict == CUTOUT_MISSED:
             with result.timed("grown"):
-                self._grow_after_audit(inst, result, judge)
+                self._grow_after_audit(spec, inst, result, judge, options)
         elif _only_symbol_outputs_differ(result):
             with result.timed("grown"):
                 self._grow_past_symbol_outputs(inst, result, judge)
@@ -530,7 +531,9 @@ class SdfgSubject(Subject):
             **_instance_inputs(options, inst, result)))
         label = classify(result.verdict, record)
         result.audit = {**record.to_json(), "classification": label}
+        differing = Path(record.finding) / "inputs.npz" if record.finding else None
         if label == WHOLE_PROGRAM_FINDING:
+            self._keep_confirm(spec, inst, [record.finding], differing, options)
             result.verdict, result.crashes = record.verdict, [record.finding]
             result.message = (f"{record.verdict} of the whole program after the change, though the cutout passed "
                               f"(a finding of its own, not CUTOUT_MISSED: nothing ran differently): {record.reason}")
@@ -543,6 +546,8 @@ class SdfgSubject(Subject):
             for finding in result.findings:
                 finding["observable"] = label == "observable"
                 _mark_finding(Path(finding["path"]), label, record)
+            if label == "observable":
+                self._keep_confirm(spec, inst, [f["path"] for f in result.findings], differing, options)
 
     def _audited(self, spec: str, inst: Instance, options) -> bool:
         """Whether a dynamic verdict of the instance gets the whole-program audit."""
@@ -585,6 +590,7 @@ class SdfgSubject(Subject):
             result.audit = {**record, "classification": "observable"}
             for folder in result.crashes:
                 _record_in_finding(Path(folder), "audit", {"classification": "observable", "whole_program": record})
+            self._keep_confirm(spec, inst, result.crashes, None, options)
             return
         result.audit = {**record, "classification": CUTOUT_ONLY}
         for folder in result.crashes:
@@ -595,15 +601,33 @@ class SdfgSubject(Subject):
             result.verdict = "UNSUPPORTED"
             result.message = f"{said}, and no larger cutout could be judged: {result.message[-300:]}"
             return
-        self._take_grown(result, again, f"{said}; judged in a larger cutout ({len(result.audit['grown'])} step(s) up)")
+        for folder in list(again.crashes) + [f["path"] for f in again.findings]:
+            # the larger cutout's finding: the whole program took the change all the same
+            _record_in_finding(Path(folder), "audit", {"classification": CUTOUT_ONLY, "whole_program": record})
+        self._take_grown(result, again, f"{said}; judged in a larger cutout ({len(result.audit['grown'])} step(s) up)",
+                         observable=False)
 
-    def _grow_after_audit(self, inst: Instance, result, judge: Callable) -> None:
+    def _keep_confirm(self, spec: str, inst: Instance, folders: List, inputs: Optional[Path], options) -> None:
+        """Beside each finding the whole program shows, what ``confirm.py`` needs to show it with
+        DaCe alone (``checks.confirm``): a pattern's match in the program, the program, and the
+        whole program's inputs on which it differed (none for a static verdict)."""
+        if not isinstance(self.change(spec), Patterns) or inst.step:
+            return
+        for folder in folders:
+            if folder and Path(folder).is_dir():
+                confirm.write(Path(folder), self.program_of(inst), inst.match, spec,
+                              inputs if inputs is not None and inputs.is_file() else None, options.tolerance)
+
+    def _grow_after_audit(self, spec: str, inst: Instance, result, judge: Callable, options) -> None:
         """The cutout passed where the whole program differs: judge the instance again in the
         next larger cutouts that hold the match (the whole nested SDFG, then the whole program),
         under an instance folder of their own, until one shows a finding. The verdict becomes
         that finding; the audit keeps saying CUTOUT_MISSED of the smaller cutout."""
         again = self._grown(inst, result, judge)
         if again is not None and again.verdict != Outcome.PASS.name:
+            finding = result.audit.get("finding")
+            self._keep_confirm(spec, inst, [f["path"] for f in again.findings] + list(again.crashes),
+                               Path(finding) / "inputs.npz" if finding else None, options)
             self._take_grown(result, again, f"found in a larger cutout ({len(result.audit['grown'])} step(s) up) "
                              f"after the whole-program audit showed the smaller one missing it (CUTOUT_MISSED, a "
                              f"harnessgen defect; whole-program reproducer {result.audit.get('finding')})")

@@ -1,0 +1,124 @@
+"""Whether DaCe alone shows a finding on the whole program: ``confirm.py``, a script a DaCe
+maintainer runs with DaCe and NumPy only.
+
+Where the whole program shows what a cutout found (the audit's difference, or a static verdict
+the whole program fails alike), the finding keeps what that script needs beside it
+(``<finding>/confirm/``): the program as DaCe made it (``program.sdfgz``), the transformation
+at its place in the program (``transformation.json``), the whole program's inputs on which it
+differed (``inputs.npz``, none for a static verdict) and ``confirm.py``. The bug analysis runs
+the script (``run``): exit 1 is CONFIRMED, DaCe alone shows the bug; anything else leaves the
+bug CUTOUT ONLY, with the reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, Optional
+
+from .. import __version__
+from ..core.data import template_environment
+from ..core.files import write_atomic, write_json
+from ..core.runtime import Tolerance
+
+CONFIRM_DIR = "confirm"
+CONFIRMED, CUTOUT_ONLY = "CONFIRMED", "CUTOUT ONLY"
+# how long one confirmation may take (two compilations of the whole program and two runs)
+CONFIRM_TIMEOUT_S = 600.0
+
+
+@dataclasses.dataclass
+class Confirmation:
+    """What running a finding's ``confirm.py`` said."""
+
+    verdict: str                 # CONFIRMED or CUTOUT ONLY
+    reason: str                  # the script's last line, or why it did not run
+    exit: Optional[int] = None
+    seconds: float = 0.0
+
+    def to_json(self) -> Dict:
+        return dataclasses.asdict(self)
+
+
+def write(finding: Path, program_sdfg, match: Dict, spec: str, inputs: Optional[Path] = None,
+          tolerance: Tolerance = Tolerance()) -> Path:
+    """``<finding>/confirm/`` for a finding the whole program shows (``inputs``: the whole
+    program's decoded inputs on which it differs; None for a static verdict)."""
+    import dace
+
+    folder = Path(finding) / CONFIRM_DIR
+    tmp = Path(tempfile.mkdtemp(prefix=".confirm.tmp-", dir=finding))
+    program_sdfg.save(str(tmp / "program.sdfgz"), compress=True)
+    write_json(tmp / "transformation.json", match)
+    if inputs is not None:
+        shutil.copyfile(inputs, tmp / "inputs.npz")
+    user_file = spec.rpartition(":")[0] if spec.rpartition(":")[0].endswith(".py") else ""
+    if user_file:
+        shutil.copyfile(user_file, tmp / Path(user_file).name)
+    from ..plan.instances import load_transformation
+
+    text = template_environment().get_template("confirm.py.j2").render(
+        transformation_module=load_transformation(spec).__module__ if not user_file else Path(user_file).stem,
+        transformation=spec.rpartition(":")[2] or spec, program=program_sdfg.name, harnessgen_version=__version__,
+        dace_version=dace.__version__, symbols="{}", rtol=tolerance.rtol, atol=tolerance.atol,
+        transformation_file=Path(user_file).stem if user_file else "")
+    write_atomic(tmp / "confirm.py", text.encode())
+    (tmp / "confirm.py").chmod(0o755)
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.rename(folder)
+    return folder
+
+
+def run(folder: Path, timeout_s: float = CONFIRM_TIMEOUT_S) -> Confirmation:
+    """Run ``folder/confirm.py`` with the DaCe this process runs: CONFIRMED where it exits 1."""
+    script = Path(folder) / "confirm.py"
+    if not script.is_file():
+        return Confirmation(CUTOUT_ONLY, "no confirm.py: the whole program did not show the finding")
+    started = time.monotonic()
+    try:
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=timeout_s,
+                              cwd=folder)
+    except subprocess.TimeoutExpired:
+        return Confirmation(CUTOUT_ONLY, f"confirm.py did not finish in {timeout_s:g} s", None,
+                            round(time.monotonic() - started, 1))
+    said = (proc.stdout.strip().splitlines() or proc.stderr.strip().splitlines() or [""])[-1][:500]
+    seconds = round(time.monotonic() - started, 1)
+    if proc.returncode == 1:
+        return Confirmation(CONFIRMED, said, 1, seconds)
+    if proc.returncode == 0:
+        return Confirmation(CUTOUT_ONLY, f"DaCe alone, on the whole program, does not show it: {said}", 0, seconds)
+    return Confirmation(CUTOUT_ONLY, f"confirm.py could not judge (exit {proc.returncode}): {said}",
+                        proc.returncode, seconds)
+
+
+def content_key(folder: Path) -> str:
+    """What a confirmation depends on: the files of ``folder`` and the DaCe that runs it."""
+    import dace
+
+    digest = hashlib.sha256(dace.__version__.encode())
+    for path in sorted(p for p in Path(folder).iterdir() if p.is_file() and p.name != "confirmation.json"):
+        digest.update(path.name.encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:24]
+
+
+def copy(source: Path, target: Path) -> None:
+    """A finding's confirm folder into a bug's (its files replaced, nothing else kept)."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, target)
+
+
+def kept(finding: Path) -> Optional[Path]:
+    """The finding's confirm folder, where one was written."""
+    folder = Path(finding) / CONFIRM_DIR
+    return folder if (folder / "confirm.py").is_file() else None
+
+
