@@ -368,6 +368,6 @@ def bug_rows(out_dir: Path) -> List[Dict]:
                      "reduced_nodes": reduced.get("after", [None, None])[1] if reduced.get("folder") else None,
                      "versions": versions_line(bug.get("versions") or {}),
                      "shows_on_newest": bug.get("shows_on_newest"),
-                     "dace_alone": bug.get("dace_alone", "CUTOUT ONLY"),
+                     "dace_alone": bug.get("dace_alone", "CUTOUT ONLY"), "programs": bug.get("programs", []),
                      "dace_alone_reason": (bug.get("confirmation") or {}).get("reason", "")})
     return rows

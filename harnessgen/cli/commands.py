@@ -127,9 +127,9 @@ def _fuzz_and_show(args) -> list:
                         jobs=args.jobs or 1, executor=elsewhere(args), hooks=hooks).results
     for line in render.bug_lines(args.out):
         console.print(line)
-    table = render.summary_table(results)
-    if table is not None:
-        console.print(table)
+    for table in (render.summary_table(results), render.program_table(results, args.out)):
+        if table is not None:
+            console.print(table)
     for line in render.reproducer_lines(results) + [render.verdict_count_line(results, args.out / "summary.json")] + \
             render.attention_lines(results, args.out, args.verbose):
         console.print(line)

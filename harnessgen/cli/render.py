@@ -23,7 +23,7 @@ from ..bugs.cluster import bug_rows
 from ..checks.pipeline_bisect import BisectRecord
 from ..core import runlog
 from ..core.evidence import SEEDS_ONLY, Evidence
-from ..core.records import InstanceResult, per_transformation
+from ..core.records import InstanceResult, per_program, per_transformation
 from ..core.versions import dace_source
 from ..plan.params import describe
 from ..prove import Proof
@@ -223,6 +223,24 @@ def summary_table(results: List[InstanceResult]) -> Optional[Table]:
                       pass_evidence_text(row),
                       *((", ".join(f"{n} {v}" for v, n in row["proofs"].items()),) if proofs else ()),
                       str(row["findings"]), f"{row['median_verdict_seconds']:.1f}")
+    return table
+
+
+def program_table(results: List[InstanceResult], run_dir: Path) -> Optional[Table]:
+    """Per program, where a run judged several: instances, verdicts, findings and distinct bugs
+    (CONFIRMED: DaCe alone shows them on the whole program)."""
+    bugs_file = Path(run_dir) / "bugs.json"
+    bugs = json.loads(bugs_file.read_text()).get("bugs", []) if bugs_file.is_file() else []
+    rows = per_program(results, bugs)
+    if len(rows) < 2:
+        return None
+    table = Table(title="verdicts per program")
+    for col in ("program", "instances", "verdicts", "findings", "distinct bugs", "CONFIRMED"):
+        table.add_column(col, justify="left" if col in ("program", "verdicts") else "right")
+    for row in rows:
+        table.add_row(row["program"], str(row["instances"]),
+                      ", ".join(f"{n} {v}" for v, n in sorted(row["verdicts"].items())), str(row["findings"]),
+                      str(row["bugs"]), str(row["confirmed"]))
     return table
 
 

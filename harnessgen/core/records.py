@@ -164,6 +164,22 @@ class InstanceResult:
 
 
 # ------------------------------------------------------------------ summary.json of a run
+def per_program(results: List[InstanceResult], bugs: List[Dict] = ()) -> List[Dict]:
+    """Per program of a run: instances, verdict counts, findings, and the distinct bugs seen in
+    it (``bugs``: bugs.json's records) with how many DaCe alone shows."""
+    rows: Dict[str, Dict] = {}
+    for r in results:
+        row = rows.setdefault(r.program, {"program": r.program, "instances": 0, "verdicts": {}, "findings": 0})
+        row["instances"] += 1
+        row["verdicts"][r.verdict] = row["verdicts"].get(r.verdict, 0) + 1
+        row["findings"] += len(r.findings) or (1 if r.verdict in STATIC_OUTCOMES and r.crashes else 0)
+    for row in rows.values():
+        seen = [b for b in bugs if row["program"] in b.get("programs", [])]
+        row["bugs"] = len(seen)
+        row["confirmed"] = sum(1 for b in seen if b.get("dace_alone") == "CONFIRMED")
+    return [rows[name] for name in sorted(rows)]
+
+
 def per_transformation(results: List[InstanceResult]) -> List[Dict]:
     """The summary table: per transformation, instances, verdict counts, findings, the median
     time to the first verdict and where the reproducers are."""
@@ -233,6 +249,7 @@ def run_summary(settings: Dict, results: List[InstanceResult], planned: int, war
         "reference_checks": reference_checks or [],
         "codegen_causes": codegen_causes(results),
         "per_transformation": per_transformation(results),
+        "per_program": per_program(results, bugs or []),
         "errors": error_counts(results),
         "time_by_phase": time_by_phase(results),
         "instances": [r.to_json() for r in results],
