@@ -1136,6 +1136,8 @@ def _changed_post(program_sdfg, transform, changed, in_a_fork: bool):
     if transform is not None and changed is None and in_a_fork:
         asked = _changed_in_a_fork(program_sdfg, transform)
         if asked is not None:
+            if asked[1] is not None and asked[1][0] == Outcome.INVALID_SDFG:
+                _program_validates(program_sdfg)
             return asked
     if changed is None:
         post = plain_copy(program_sdfg, POST_NAME)
@@ -1147,7 +1149,24 @@ def _changed_post(program_sdfg, transform, changed, in_a_fork: bool):
         except Exception as exc:        # post as it was before the change
             return plain_copy(program_sdfg, POST_NAME), (Outcome.FAILED_TO_APPLY, _error_text(exc))
     failure = _change_fails(post, transform if changed is None else None)
+    if failure is not None and failure[0] == Outcome.INVALID_SDFG:
+        _program_validates(program_sdfg)
     return post, (None if failure is None else (failure[0], _error_text(failure[1])))
+
+
+# id(program) -> (the program, held so that its id stays its own; why it does not validate, or "")
+_PROGRAM_VALIDITY: Dict[int, Tuple[Any, str]] = {}
+
+
+def _program_validates(program_sdfg) -> None:
+    """An invalid program after a change is the change's only where the program before it, as
+    harnessgen holds it, validates (once per program): otherwise Unsupported, saying why."""
+    kept = _PROGRAM_VALIDITY.get(id(program_sdfg))
+    if kept is None or kept[0] is not program_sdfg:
+        kept = _PROGRAM_VALIDITY[id(program_sdfg)] = (program_sdfg, _invalid(program_sdfg))
+    if kept[1]:
+        raise Unsupported(f"the program itself does not validate as harnessgen holds it ({kept[1][:300]}): an "
+                          "invalid program after the change says nothing of the transformation")
 
 
 def _changed_in_a_fork(program_sdfg, transform):
