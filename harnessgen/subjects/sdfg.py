@@ -29,7 +29,7 @@ from ..core import shared_pairs
 from ..cutout.canonical import pair_key
 from ..cutout.changes import Change, Passes, Patterns, load_change
 from ..cutout.cut import volume_at_probe
-from ..cutout.extract import PRE_NAME, CutoutPair
+from ..cutout.extract import PRE_NAME, CutoutPair, whole_program_pair
 from ..dacecompat import keep_template
 from ..engines import RawCrash
 from ..harness.build import (cause_registry, compile_errors, dace_build_error, program_compile_causes,
@@ -168,7 +168,9 @@ class SdfgSubject(Subject):
         if name in self.target.unloadable:
             return
         try:
-            self.sdfg(name, simplified)
+            sdfg = self.sdfg(name, simplified)
+            if self.target.partial:
+                _sizes_decode(sdfg)
         except ConfigError as exc:
             if not self.target.partial or self.program is not None:
                 raise
@@ -695,6 +697,16 @@ class SdfgSubject(Subject):
         result.crashes, result.triage, result.evidence = again.crashes, again.triage, again.evidence
         result.build_dir = again.build_dir
         result.message = f"{why}: {again.message}"
+
+
+def _sizes_decode(sdfg) -> None:
+    """Whether harnessgen can decode inputs of the whole program (its sizes' bounds parse):
+    ConfigError, saying so, where it cannot (a size ``R**K``: a power with a symbolic exponent)."""
+    try:
+        constrain(whole_program_pair(sdfg, f"sizes-{sdfg.name}"), JudgeOptions())
+    except ConfigError as exc:
+        raise ConfigError(f"harnessgen cannot decode its inputs ({exc}): a harnessgen limit, left out; please "
+                          "report it") from exc
 
 
 def _only_symbol_outputs_differ(result) -> bool:
