@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import subprocess
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -59,10 +62,13 @@ def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
     if on_dace:
         work_dir = reduce.judge.work_dir if reduce is not None else Path(".harnessgen")
         rejudge_bugs(bugs, out_dir, on_dace, work_dir, Path.cwd(), step=step)
-    confirm_bugs(bugs, out_dir, None if seconds is None else started + seconds, step)
-    bugs = confirmed_first(bugs)
+    deadline = None if seconds is None else started + seconds
+    confirm_bugs(bugs, out_dir, deadline, step)
+    dropped = [bug for bug in bugs if not replays(bug, out_dir, deadline, step)]
+    bugs = confirmed_first([bug for bug in bugs if bug not in dropped])
     write_bug_reports(bugs, out_dir)
-    write_bugs(bugs, run_dirs, out_dir, seconds=clustered - started, reduce_seconds=reduced - clustered)
+    write_bugs(bugs, run_dirs, out_dir, seconds=clustered - started, reduce_seconds=reduced - clustered,
+               not_replaying=dropped)
     return bugs
 
 
@@ -98,6 +104,49 @@ def confirm_bugs(bugs: Sequence[Bug], out_dir: Path, deadline: Optional[float],
             confirm.copy(source, target)
             bug.confirmation = confirm.run(target).to_json()
         write_json(target / "confirmation.json", {"key": key, "confirmation": bug.confirmation})
+
+
+# how many of a bug's findings are replayed before it is called one whose reproducers do not replay
+REPLAYED_MEMBERS = 3
+REPLAY_TIMEOUT_S = 300.0
+
+
+def replays(bug: Bug, out_dir: Path, deadline: Optional[float],
+            step: Callable[[str], ContextManager] = lambda label: contextlib.nullcontext()) -> bool:
+    """Whether a bug DaCe alone does not show is one at all: one of its first findings'
+    ``repro.py`` exits 1 (once per content; the record in ``bugs/<id>/replay.json``). A bug none
+    of whose reproducers replays (the finding rested on bytes no run holds again, a larger
+    cutout's shape the reproducer does not make) is no bug: it is left out of the bugs, and
+    bugs.json's ``not_replaying`` lists it with what its reproducers said. A CONFIRMED bug, one
+    without reproducers, and one left once the analysis's time is spent are kept as they are."""
+    members = [f.path for f in sorted(bug.findings, key=lambda f: f.rank)
+               if (f.path / "repro.py").is_file()][:REPLAYED_MEMBERS]
+    if bug.confirmed or not members:
+        return True
+    record_file = Path(out_dir) / BUGS_DIR / bug.id / "replay.json"
+    key = hashlib.sha256(b"".join((m / "repro.py").read_bytes() for m in members)).hexdigest()[:24]
+    kept = load_json(record_file) or {}
+    if kept.get("key") != key:
+        if deadline is not None and time.monotonic() > deadline:
+            return True
+        with step(f"replaying bug {bug.id}'s reproducers"):
+            kept = {"key": key, "said": [_replayed(m) for m in members]}
+        kept["replays"] = any(said.startswith("exit 1") for said in kept["said"])
+        write_json(record_file, kept)
+    if not kept["replays"]:
+        bug.confirmation = {**bug.confirmation, "not_replaying": kept["said"]}
+    return kept["replays"]
+
+
+def _replayed(folder: Path) -> str:
+    """``exit N: last line`` of one run of a finding's reproducer."""
+    try:
+        proc = subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True, text=True,
+                              timeout=REPLAY_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"timeout after {REPLAY_TIMEOUT_S:g} s"
+    last = (proc.stdout.strip().splitlines() or proc.stderr.strip().splitlines() or [""])[-1]
+    return f"exit {proc.returncode}: {last[:300]}"
 
 
 def _why_cutout_only(bug: Bug) -> str:

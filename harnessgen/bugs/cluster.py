@@ -333,17 +333,22 @@ def same_pair_followers(run_dirs: List[Path]) -> Dict[str, List[str]]:
     return out
 
 
-def bugs_document(bugs: List[Bug], run_dirs: List[Path], seconds: float = 0.0, reduce_seconds: float = 0.0) -> Dict:
+def bugs_document(bugs: List[Bug], run_dirs: List[Path], seconds: float = 0.0, reduce_seconds: float = 0.0,
+                  not_replaying: Iterable[Bug] = ()) -> Dict:
     findings = sum(len(b.findings) for b in bugs)
     return {"runs": [str(r) for r in run_dirs], "findings": findings, "distinct_bugs": len(bugs),
             "cluster_seconds": round(seconds, 2), "reduce_seconds": round(reduce_seconds, 2),
-            "bugs": [b.to_json() for b in bugs]}
+            "bugs": [b.to_json() for b in bugs],
+            # clusters none of whose reproducers replayed: no bug, listed with what they said
+            "not_replaying": [{"id": b.id, "kind": b.signature.kind, "transformation": b.signature.transformation,
+                               "findings": len(b.findings), "representative": str(b.representative.path),
+                               "said": b.confirmation.get("not_replaying", [])} for b in not_replaying]}
 
 
 def write_bugs(bugs: List[Bug], run_dirs: List[Path], out_dir: Path, seconds: float = 0.0,
-               reduce_seconds: float = 0.0) -> Path:
+               reduce_seconds: float = 0.0, not_replaying: Iterable[Bug] = ()) -> Path:
     path = Path(out_dir) / BUGS_FILE
-    write_json(path, bugs_document(bugs, run_dirs, seconds, reduce_seconds))
+    write_json(path, bugs_document(bugs, run_dirs, seconds, reduce_seconds, not_replaying))
     return path
 
 

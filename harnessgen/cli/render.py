@@ -253,10 +253,13 @@ def reproducer_lines(results: List[InstanceResult]) -> List[str]:
 
 
 def bug_lines(run_dir: Path) -> List[str]:
-    """The "distinct bugs" of a run (from its bugs.json), most instances first."""
+    """The "distinct bugs" of a run (from its bugs.json), CONFIRMED first, and the clusters left
+    out because none of their reproducers replays."""
     rows = bug_rows(run_dir)
+    bugs_file = Path(run_dir) / "bugs.json"
+    dropped = json.loads(bugs_file.read_text()).get("not_replaying", []) if bugs_file.is_file() else []
     if not rows:
-        return []
+        return _not_replaying_lines(dropped)
     confirmed = sum(1 for r in rows if r["dace_alone"] == "CONFIRMED")
     lines = [f"[bold]distinct bugs:[/] {sum(r['findings'] for r in rows)} finding(s) in {len(rows)}; {confirmed} "
              "CONFIRMED (DaCe alone shows it on the whole program: bugs/<id>/confirm/confirm.py), "
@@ -272,7 +275,16 @@ def bug_lines(run_dir: Path) -> List[str]:
             newest = f"; [bold red]shows on the newest DaCe judged, {row['shows_on_newest']}[/]" \
                 if row.get("shows_on_newest") else ""
             lines.append(f"         DaCe: {escape(row['versions'])}{newest}")
-    return lines
+    return lines + _not_replaying_lines(dropped)
+
+
+def _not_replaying_lines(dropped: List[Dict]) -> List[str]:
+    if not dropped:
+        return []
+    return [f"{len(dropped)} cluster(s) of findings left out: none of their reproducers replays (no bug; bugs.json "
+            "not_replaying says what they said)"] + \
+        [f"  {escape(d['transformation'])} {d['kind']} ({d['findings']} finding(s)): "
+         f"{escape('; '.join(d['said'])[:200])}" for d in dropped]
 
 
 def verdict_count_line(results: Iterable[InstanceResult], summary_file: Path) -> str:
