@@ -608,6 +608,12 @@ class SdfgSubject(Subject):
             _record_in_finding(Path(folder), "audit", {"classification": CUTOUT_ONLY, "whole_program": record})
         self._take_grown(result, again, f"{said}; judged in a larger cutout ({len(result.audit['grown'])} step(s) up)",
                          observable=False)
+        if result.verdict not in STATIC_OUTCOMES and result.findings:
+            # whether the whole program shows the larger cutout's wrong result: the audit marks
+            # its findings (observable, with confirm.py; or latent), its record kept beside
+            kept = result.audit
+            self._audit(spec, inst, options, result)
+            result.audit = {**kept, "after_growth": result.audit}
 
     def _keep_confirm(self, spec: str, inst: Instance, folders: List, inputs: Optional[Path], options) -> None:
         """Beside each finding the whole program shows, what ``confirm.py`` needs to show it with

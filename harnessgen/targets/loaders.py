@@ -121,11 +121,7 @@ def cached_program(label: str, source: bytes, parse, simplify: bool = True, fron
         else:
             made = prepare_sdfg(parse(), simplify)
             if _publish(made, cached):
-                # what the file holds, read from JSON as the file would be; its pickle is what
-                # later reads take (where DaCe's reader would change it, ``copy_sdfg``, the
-                # program as it was made)
-                _keep_pickle(cached, made)
-                return made
+                return made            # what the file holds, read from JSON as the file would be
     return read_cached(cached)
 
 
@@ -167,8 +163,13 @@ def _through_json(sdfg):
 
 
 def _publish(sdfg, cached: Path) -> bool:
-    """Save ``sdfg`` as ``cached`` unless another process published it first (False then)."""
-    return _publish_file(lambda tmp: sdfg.save(str(tmp)), cached)
+    """Save ``sdfg`` as ``cached`` unless another process published it first (False then), and
+    its pickle, which later reads take: where DaCe's JSON reader would change the program
+    (``copies.json_broke_connectors``), the program as it was made."""
+    if not _publish_file(lambda tmp: sdfg.save(str(tmp)), cached):
+        return False
+    _keep_pickle(cached, sdfg)
+    return True
 
 
 def _publish_file(write: Callable[[Path], None], cached: Path) -> bool:
