@@ -45,18 +45,22 @@ class Confirmation:
         return dataclasses.asdict(self)
 
 
-def write(finding: Path, program_sdfg, match: Dict, spec: str, inputs: Optional[Path] = None,
+# how many of the whole program's differing inputs a confirm.py runs (the minimized one first)
+CONFIRM_INPUTS = 4
+
+
+def write(finding: Path, program_sdfg, match: Dict, spec: str, whole: Optional[Path] = None,
           tolerance: Tolerance = Tolerance()) -> Path:
-    """``<finding>/confirm/`` for a finding the whole program shows (``inputs``: the whole
-    program's decoded inputs on which it differs; None for a static verdict)."""
+    """``<finding>/confirm/`` for a finding the whole program shows (``whole``: the whole
+    program's own finding folder, whose inputs it differs on; None for a static verdict)."""
     import dace
 
     folder = Path(finding) / CONFIRM_DIR
     tmp = Path(tempfile.mkdtemp(prefix=".confirm.tmp-", dir=finding))
     program_sdfg.save(str(tmp / "program.sdfgz"), compress=True)
     write_json(tmp / "transformation.json", match)
-    if inputs is not None:
-        shutil.copyfile(inputs, tmp / "inputs.npz")
+    if whole is not None:
+        _keep_inputs(Path(whole), tmp)
     user_file = spec.rpartition(":")[0] if spec.rpartition(":")[0].endswith(".py") else ""
     if user_file:
         shutil.copyfile(user_file, tmp / Path(user_file).name)
@@ -73,6 +77,28 @@ def write(finding: Path, program_sdfg, match: Dict, spec: str, inputs: Optional[
         shutil.rmtree(folder)
     tmp.rename(folder)
     return folder
+
+
+def _keep_inputs(whole: Path, into: Path) -> None:
+    """The whole program's inputs a finding of it differs on: its minimized input, then the raw
+    ones it was found on (shrinking may carry a wrong result into another kind: a division's
+    wrong value into an infinity against a NaN, which DaCe's own fast-math build may round
+    alike), decoded by its build's layout."""
+    import json
+
+    from ..inputs.layout import InputLayout
+
+    if (whole / "inputs.npz").is_file():
+        shutil.copyfile(whole / "inputs.npz", into / "inputs-0.npz")
+    try:
+        meta = json.loads((whole / "meta.json").read_text())
+        layout = InputLayout.load(Path(meta["build_dir"]) / "layout.json")
+    except (OSError, ValueError, KeyError):
+        return
+    for number, raw in enumerate(meta.get("raw_crashes", [])[:CONFIRM_INPUTS - 1], 1):
+        decoded = layout.decode(Path(raw).read_bytes()) if Path(raw).is_file() else None
+        if decoded is not None:
+            decoded.to_npz(into / f"inputs-{number}.npz")
 
 
 def run(folder: Path, timeout_s: float = CONFIRM_TIMEOUT_S) -> Confirmation:

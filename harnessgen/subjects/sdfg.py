@@ -533,7 +533,7 @@ class SdfgSubject(Subject):
             **_instance_inputs(options, inst, result)))
         label = classify(result.verdict, record)
         result.audit = {**record.to_json(), "classification": label}
-        differing = Path(record.finding) / "inputs.npz" if record.finding else None
+        differing = Path(record.finding) if record.finding else None
         if label == WHOLE_PROGRAM_FINDING:
             self._keep_confirm(spec, inst, [record.finding], differing, options)
             result.verdict, result.crashes = record.verdict, [record.finding]
@@ -618,13 +618,14 @@ class SdfgSubject(Subject):
     def _keep_confirm(self, spec: str, inst: Instance, folders: List, inputs: Optional[Path], options) -> None:
         """Beside each finding the whole program shows, what ``confirm.py`` needs to show it with
         DaCe alone (``checks.confirm``): a pattern's match in the program, the program, and the
-        whole program's inputs on which it differed (none for a static verdict)."""
+        whole program's inputs on which it differed (``inputs``: the whole program's finding
+        folder; none for a static verdict)."""
         if not isinstance(self.change(spec), Patterns) or inst.step:
             return
         for folder in folders:
             if folder and Path(folder).is_dir():
                 confirm.write(Path(folder), self.program_of(inst), inst.match, spec,
-                              inputs if inputs is not None and inputs.is_file() else None, options.tolerance)
+                              inputs if inputs is not None and inputs.is_dir() else None, options.tolerance)
 
     def _grow_after_audit(self, spec: str, inst: Instance, result, judge: Callable, options) -> None:
         """The cutout passed where the whole program differs: judge the instance again in the
@@ -635,7 +636,7 @@ class SdfgSubject(Subject):
         if again is not None and again.verdict != Outcome.PASS.name:
             finding = result.audit.get("finding")
             self._keep_confirm(spec, inst, [f["path"] for f in again.findings] + list(again.crashes),
-                               Path(finding) / "inputs.npz" if finding else None, options)
+                               Path(finding) if finding else None, options)
             self._take_grown(result, again, f"found in a larger cutout ({len(result.audit['grown'])} step(s) up) "
                              f"after the whole-program audit showed the smaller one missing it (CUTOUT_MISSED, a "
                              f"harnessgen defect; whole-program reproducer {result.audit.get('finding')})")
