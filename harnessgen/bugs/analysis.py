@@ -151,7 +151,7 @@ def _replayed(folder: Path) -> str:
 
 def _why_cutout_only(bug: Bug) -> str:
     """Why no finding of ``bug`` has a confirm.py: what its representative's audit said."""
-    meta = load_json(bug.representative.path / "meta.json") or {}
+    meta = load_json(bug.representative.path / "meta.json") or load_json(bug.representative.path / "judged.json") or {}
     audit = meta.get("audit") or {}
     whole = audit.get("whole_program") or {}
     if audit.get("classification") == "latent":

@@ -55,6 +55,8 @@ CUTOUT_ONLY = "cutout-only"
 # how many larger cutouts an instance is judged in after the audit showed its cutout missing a
 # difference of the whole program (the ladder has at most two: the nested SDFG, the program)
 MAX_GROWTH_AFTER_AUDIT = 2
+# where a static finding (it has no meta.json) keeps what later stages learnt of it
+JUDGED_FILE = "judged.json"
 # the largest sizes of a program's own inputs as seeds (scaled-down copies of its smallest preset)
 OWN_SEED_SIZES = (8, 4)
 # how many larger cutouts a difference in symbol outputs only is judged in: a region ladder has
@@ -881,11 +883,14 @@ def _mark_finding(folder: Path, label: str, record) -> None:
 
 
 def _record_in_finding(folder: Path, key: str, value: Dict) -> None:
-    """Add what a later stage learnt to a finding's meta.json."""
+    """Add what a later stage learnt to a finding's meta.json (a static finding, which has
+    none, keeps it in ``judged.json``)."""
     meta_path = folder / "meta.json"
     if not meta_path.is_file():
-        return
-    meta = json.loads(meta_path.read_text())
+        meta_path = folder / JUDGED_FILE
+        if not folder.is_dir():
+            return
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     meta[key] = value
     write_json(meta_path, meta)
 
