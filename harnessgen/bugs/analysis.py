@@ -13,6 +13,7 @@ from typing import Callable, ContextManager, Dict, List, Optional, Sequence
 
 from ..checks import confirm
 from ..core.files import write_json
+from ..core.names import JUDGED_FILE
 from .bug_report import BUGS_DIR, write_bug_reports
 from .cluster import Bug, collect, load_json, write_bugs
 from .reduce import ReduceOptions, cached_reduction, reduce_bug
@@ -151,7 +152,7 @@ def _replayed(folder: Path) -> str:
 
 def _why_cutout_only(bug: Bug) -> str:
     """Why no finding of ``bug`` has a confirm.py: what its representative's audit said."""
-    meta = load_json(bug.representative.path / "meta.json") or load_json(bug.representative.path / "judged.json") or {}
+    meta = load_json(bug.representative.path / "meta.json") or load_json(bug.representative.path / JUDGED_FILE) or {}
     audit = meta.get("audit") or {}
     whole = audit.get("whole_program") or {}
     if audit.get("classification") == "latent":

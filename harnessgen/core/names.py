@@ -7,3 +7,6 @@ from __future__ import annotations
 # starts enters in ``hg_sym_<symbol>``, and where it ends leaves in ``hg_symout_<symbol>``
 SYMBOL_INPUT_PREFIX = "hg_sym_"
 SYMBOL_OUTPUT_PREFIX = "hg_symout_"
+
+# where a static finding (it has no meta.json) keeps what later stages learnt of it
+JUDGED_FILE = "judged.json"

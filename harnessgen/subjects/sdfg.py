@@ -22,7 +22,7 @@ from ..checks.pipeline_bisect import BISECT_MAX_SIZE, BisectOptions, bisect
 from ..checks.reference_check import CHECK_MAX_SIZE, CheckOptions, check_program, not_loaded
 from ..core.errors import BuildError, ConfigError, Unsupported
 from ..core.files import write_json
-from ..core.names import SYMBOL_OUTPUT_PREFIX
+from ..core.names import JUDGED_FILE, SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from ..core.records import BLOCKED, InstanceResult
 from ..core import shared_pairs
@@ -55,8 +55,6 @@ CUTOUT_ONLY = "cutout-only"
 # how many larger cutouts an instance is judged in after the audit showed its cutout missing a
 # difference of the whole program (the ladder has at most two: the nested SDFG, the program)
 MAX_GROWTH_AFTER_AUDIT = 2
-# where a static finding (it has no meta.json) keeps what later stages learnt of it
-JUDGED_FILE = "judged.json"
 # the largest sizes of a program's own inputs as seeds (scaled-down copies of its smallest preset)
 OWN_SEED_SIZES = (8, 4)
 # how many larger cutouts a difference in symbol outputs only is judged in: a region ladder has
