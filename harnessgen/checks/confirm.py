@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import pickle
 import shutil
 import subprocess
 import sys
@@ -58,6 +59,8 @@ def write(finding: Path, program_sdfg, match: Dict, spec: str, whole: Optional[P
     folder = Path(finding) / CONFIRM_DIR
     tmp = Path(tempfile.mkdtemp(prefix=".confirm.tmp-", dir=finding))
     program_sdfg.save(str(tmp / "program.sdfgz"), compress=True)
+    if _reads_back_invalid(tmp / "program.sdfgz", program_sdfg):
+        (tmp / "program.pickle").write_bytes(pickle.dumps(program_sdfg, protocol=pickle.HIGHEST_PROTOCOL))
     write_json(tmp / "transformation.json", match)
     if whole is not None:
         _keep_inputs(Path(whole), tmp)
@@ -77,6 +80,22 @@ def write(finding: Path, program_sdfg, match: Dict, spec: str, whole: Optional[P
         shutil.rmtree(folder)
     tmp.rename(folder)
     return folder
+
+
+def _reads_back_invalid(saved: Path, program_sdfg) -> bool:
+    """Whether the program as saved no longer validates once DaCe reads it back, where the
+    program itself does (``copies.json_broke_connectors``'s case)."""
+    import dace
+
+    try:
+        dace.SDFG.from_file(str(saved)).validate()
+        return False
+    except Exception:  # noqa: BLE001 -- DaCe's validation raises several kinds
+        try:
+            program_sdfg.validate()
+        except Exception:  # noqa: BLE001
+            return False
+        return True
 
 
 def _keep_inputs(whole: Path, into: Path) -> None:

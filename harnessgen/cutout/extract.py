@@ -833,6 +833,7 @@ def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_fo
     try:
         applied.apply_pattern(append=False)
     except Exception as exc:
+        _declined(exc, instance.id)
         return _failed(pair, Outcome.FAILED_TO_APPLY, exc)
     return _with_post(pair, post, whole=cut.sdfg is program_sdfg)
 
@@ -1112,6 +1113,19 @@ def can_apply(xform, sdfg) -> bool:
 TRACEBACK_FRAMES = 12
 
 
+# how DaCe's own apply says the transformation's can_be_applied refused the match
+DECLINED_BY_DACE = '"can_be_applied" failed'
+
+
+def _declined(exc: Exception, where: str) -> None:
+    """An apply that DaCe itself stops because the transformation's ``can_be_applied`` refuses
+    the match (asked again inside ``apply_pattern``) is the transformation declining, never its
+    failure to apply: Unsupported, saying so."""
+    if isinstance(exc, ValueError) and DECLINED_BY_DACE in str(exc):
+        raise Unsupported(f"{where}: DaCe's own apply declines the match (the transformation's can_be_applied, asked "
+                          "again inside apply_pattern, says no there): not a failure to apply") from exc
+
+
 def _change_fails(post, transform) -> Optional[Tuple[Outcome, Exception]]:
     """``transform(post)`` (where given), then ``post`` validated: how that failed (FAILED_TO_APPLY or
     INVALID_SDFG, and the exception), or None. Unsupported passes on."""
@@ -1121,6 +1135,7 @@ def _change_fails(post, transform) -> Optional[Tuple[Outcome, Exception]]:
         except Unsupported:
             raise
         except Exception as exc:
+            _declined(exc, "the whole program")
             return Outcome.FAILED_TO_APPLY, exc
     try:
         post.validate()
