@@ -237,10 +237,11 @@ def _run_check(sdfg, form: str, reference: Reference, layout, harness, keep: Pat
 
 
     scalars = {n for n, d in sdfg.arrays.items() if isinstance(d, dt.Scalar) and not d.transient}
-    inputs = _inputs(reference, own_inputs, layout, options)
+    why: List[str] = []
+    inputs = _inputs(reference, own_inputs, layout, options, why)
     if not inputs:
         return FormCheck(form, SKIPPED, reason=f"{reference.label} is another implementation, judged on the program's "
-                                               "own inputs alone, and it has none that fit its layout")
+                                               f"own inputs alone, and none fit its layout ({'; '.join(why)[:300]})")
     outputs = run_inputs(harness.dir, inputs, options.timeout_s)
     check = FormCheck(form, AGREES)
     for (name, data), got in zip(inputs, outputs):
@@ -268,12 +269,17 @@ def _run_check(sdfg, form: str, reference: Reference, layout, harness, keep: Pat
 OWN_INPUT_SIZES = (CHECK_MAX_SIZE, 4)
 
 
-def _inputs(reference: Reference, own_inputs, layout: InputLayout, options: CheckOptions) -> List[Tuple[str, bytes]]:
+def _inputs(reference: Reference, own_inputs, layout: InputLayout, options: CheckOptions,
+            why: List[str]) -> List[Tuple[str, bytes]]:
     """What a form is judged on: the boundary seeds, or where the reference is another
-    implementation (``Reference.independent``), the program's own inputs alone."""
+    implementation (``Reference.independent``), the program's own inputs alone (``why``: why
+    some did not fit)."""
     if not reference.independent:
         return seeds.sample(layout, options.inputs, options.judge.seed)
-    return seeds.own_inputs(layout, own_inputs, OWN_INPUT_SIZES) if own_inputs is not None else []
+    if own_inputs is None:
+        why.append("the program has no inputs of its own")
+        return []
+    return seeds.own_inputs(layout, own_inputs, OWN_INPUT_SIZES, why)
 
 
 def _first_difference(expected: Dict, got: Optional[Dict], layout, symbols, tolerance: Tolerance) -> Optional[Dict]:

@@ -287,12 +287,13 @@ def screen_seeds(build, paths: List[Path], timeout_s: float = 20.0, threads: int
 
 
 def own_inputs(layout: InputLayout, make: Callable[[int], Tuple[Dict[str, int], Dict]],
-               largest: Iterable[int]) -> List[Tuple[str, bytes]]:
+               largest: Iterable[int], why: Optional[List[str]] = None) -> List[Tuple[str, bytes]]:
     """A program's own inputs (``Program.own_inputs``: its benchmark's ``initialize``) at each
     of the ``largest`` sizes, encoded for ``layout``: its symbols from the sizes, each container
     the program's argument of that name where one fits, else zeros. Only inputs that decode to
-    those very sizes (within the layout's ranges) are kept."""
-    inputs = []
+    those very sizes (within the layout's ranges) are kept; ``why`` collects why the others
+    were not."""
+    inputs, why = [], why if why is not None else []
     for size in largest:
         try:
             sizes, values = make(size)
@@ -300,11 +301,14 @@ def own_inputs(layout: InputLayout, make: Callable[[int], Tuple[Dict[str, int], 
             counts = layout.counts(symbols)
             arrays = {c.name: _fitting(values.get(c.name), counts[c.name]) for c in layout.containers}
             data = layout.encode(symbols, arrays)
-        except Exception:  # noqa: BLE001 -- inputs that do not fit the layout (a size it lacks, a failing initialize)
+        except Exception as exc:  # noqa: BLE001 -- a size the layout lacks, an initialize that fails
+            why.append(f"at largest size {size}: {type(exc).__name__}: {exc}"[:300])
             continue
         decoded = layout.decode(data)
         if decoded is not None and all(int(decoded.symbols[k]) == v for k, v in symbols.items()):
             inputs.append((f"own-inputs-{size}", data))
+        else:
+            why.append(f"at largest size {size}: the sizes {symbols} lie outside the layout's ranges")
     return inputs
 
 
