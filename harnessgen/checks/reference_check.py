@@ -211,7 +211,8 @@ def _check_form(sdfg, form: str, reference: Reference, layout, keep: Path, optio
         record = FormCheck(form, BUILD_FAILURE, reason=f"{exc}: {exc.first_error}"[:400])
     else:
         record = _run_check(sdfg, form, reference, layout, harness, keep, options, own_inputs)
-    write_json(cached, dataclasses.asdict(record))
+    if record.verdict != SKIPPED:      # a check that did not run is tried again (a library installed since)
+        write_json(cached, dataclasses.asdict(record))
     return record
 
 
