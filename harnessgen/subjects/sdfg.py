@@ -641,13 +641,14 @@ class SdfgSubject(Subject):
                              f"after the whole-program audit showed the smaller one missing it (CUTOUT_MISSED, a "
                              f"harnessgen defect; whole-program reproducer {result.audit.get('finding')})")
 
-    def _grown(self, inst: Instance, result, judge: Callable):
-        """The instance judged in the next larger cutouts (``MAX_GROWTH_AFTER_AUDIT``) until one
-        shows a finding: that judgement, or the last one that passed; None where no larger
-        cutout holds the match (the reason added to the message). Each step is recorded in
-        ``result.audit["grown"]``."""
+    def _grown(self, inst: Instance, result, judge: Callable, steps: int = MAX_GROWTH_AFTER_AUDIT,
+               done: Callable = lambda judged: judged.verdict != Outcome.PASS.name):
+        """The instance judged in the next larger cutouts (at most ``steps``) until one is
+        ``done`` (by default: shows a finding): that judgement, or the last one; None where no
+        larger cutout holds the match (the reason added to the message). Each step is recorded
+        in ``result.audit["grown"]``."""
         again = None
-        for past in range(1, MAX_GROWTH_AFTER_AUDIT + 1):
+        for past in range(1, steps + 1):
             grown = dataclasses.replace(inst, id=f"{inst.id}-grown{past}")
             try:
                 again = judge(grown, past)
@@ -658,7 +659,7 @@ class SdfgSubject(Subject):
                     "findings": len(again.findings), "message": again.message[:300]}
             result.audit.setdefault("grown", []).append(step)
             result.execs += again.execs
-            if again.verdict != Outcome.PASS.name:
+            if done(again):
                 return again
         return again
 
@@ -671,20 +672,8 @@ class SdfgSubject(Subject):
         symbols = sorted({f["container"][len(SYMBOL_OUTPUT_PREFIX):] for f in result.findings})
         said = (f"only harnessgen's own symbol output(s) of {symbols} differed in the cutout, and the whole program "
                 "did not show it")
-        again = None
-        for past in range(1, MAX_GROWTH_PAST_SYMBOLS + 1):
-            grown = dataclasses.replace(inst, id=f"{inst.id}-grown{past}")
-            try:
-                again = judge(grown, past)
-            except Unsupported as exc:       # no larger cutout holds the match
-                result.message += f"; {exc}"
-                break
-            result.audit.setdefault("grown", []).append(
-                {"cutout": past, "verdict": again.verdict, "execs": again.execs, "build_dir": again.build_dir,
-                 "findings": len(again.findings), "message": again.message[:300]})
-            result.execs += again.execs
-            if not _only_symbol_outputs_differ(again):
-                break
+        again = self._grown(inst, result, judge, steps=MAX_GROWTH_PAST_SYMBOLS,
+                            done=lambda judged: not _only_symbol_outputs_differ(judged))
         if again is None or _only_symbol_outputs_differ(again):
             result.verdict = "UNSUPPORTED"
             result.message = (f"{said}; no larger cutout holding the symbols' readers could be judged: "
