@@ -18,6 +18,7 @@ of the run with one line saying why and what to do (``Target.unloadable``); the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -224,7 +225,9 @@ def _program(bench: Benchmark) -> Program:
             raise _load_failure(bench, "DaCe cannot prepare it (simplify, or reading its SDFG back); file it "
                                 "against DaCe", exc) from exc
 
+    @functools.lru_cache(maxsize=1)
     def constraints() -> Optional[Path]:
+        # once per process: every instance's judgement asks (it reads the program and scans it)
         return _constraints_file(bench, dace_program()[0], build(simplify=True))
 
     return Program(bench.name, build, f"{bench.folder.name}/{bench.program_file.name}:{bench.function}",
