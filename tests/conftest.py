@@ -73,6 +73,41 @@ def exclusive_cores():
         yield
 
 
+QUIET_TURNSTILE = REPO / ".harnessgen" / "quiet.turnstile"
+QUIET_LOCK = REPO / ".harnessgen" / "quiet.lock"
+
+
+@contextlib.contextmanager
+def _flocked(path: Path, mode: int):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def quiet_machine_when_marked(request):
+    """A test marked ``quiet_machine`` runs with no other test beside it, on any xdist worker: a
+    race shows only where the threads of a parallel region really run at once, which a test on
+    the other core prevents. Every other test holds the machine shared; a quiet test waiting
+    holds the turnstile, so tests that start later wait behind it instead of starving it."""
+    quiet = request.node.get_closest_marker("quiet_machine") is not None
+    turnstile = _flocked(QUIET_TURNSTILE, fcntl.LOCK_EX)
+    turnstile.__enter__()
+    try:
+        with _flocked(QUIET_LOCK, fcntl.LOCK_EX if quiet else fcntl.LOCK_SH):
+            if not quiet:      # a quiet test keeps the turnstile: nothing starts until it ends
+                turnstile.__exit__(None, None, None)
+                turnstile = None
+            yield
+    finally:
+        if turnstile is not None:
+            turnstile.__exit__(None, None, None)
+
+
 @pytest.fixture(scope="session")
 def build_cache() -> Path:
     from harnessgen.core.files import clear_stale_omp_registrations

@@ -794,17 +794,34 @@ def extract(program_sdfg, instance: Instance, cls: type, past: int = 0) -> Cutou
     grown = f"the audit: {past} smaller cutout(s) missed a difference of the whole program" if past else ""
     pair = _extract_at(program_sdfg, instance, cls, past, grown)
     skipped = past
-    while pair.verdict == Outcome.INVALID_SDFG and pair.error.startswith(INTERFACE_CHANGED):
+    while _judged_again_larger(pair):
         skipped += 1
         try:
-            pair = _extract_at(program_sdfg, instance, cls, skipped,
-                               f"post changed the interface of {skipped - past} smaller cutout(s) "
-                               f"({pair.error[len(INTERFACE_CHANGED):][:200]})")
+            pair = _extract_at(program_sdfg, instance, cls, skipped, _why_larger(pair, skipped - past))
         except Unsupported:
             break                    # no larger cutout: the smallest's verdict stands
     return pair
 
 
+def _judged_again_larger(pair: CutoutPair) -> bool:
+    """Whether the cutout's verdict may be the cut's making, judged again in the next larger one:
+    post changed the cutout's interface, or a step inside the transformation's apply declined
+    there (what that step's can_be_applied reads may lie outside the cutout)."""
+    return ((pair.verdict == Outcome.INVALID_SDFG and pair.error.startswith(INTERFACE_CHANGED))
+            or (pair.verdict == Outcome.FAILED_TO_APPLY and pair.error.startswith(STEP_DECLINED_IN_CUTOUT)))
+
+
+def _why_larger(pair: CutoutPair, smaller: int) -> str:
+    if pair.error.startswith(INTERFACE_CHANGED):
+        return (f"post changed the interface of {smaller} smaller cutout(s) "
+                f"({pair.error[len(INTERFACE_CHANGED):][:200]})")
+    return (f"a step inside the transformation's apply declined in {smaller} smaller cutout(s) "
+            f"({pair.error[len(STEP_DECLINED_IN_CUTOUT):].splitlines()[0][:200]})")
+
+
+# how a pair's error starts when a transformation's apply failed in a cutout because a step it
+# takes inside (another transformation's apply_to) declined there: judged again in a larger one
+STEP_DECLINED_IN_CUTOUT = "a step inside apply declined in the cutout: "
 # how a pair's error starts when post takes other containers or symbols than pre: in a cutout
 # (judged again in a larger one), and in the whole program (the transformation's finding)
 INTERFACE_CHANGED = "post changed the cutout's interface: "
@@ -833,8 +850,10 @@ def _extract_at(program_sdfg, instance: Instance, cls: type, past: int, grown_fo
     try:
         applied.apply_pattern(append=False)
     except Exception as exc:
-        _declined(exc, instance.id)
-        return _failed(pair, Outcome.FAILED_TO_APPLY, exc)
+        pair = _failed(pair, Outcome.FAILED_TO_APPLY, exc)
+        if cut.sdfg is not program_sdfg and _declined_inside_apply(exc):
+            pair.error = STEP_DECLINED_IN_CUTOUT + pair.error
+        return pair
     return _with_post(pair, post, whole=cut.sdfg is program_sdfg)
 
 
@@ -1117,13 +1136,29 @@ TRACEBACK_FRAMES = 12
 DECLINED_BY_DACE = '"can_be_applied" failed'
 
 
+def _declined_by_dace(exc: BaseException) -> bool:
+    return isinstance(exc, ValueError) and DECLINED_BY_DACE in str(exc)
+
+
+def _declined_inside_apply(exc: BaseException) -> bool:
+    """Whether ``exc`` is DaCe's ``apply_to`` declining a step that a transformation's own
+    ``apply`` takes (BufferTiling tiles and fuses by applying other transformations): the
+    transformation said it applies, then a step of it could not."""
+    if not _declined_by_dace(exc):
+        return False
+    from dace.transformation.transformation import TransformationBase
+    frames = traceback.walk_tb(exc.__traceback__)
+    return any(frame.f_code.co_name == "apply" and isinstance(frame.f_locals.get("self"), TransformationBase)
+               for frame, _ in frames)
+
+
 def _declined(exc: Exception, where: str) -> None:
-    """An apply that DaCe itself stops because the transformation's ``can_be_applied`` refuses
-    the match (asked again inside ``apply_pattern``) is the transformation declining, never its
-    failure to apply: Unsupported, saying so."""
-    if isinstance(exc, ValueError) and DECLINED_BY_DACE in str(exc):
-        raise Unsupported(f"{where}: DaCe's own apply declines the match (the transformation's can_be_applied, asked "
-                          "again inside apply_pattern, says no there): not a failure to apply") from exc
+    """A script's own ``apply_to`` that DaCe stops because the transformation's ``can_be_applied``
+    refuses the place is the transformation declining, never its failure to apply: Unsupported,
+    saying so. (A step declined inside a transformation's apply is that transformation failing.)"""
+    if _declined_by_dace(exc) and not _declined_inside_apply(exc):
+        raise Unsupported(f"{where}: DaCe's own apply_to declines the place (the transformation's can_be_applied "
+                          "says no there): not a failure to apply") from exc
 
 
 def _change_fails(post, transform) -> Optional[Tuple[Outcome, Exception]]:

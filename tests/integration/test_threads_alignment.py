@@ -23,7 +23,7 @@ def race_build(build_cache):
     return layout, build(pair, layout, build_cache, afl=False)
 
 
-@pytest.mark.usefixtures("exclusive_cores")     # never beside the tests that take both cores
+@pytest.mark.quiet_machine     # a race shows only where its threads run at once
 def test_carried_dependency_made_parallel_is_a_race(race_build):
     layout, harness = race_build
     # long enough that the threads' chunks overlap in time even on a loaded machine

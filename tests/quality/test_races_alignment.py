@@ -25,7 +25,7 @@ def alone(folder: Path, tmp: Path, post_from_pre: bool = False) -> subprocess.Co
 
 
 @pytest.mark.fuzz
-@pytest.mark.usefixtures("exclusive_cores")     # never beside the tests that take both cores
+@pytest.mark.quiet_machine     # a race shows only where its threads run at once
 def test_planted_race_is_found_in_race_mode_and_replays(tmp_path):
     proc = run_cli(["fuzz", "--program", "kernels:prefix_sum", "--transformation",
                     "harnessgen.zoo.planted:ParallelizeCarriedLoop", "--time", "60", "--race", "--until-crash"],
@@ -84,7 +84,7 @@ def test_correct_parallel_transformations_stay_silent_in_race_mode(tmp_path, pro
 
 
 @pytest.mark.fuzz
-@pytest.mark.usefixtures("exclusive_cores")
+@pytest.mark.quiet_machine
 def test_a_parallelizing_transformation_is_judged_on_several_threads_without_race_mode(tmp_path):
     proc = run_cli(["fuzz", "--program", "kernels:prefix_sum", "--transformation",
                     "harnessgen.zoo.planted:ParallelizeCarriedLoop", "--time", "30", "--until-crash"], tmp_path)
@@ -120,7 +120,7 @@ def test_the_race_check_runs_where_post_runs_parallel_code_pre_does_not(tmp_path
 
 
 @pytest.mark.fuzz
-@pytest.mark.usefixtures("exclusive_cores")
+@pytest.mark.quiet_machine
 def test_a_loop_moved_into_a_parallel_map_races_without_a_new_directive(tmp_path):
     """DaCe's MoveLoopIntoMap moves the row loop of a wavefront into the column map: the
     directive lines stay the same, the region's body now carries a dependency between columns.
