@@ -138,7 +138,8 @@ def write_bug_report(bug: Bug, out_dir: Path) -> Path:
         expected_actual=_expected_actual(bug, folder, meta),
         members=[{**m, "shown": shown_path(Path(m["path"]))} for m in record["members"]],
         builder=builder, builder_path=shown_path(target.with_name("builder.py")),
-        confirm_dir=shown_path(target.with_name("confirm")))
+        confirm_dir=shown_path(target.with_name("confirm")),
+        reapply=(load_json(program_dir / "meta.json") or {}).get("reapply") or {})
     write_atomic(target, text.encode())
     return target
 

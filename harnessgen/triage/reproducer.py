@@ -21,6 +21,8 @@ import io
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import zlib
 from pathlib import Path
@@ -120,8 +122,14 @@ def repro_environment() -> jinja2.Environment:
 
 
 def render_repro(meta: Dict, pre_text: str, post_text: str, decoded: DecodedInput, dtypes: Dict[str, str],
-                 cxx: str, cxxflags: List[str], summary: str) -> str:
+                 cxx: str, cxxflags: List[str], summary: str, reapply: Optional[Dict] = None) -> str:
+    """repro.py; ``reapply``: whether applying the transformation again to pre makes the recorded
+    post's code (``{"reapplies", "why"}``, what ``check_reapply`` found; not yet asked: no)."""
+    reapply = reapply or {"reapplies": False, "why": "not yet checked"}
+    spec = meta.get("transformation_spec") or meta["transformation"]
     return repro_environment().get_template("repro.py.j2").render(
+        match=repr(json.dumps(meta.get("transformation_json") or {}, default=str)), spec_literal=repr(spec),
+        reapplies=bool(reapply["reapplies"]), reapply_why=reapply["why"], reapply_why_literal=repr(reapply["why"]),
         outcome=meta["outcome"], container=meta.get("container"), transformation=meta["transformation"],
         instance=meta["instance"], target=meta["target"], program=meta["program"],
         params=describe_params(meta["params"]) if meta.get("params") else "",
@@ -216,6 +224,30 @@ def write_codegen_finding(folder: Path, sdfg, cause, log: str, instance: str, ta
     return folder
 
 
+# how long asking a reproducer whether the transformation applied again makes the recorded post
+# may take (DaCe's import, one apply, two code generations)
+REAPPLY_CHECK_S = 300
+
+
+def check_reapply(repro: Path) -> Dict:
+    """Ask ``repro`` (not yet published) whether the transformation, applied again to its pre with
+    this DaCe, makes the recorded post's very code: only then may the reproducer make post again
+    under another DaCe and stand for the bug ({"reapplies": bool, "why": str})."""
+    out = repro.with_name(".reapply.json")
+    try:
+        proc = subprocess.run([sys.executable, repro.name, "--check-reapply", out.name], cwd=repro.parent,
+                              capture_output=True, text=True, timeout=REAPPLY_CHECK_S)
+        if proc.returncode == 0 and out.is_file():
+            return json.loads(out.read_text())
+        said = (proc.stderr or proc.stdout).strip().splitlines() or [f"exit status {proc.returncode}"]
+        return {"reapplies": False, "why": f"asking whether it applies again failed ({said[-1][:200]})"}
+    except subprocess.TimeoutExpired:
+        return {"reapplies": False, "why": f"applying it again took longer than {REAPPLY_CHECK_S} s"}
+    finally:
+        out.unlink(missing_ok=True)
+        shutil.rmtree(repro.with_name(".repro-build"), ignore_errors=True)
+
+
 def publish(tmp: Path, folder: Path) -> None:
     """Move a finished finding directory into place, replacing an older one."""
     if folder.exists():
@@ -251,10 +283,12 @@ def write_finding(folder: Path, meta: Dict, build_dir: Path, data: bytes, decode
     (tmp / "pre.sdfg").write_text(pre_text)
     (tmp / "post.sdfg").write_text(post_text)
     shutil.copy(Path(build_dir) / "transformation.json", tmp / "transformation.json")
-    (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
     repro = tmp / "repro.py"
     repro.write_text(render_repro(meta, pre_text, post_text, decoded, dtypes, cxx, cxxflags, summary))
+    meta = {**meta, "reapply": check_reapply(repro)}
+    repro.write_text(render_repro(meta, pre_text, post_text, decoded, dtypes, cxx, cxxflags, summary, meta["reapply"]))
     repro.chmod(0o755)
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
     (tmp / "README.md").write_text(readme)
     publish(tmp, folder)
     return folder
