@@ -73,6 +73,7 @@ def write(finding: Path, program_sdfg, match: Dict, spec: str, whole: Optional[P
         transformation_module=load_transformation(spec).__module__ if not user_file else Path(user_file).stem,
         transformation=spec.rpartition(":")[2] or spec, program=program_sdfg.name, harnessgen_version=__version__,
         dace_version=dace.__version__, symbols="{}", rtol=tolerance.rtol, atol=tolerance.atol,
+        rtol32=tolerance.rtol32, atol32=tolerance.atol32,
         transformation_file=Path(user_file).stem if user_file else "")
     write_atomic(tmp / "confirm.py", text.encode())
     (tmp / "confirm.py").chmod(0o755)

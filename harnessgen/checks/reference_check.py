@@ -367,7 +367,8 @@ def _write_finding(folder: Path, sdfg, reference: Reference, data: bytes, decode
     repro = tmp / "repro.py"
     repro.write_text(repro_environment().get_template("reference_repro.py.j2").render(
         form=check.form, reference=reference.label, program=sdfg.name, symbols=repr(decoded.symbols),
-        first=check.first, dace_version=dace.__version__, harnessgen_version=__version__))
+        first=check.first, dace_version=dace.__version__, harnessgen_version=__version__,
+        rtol32=Tolerance.rtol32, atol32=Tolerance.atol32))
     repro.chmod(0o755)
     publish(tmp, folder)
     return folder

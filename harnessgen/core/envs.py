@@ -21,6 +21,10 @@ KNOBS: Dict[str, str] = {
     "HARNESSGEN_RTOL": "read by a built harness at start-up: overrides the relative tolerance it was built with",
     "HARNESSGEN_ATOL": "read by a built harness at start-up: overrides the absolute tolerance",
     "HARNESSGEN_EXACT": "read by a built harness at start-up: 1 compares floats bit for bit, 0 uses the tolerance",
+    "HARNESSGEN_RTOL32": "read by a built harness at start-up: overrides the relative tolerance's floor for float32 "
+                         "values",
+    "HARNESSGEN_ATOL32": "read by a built harness at start-up: overrides the absolute tolerance's floor for float32 "
+                         "values",
     "HARNESSGEN_STAGES": "read by a built harness at start-up: 1 reports on stderr when pre has finished (triage)",
     "HARNESSGEN_THREADS": "read by a built harness at start-up: OpenMP threads for post (race mode when above 1)",
     "HARNESSGEN_REPEAT": "read by a built harness at start-up: how many times race mode runs post per input",

@@ -62,6 +62,7 @@ class Marker(str, enum.Enum):
 # the environment a harness reads at start-up, by HarnessEnv field
 ENVIRONMENT = {
     "rtol": "HARNESSGEN_RTOL", "atol": "HARNESSGEN_ATOL", "exact": "HARNESSGEN_EXACT",
+    "rtol32": "HARNESSGEN_RTOL32", "atol32": "HARNESSGEN_ATOL32",
     "stages": "HARNESSGEN_STAGES", "threads": "HARNESSGEN_THREADS", "repeat": "HARNESSGEN_REPEAT",
     "setup_delay": "HARNESSGEN_SETUP_DELAY_MS",
 }
@@ -97,6 +98,8 @@ class HarnessEnv:
         if self.tolerance is not None:
             out.update({ENVIRONMENT["rtol"]: repr(float(self.tolerance.rtol)),
                         ENVIRONMENT["atol"]: repr(float(self.tolerance.atol)),
+                        ENVIRONMENT["rtol32"]: repr(float(self.tolerance.rtol32)),
+                        ENVIRONMENT["atol32"]: repr(float(self.tolerance.atol32)),
                         ENVIRONMENT["exact"]: "1" if self.tolerance.exact else "0"})
         return out
 

@@ -180,6 +180,17 @@ class Tolerance:
     rtol: float = 1e-5
     atol: float = 1e-8
     exact: bool = False
+    # single precision's floor: a float32 (or narrower) value is compared at least this loosely,
+    # since two correct codes of one sum round differently in every operation the compiler
+    # orders or contracts otherwise (a larger rtol or atol above still wins)
+    rtol32: float = 1e-4
+    atol32: float = 1e-6
+
+    def for_width(self, itemsize: int) -> Tuple[float, float]:
+        """(rtol, atol) for floating values of ``itemsize`` bytes."""
+        if itemsize < 8:
+            return max(self.rtol, self.rtol32), max(self.atol, self.atol32)
+        return self.rtol, self.atol
 
     def to_json(self) -> Dict:
         return dataclasses.asdict(self)
@@ -216,7 +227,8 @@ def _parts(a: np.ndarray) -> np.ndarray:
 def differing(pre: np.ndarray, post: np.ndarray, tol: Tolerance) -> np.ndarray:
     """Mask of the elements (parts) where post differs from pre.
 
-    ``|post - pre| <= atol + rtol * |pre|`` in double for finite pairs, NaN equals NaN,
+    ``|post - pre| <= atol + rtol * |pre|`` in double for finite pairs (float32 parts at
+    least at ``rtol32``/``atol32``), NaN equals NaN,
     equal values (infinities included) are equal; ``exact`` compares bits; integers
     and booleans compare exactly.
     """
@@ -226,9 +238,10 @@ def differing(pre: np.ndarray, post: np.ndarray, tol: Tolerance) -> np.ndarray:
     if tol.exact:
         width = {2: np.uint16, 4: np.uint32, 8: np.uint64}[pre.dtype.itemsize]
         return pre.view(width) != post.view(width)
+    rtol, atol = tol.for_width(pre.dtype.itemsize)
     a, b = pre.astype(np.float64), post.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        close = np.isfinite(a) & np.isfinite(b) & (np.abs(b - a) <= tol.atol + tol.rtol * np.abs(a))
+        close = np.isfinite(a) & np.isfinite(b) & (np.abs(b - a) <= atol + rtol * np.abs(a))
         same = (np.isnan(a) & np.isnan(b)) | (a == b) | close
     return ~same
 

@@ -155,6 +155,7 @@ def render_harness(instance_id: str, layout: InputLayout, pre: SideSource, post:
         max_input_bytes=MAX_INPUT_BYTES, float_tiny=repr(float(layout.float_tiny)), offsets=layout.offsets,
         allow_nonfinite=layout.allow_nonfinite, guard_bytes=GUARD_BYTES,
         rtol=repr(float(tolerance.rtol)), atol=repr(float(tolerance.atol)), exact=tolerance.exact,
+        rtol32=repr(float(tolerance.rtol32)), atol32=repr(float(tolerance.atol32)),
         cuda=post.on_gpu, repeat=repeat, **protocol.template_context())
 
 

@@ -128,7 +128,7 @@ class ReplayWorker:
         request = {"data": base64.b64encode(bytes(data)).decode(), "threads": threads, "repeat": repeat,
                    "probe": probe}
         if tolerance is not None:
-            request.update(rtol=tolerance.rtol, atol=tolerance.atol, exact=tolerance.exact)
+            request.update(tolerance=tolerance.to_json())
         try:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
@@ -417,8 +417,8 @@ def _serve(build_dir: Path) -> int:
             progress("result", ReplayResult(Outcome.REPLAY_ERROR, message=failure).to_json())
             continue
         tol = replayer.default_tolerance
-        if "rtol" in request:
-            tol = Tolerance(request["rtol"], request["atol"], request["exact"])
+        if "tolerance" in request:
+            tol = Tolerance.from_json(request["tolerance"])
         try:
             data = base64.b64decode(request["data"])
             result = replayer.probe(data, progress) if request.get("probe") else replayer.run(

@@ -50,7 +50,7 @@ from .program_record import Program
 
 # float32 programs are compared at float32's precision: NumPy and the compiled code may
 # round differently in every operation
-FLOAT32_TOLERANCE = Tolerance(rtol=1e-4, atol=1e-6)
+FLOAT32_TOLERANCE = Tolerance(rtol=Tolerance.rtol32, atol=Tolerance.atol32)
 # a float32 value that differs beyond the tolerance is still rounding when it is at most this many
 # times as far from the float64 reference as the reference's own value
 ROUNDING_FACTOR = 3.0

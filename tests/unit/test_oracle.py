@@ -57,3 +57,15 @@ def test_largest_difference_is_located():
     post = np.array([1.0, 2.5, 3.0, 9.0])
     diff = compare("X", pre, post, DEFAULT)
     assert (diff.index, diff.max_index, diff.max_abs_diff) == (1, 3, 5.0)
+
+
+def test_float32_values_are_compared_at_single_precisions_floor():
+    """Two correct codes of one float32 sum round differently (a reordered or contracted
+    operation): 4.5e-5 apart is rounding there, not in float64; 1e-3 apart is a difference."""
+    pre, post = np.array([29266.309], dtype=np.float32), np.array([29265.004], dtype=np.float32)
+    assert not differing(pre, post, DEFAULT).any()
+    assert not differing(pre.astype(np.complex64), post.astype(np.complex64), DEFAULT).any()
+    assert differing(pre.astype(np.float64), post.astype(np.float64), DEFAULT).all()
+    assert differing(pre, np.array([29237.0], dtype=np.float32), DEFAULT).all()
+    assert differing(pre, post, Tolerance(rtol32=1e-5)).all()       # the floor is the tolerance's own
+    assert not differing(pre, post, Tolerance(rtol=1e-3, rtol32=1e-5)).any()   # a looser rtol still wins

@@ -15,9 +15,11 @@ def test_every_variable_a_harness_reads_is_a_declared_knob():
 
 def test_a_harness_env_writes_the_tolerance_threads_and_stages_it_is_given():
     assert HarnessEnv().variables() == {"HARNESSGEN_THREADS": "1", "HARNESSGEN_REPEAT": "1", "HARNESSGEN_STAGES": "0"}
-    given = HarnessEnv(Tolerance(rtol=1e-3, atol=0.0, exact=True), threads=4, repeat=10, stages=True).variables()
+    given = HarnessEnv(Tolerance(rtol=1e-3, atol=0.0, exact=True, rtol32=2e-3), threads=4, repeat=10,
+                       stages=True).variables()
     assert given == {"HARNESSGEN_THREADS": "4", "HARNESSGEN_REPEAT": "10", "HARNESSGEN_STAGES": "1",
-                     "HARNESSGEN_RTOL": "0.001", "HARNESSGEN_ATOL": "0.0", "HARNESSGEN_EXACT": "1"}
+                     "HARNESSGEN_RTOL": "0.001", "HARNESSGEN_ATOL": "0.0", "HARNESSGEN_EXACT": "1",
+                     "HARNESSGEN_RTOL32": "0.002", "HARNESSGEN_ATOL32": "1e-06"}
     assert HarnessEnv(threads=3).environ({"EXTRA": "x"})["EXTRA"] == "x"
 
 
