@@ -85,9 +85,12 @@ def _from_ast(node: ast.AST, what: str, text) -> Expr:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
         # integer powers are expanded into products, so both decoders need no pow()
         exponent = node.right
-        if not (isinstance(exponent, ast.Constant) and isinstance(exponent.value, int) and 0 <= exponent.value <= 16):
-            raise ConfigError(f"{what}: only small non-negative integer powers are supported in {text!r}")
         base = _from_ast(node.left, what, text)
+        if not (isinstance(exponent, ast.Constant) and isinstance(exponent.value, int) and 0 <= exponent.value <= 16):
+            if isinstance(exponent, ast.Constant) and not isinstance(exponent.value, int):
+                raise ConfigError(f"{what}: only integer powers are supported in {text!r}")
+            # a symbolic exponent (a size R**K): a power that saturates, in both decoders
+            return Expr("**", (base, _from_ast(exponent, what, text)))
         result = Expr.num(1)
         for _ in range(exponent.value):
             result = base if result == Expr.num(1) else Expr("*", (result, base))
@@ -129,6 +132,8 @@ def evaluate(e: Expr, env: Dict[str, Number], as_float: bool = False) -> Number:
     if e.op == "neg":
         return -vals[0]
     a, b = vals
+    if e.op == "**":
+        return math.pow(a, b) if as_float else _saturating_pow(a, b)
     if e.op == "+":
         return a + b
     if e.op == "-":
@@ -148,6 +153,25 @@ def evaluate(e: Expr, env: Dict[str, Number], as_float: bool = False) -> Number:
     if e.op in ("/", "//"):
         return _floordiv(a, b)
     return _floormod(a, b)
+
+
+# where a power saturates: far above any input's size, and a few of them still add up within int64
+POW_LIMIT = 1 << 62
+
+
+def _saturating_pow(a: int, b: int) -> int:
+    """``a ** b`` in integers, held within +-POW_LIMIT (as ``hg_pow`` in C++): a negative
+    exponent gives 0 (the floor of a fraction) except for bases 1 and -1; never an unbounded number."""
+    if a in (0, 1, -1) or b <= 0:
+        if a == -1:
+            return -1 if b % 2 else 1
+        return 1 if (b == 0 or a == 1) else 0
+    result = 1
+    for _ in range(b):              # |a| >= 2: int64 is left within 63 steps
+        result *= a
+        if abs(result) > POW_LIMIT:
+            return POW_LIMIT if (a > 0 or b % 2 == 0) else -POW_LIMIT      # the sign of a ** b
+    return result
 
 
 def _as_int(v: Number) -> int:
@@ -172,7 +196,7 @@ def to_cpp(e: Expr, as_float: bool = False, symbol_prefix: str = "sym_") -> str:
         return f"(-{args[0]})"
     if e.op in ("+", "-", "*"):
         return f"({args[0]} {e.op} {args[1]})"
-    fn = {"min": "hg_min", "max": "hg_max"}.get(e.op)
+    fn = {"min": "hg_min", "max": "hg_max", "**": "hg_pow"}.get(e.op)
     if fn:
         return f"{fn}{'_f' if as_float else ''}({args[0]}, {args[1]})"
     if as_float:

@@ -138,9 +138,9 @@ class InputLayout:
         for slot in self.containers:
             byte = reader.read(1)[0] if self.offsets else 0
             offsets[slot.name] = (byte % slot.offset_choices) * slot.itemsize
-        counts = [max(0, ex.evaluate(c.count, env)) for c in self.containers]
-        if sum(n * c.itemsize for n, c in zip(counts, self.containers)) > MAX_INPUT_BYTES:
+        if not self.fits(env):
             return None
+        counts = [max(0, ex.evaluate(c.count, env)) for c in self.containers]
         arrays = {}
         for slot, count in zip(self.containers, counts):
             raw = reader.read(count * slot.itemsize)
@@ -194,6 +194,12 @@ class InputLayout:
     # ------------------------------------------------------------ helpers
     def counts(self, symbols: Dict[str, int]) -> Dict[str, int]:
         return {c.name: max(0, ex.evaluate(c.count, symbols)) for c in self.containers}
+
+    def fits(self, symbols: Dict[str, int], limit: int = MAX_INPUT_BYTES) -> bool:
+        """Whether these sizes stay within ``limit`` bytes of container data (``MAX_INPUT_BYTES``:
+        the decoder refuses them otherwise)."""
+        counts = self.counts(symbols)
+        return sum(counts[c.name] * c.itemsize for c in self.containers) <= limit
 
     def shape(self, name: str, symbols: Dict[str, int]) -> tuple:
         slot = self.container(name)

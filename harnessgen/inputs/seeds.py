@@ -106,7 +106,44 @@ def sample(layout: InputLayout, count: int = 12, seed: int = 0) -> List[Tuple[st
     return seeds
 
 
-def _choose_symbols(layout: InputLayout, i: int, rng) -> Dict[str, int]:
+# a seed holds at most this much container data: a size that grows fast (``R**K``) at its
+# largest makes inputs a run takes minutes over, and the fuzzer finds larger ones where they matter
+SEED_INPUT_BYTES = 16 << 20
+
+
+def _choose_symbols(layout: InputLayout, i: int, rng) -> Optional[Dict[str, int]]:
+    """The ``i``-th seed's symbols. Where they size more than ``SEED_INPUT_BYTES`` (a size ``R**K``
+    at its largest), the largest value is halved until they fit, within the symbols' ranges;
+    else the smallest sizes; None where none fit."""
+    env = _pick_symbols(layout, i, rng)
+    if env is None or layout.fits(env, SEED_INPUT_BYTES):
+        return env
+    env = _halved_to_fit(layout, env)
+    if env is None:
+        env = _pick_symbols(layout, 0, rng)
+    return env if env is not None and layout.fits(env, SEED_INPUT_BYTES) else None
+
+
+def _halved_to_fit(layout: InputLayout, env: Dict[str, int]) -> Optional[Dict[str, int]]:
+    env = dict(env)
+    while not layout.fits(env, SEED_INPUT_BYTES):
+        name = max(sorted(env), key=lambda k: env[k])
+        smaller = env[name] // 2
+        if smaller == env[name]:
+            return None
+        env[name] = smaller
+    return env if _within_ranges(layout, env) else None
+
+
+def _within_ranges(layout: InputLayout, env: Dict[str, int]) -> bool:
+    for slot in layout.symbols:
+        lo, hi = _symbol_bounds(slot, env)
+        if not lo <= env[slot.name] <= hi:
+            return False
+    return True
+
+
+def _pick_symbols(layout: InputLayout, i: int, rng) -> Optional[Dict[str, int]]:
     env: Dict[str, int] = {}
     for slot in layout.symbols:
         lo, hi = _symbol_bounds(slot, env)
@@ -205,7 +242,7 @@ def _carried_symbols(layout: InputLayout, values: Dict[str, int], rng) -> Option
             return None
         wanted = values.get(slot.name)
         env[slot.name] = min(max(int(wanted), lo), hi) if wanted is not None else int(rng.integers(lo, hi + 1))
-    return env
+    return env if layout.fits(env, SEED_INPUT_BYTES) else _halved_to_fit(layout, env)
 
 
 def random_inputs(count: int = 4, seed: int = 0, length: int = 512) -> List[Tuple[str, bytes]]:

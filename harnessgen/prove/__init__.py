@@ -164,6 +164,8 @@ def counterexample_inputs(proof: Proof, layout: InputLayout, seed: int = 0) -> L
     out = []
     for k, cex in enumerate(proof.counterexamples):
         sizes = {s.name: int(cex.sizes.get(s.name, 1)) for s in layout.symbols}
+        if not layout.fits(sizes):      # sizes no input may hold: the decoder refuses them
+            continue
         for pattern in ("random", "mixed"):
             arrays = pattern_arrays(layout, sizes, pattern, rng)
             out.append((f"{PROOF_PREFIX}{k:02d}-{cex.obligation}-{pattern}", layout.encode(sizes, arrays)))

@@ -128,3 +128,19 @@ def test_joined_alias_groups_agree(build_cache, program):
     assert str(joint.count) == group["length"] and not any(m in pair.containers for m in group["members"])
     harness = build(pair, layout, build_cache, afl=False)
     check_agreement(layout, harness.harness_replay, random_inputs(2_000, seed=4))
+
+
+def test_a_symbolic_power_size_agrees_where_it_fits_and_where_it_saturates(build_cache):
+    """x[R**K]: both decoders take the same sizes, and both refuse the same inputs whose R**K
+    passes the input limit (int64 saturating in C++, exact in Python)."""
+    from harnessgen.targets.loaders import load_python_program
+
+    target = load_python_program(PROGRAMS / "power_size.py", "power_size")
+    pair = whole_program_pair(target.programs["power_size"].build(), "power-size")
+    layout = build_layout(pair, derive(pair))
+    assert {s.name for s in layout.symbols} == {"R", "K"}
+    harness = build(pair, layout, build_cache, afl=False)
+    inputs = random_inputs(400, seed=7)
+    sizes = [layout.decode(d) for d in inputs]
+    assert any(d is None for d in sizes) and any(d is not None and d.arrays["x"].size > 1 for d in sizes)
+    check_agreement(layout, harness.harness_replay, inputs)
