@@ -798,7 +798,12 @@ def extract(program_sdfg, instance: Instance, cls: type, past: int = 0) -> Cutou
         skipped += 1
         try:
             pair = _extract_at(program_sdfg, instance, cls, skipped, _why_larger(pair, skipped - past))
-        except Unsupported:
+        except Unsupported as exc:
+            if pair.error.startswith(STEP_DECLINED_IN_CUTOUT):
+                # the whole program's can_be_applied refuses the match: the failure is one only a
+                # cutout's shape gives the transformation, never a program DaCe made
+                raise Unsupported(f"{instance.id}: a step inside the transformation's apply declines in every cutout "
+                                  f"that holds the match, and the whole program does not hold it ({exc})") from exc
             break                    # no larger cutout: the smallest's verdict stands
     return pair
 
