@@ -138,11 +138,12 @@ class InputLayout:
         for slot in self.containers:
             byte = reader.read(1)[0] if self.offsets else 0
             offsets[slot.name] = (byte % slot.offset_choices) * slot.itemsize
-        if not self.fits(env):
+        counts = self.counts(env)
+        if self._data_bytes(counts) > MAX_INPUT_BYTES:
             return None
-        counts = [max(0, ex.evaluate(c.count, env)) for c in self.containers]
         arrays = {}
-        for slot, count in zip(self.containers, counts):
+        for slot in self.containers:
+            count = counts[slot.name]
             raw = reader.read(count * slot.itemsize)
             arrays[slot.name] = self._map_values(slot, np.frombuffer(raw, dtype=np.dtype(slot.dtype).newbyteorder("<")).astype(slot.dtype), env)
         return DecodedInput(symbols=env, arrays=arrays, consumed=min(reader.pos, len(data)), offsets=offsets)
@@ -198,8 +199,10 @@ class InputLayout:
     def fits(self, symbols: Dict[str, int], limit: int = MAX_INPUT_BYTES) -> bool:
         """Whether these sizes stay within ``limit`` bytes of container data (``MAX_INPUT_BYTES``:
         the decoder refuses them otherwise)."""
-        counts = self.counts(symbols)
-        return sum(counts[c.name] * c.itemsize for c in self.containers) <= limit
+        return self._data_bytes(self.counts(symbols)) <= limit
+
+    def _data_bytes(self, counts: Dict[str, int]) -> int:
+        return sum(counts[c.name] * c.itemsize for c in self.containers)
 
     def shape(self, name: str, symbols: Dict[str, int]) -> tuple:
         slot = self.container(name)

@@ -245,7 +245,6 @@ def check_reapply(repro: Path) -> Dict:
         return {"reapplies": False, "why": f"applying it again took longer than {REAPPLY_CHECK_S} s"}
     finally:
         out.unlink(missing_ok=True)
-        shutil.rmtree(repro.with_name(".repro-build"), ignore_errors=True)
 
 
 def publish(tmp: Path, folder: Path) -> None:
