@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence
 from ..core.errors import ConfigError, HarnessgenError, Unsupported
 from ..core.files import write_json
 from ..cutout.changes import load_change
-from ..dacecompat import dace_version, raise_control_flow
+from ..dacecompat import dace_version, raise_control_flow, settled
 from ..harness.build import compile_errors
 from ..harness.judge import JudgeOptions
 from .cluster import CODEGEN_FAILURE, STATIC_VERDICTS, Bug, load_json, read_finding
@@ -122,7 +122,7 @@ def _load(dace, path: Path):
     that wrote it: a program another DaCe wrote is checked to be valid here, and its loops and
     branches raised into regions where this DaCe keeps them so."""
     try:
-        program = dace.SDFG.from_file(str(path))
+        program = settled(dace.SDFG.from_file(str(path)))
     except Exception as exc:  # noqa: BLE001 -- another DaCe wrote it
         raise Unsupported(f"the program does not load here ({path.name}: {_error_line(exc)})") from exc
     written_by = str((load_json(path) or {}).get("dace_version", "")) or dace_version()

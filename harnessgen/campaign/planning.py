@@ -107,10 +107,10 @@ class PlanCache:
 
     @staticmethod
     def key(identity: Dict, spec: str, request: PlanRequest) -> str:
-        import dace
+        from ..dacecompat import dace_identity
 
         blob = json.dumps({"subject": identity, "spec": spec, "request": dataclasses.asdict(request),
-                           "dace": dace.__version__, "harnessgen": source_digest()},
+                           "dace": dace_identity(), "harnessgen": source_digest()},
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 

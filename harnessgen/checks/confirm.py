@@ -145,9 +145,9 @@ def run(folder: Path, timeout_s: float = CONFIRM_TIMEOUT_S) -> Confirmation:
 
 def content_key(folder: Path) -> str:
     """What a confirmation depends on: the files of ``folder`` and the DaCe that runs it."""
-    import dace
+    from ..dacecompat import dace_identity
 
-    digest = hashlib.sha256(dace.__version__.encode())
+    digest = hashlib.sha256(dace_identity().encode())
     for path in sorted(p for p in Path(folder).iterdir() if p.is_file() and p.name != "confirmation.json"):
         digest.update(path.name.encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())

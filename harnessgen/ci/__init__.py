@@ -3,11 +3,14 @@ pull request brings.
 
 1. **What changed.** The transformations and passes whose code differs between the head and
    the commit it branched from (``git merge-base``), by module and class: a class whose
-   syntax tree differs (comments and formatting do not count) or that is new, and every
-   transformation of a module whose own code outside its classes differs (a helper they call).
-2. **Judged at head.** ``harnessgen fuzz`` of those classes on the programs (the built-in
-   ones ``--builtin`` names, ``kernels`` by default, and the user's ``--program``s), within a
-   bound, with the head's DaCe.
+   syntax tree differs (comments, formatting and docstrings do not count) or that is new, and
+   every transformation of a module whose own code outside its classes differs.
+2. **Exercised at head.** ``harnessgen fuzz`` of those classes with the head's DaCe on the
+   user's programs (``--program``, ``--builtin``), then on program sources in turn, each only
+   for the classes none before gave a judged instance (``--exercise``): the programs the
+   checkout's own tests apply the class to (``harvest``; the head's tests and the base's,
+   since a revert removes the test its fix added), our kernels, NPBench, generated programs.
+   A class no program exercised is reported as **not exercised** (a JUnit skip), never as a pass.
 3. **Judged again at base.** Each distinct bug's finding judged by the base's DaCe, as the
    cross-version judging does (``harnessgen rejudge``). Where the base shows it (the same
    kind, with the same error or another one), it is **pre-existing**: listed apart, it does
@@ -17,25 +20,22 @@ pull request brings.
    again at base: where the base judges it, the head's ERROR is **new** and fails the check as
    a bug does (a JUnit error): an ERROR can hide the bug the pull request brings.
 5. **Output.** JUnit XML (what CI systems show), a Markdown summary for the pull request,
-   ``ci.json``, and the exit code: 1 where a new bug or a new ERROR was found.
+   ``ci.json``, and the exit code: 1 where a new bug or a new ERROR was found; 2 where the
+   check cannot judge at all (a revision that does not build a trivial program, a requirement
+   that cannot be installed).
 
-Each revision's DaCe is its ``dace`` package exported from git (``git archive``; folders a
-submodule fills are taken from the checkout's working tree) and put first on ``PYTHONPATH``
-of the harnessgen processes that judge it, beside the dependencies this environment has;
-each revision gets its own work folder (plans and builds), as its DaCe's version string may be
-the same as the other's.
+Each revision is made runnable by ``revision``: its ``dace`` package exported from git, what
+it requires and this environment lacks installed beside it, the trivial build checked; every
+cache is keyed by its ``dace/`` tree's git id.
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
 import json
-import io
 import os
-import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -46,9 +46,14 @@ from ..bugs.version_verdicts import FAILS_OTHERWISE, STILL_PRESENT
 from ..bugs.versions import rejudge_in
 from ..core.errors import ConfigError
 from ..core.files import write_atomic, write_json
+from .harvest import NPBENCH_TESTS, harvest
+from .revision import PACKAGE, Revision, git, prepare
 
-PACKAGE = "dace"
-DEFAULT_PROGRAMS = ("kernels",)
+# where programs for a changed class come from, in this order, each only for the classes the
+# ones before gave no judged instance: the checkout's own tests (head's and base's), our
+# kernels, NPBench (harnessgen's npbench target), programs generated for the classes
+EXERCISE = ("tests", "kernels", "npbench", "generated")
+SOURCES = EXERCISE + ("npbench-tests",)
 SHOWN_AT_BASE = (STILL_PRESENT, FAILS_OTHERWISE)
 
 
@@ -104,7 +109,9 @@ class CiOptions:
     repo: Path
     base: str
     head: str = "HEAD"
-    programs: Sequence[str] = DEFAULT_PROGRAMS
+    programs: Sequence[str] = ()     # the user's, judged for every changed class
+    exercise: Sequence[str] = EXERCISE
+    bound_s: float = 1800.0          # no program source starts after this (from the command's start)
     time_s: float = 10.0             # fuzzing per instance
     budget_s: float = 600.0          # no instance of a program's run starts after this
     params: str = "default"
@@ -116,6 +123,20 @@ class CiOptions:
 
 
 @dataclasses.dataclass
+class NotExercised:
+    """A changed class no program gave a judged instance of: shown, never a silent pass."""
+
+    module: str
+    name: str
+    tried: str                       # the program sources tried
+
+    @property
+    def reason(self) -> str:
+        return (f"{self.name} changed, but no program gave it an instance harnessgen judged (tried: {self.tried}); "
+                f"add a test that applies it, or give --program")
+
+
+@dataclasses.dataclass
 class CiResult:
     base: str
     head: str
@@ -124,6 +145,7 @@ class CiResult:
     bugs: List[CiBug]
     seconds: float = 0.0
     errors: List[CiError] = dataclasses.field(default_factory=list)
+    not_exercised: List[NotExercised] = dataclasses.field(default_factory=list)
 
     @property
     def new(self) -> List[CiBug]:
@@ -141,27 +163,15 @@ class CiResult:
         return {"base": self.base, "head": self.head, "changed": [dataclasses.asdict(c) for c in self.changed],
                 "runs": self.runs, "bugs": [{**dataclasses.asdict(b), "new": b.new} for b in self.bugs],
                 "errors": [{**dataclasses.asdict(e), "new": e.new} for e in self.errors],
+                "not_exercised": [dataclasses.asdict(n) for n in self.not_exercised],
                 "new": len(self.new), "new_errors": len(self.new_errors), "seconds": self.seconds}
 
 
-# ---------------------------------------------------------------- git
-def _git(repo: Path, *args: str, binary: bool = False):
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary)
-    if proc.returncode != 0:
-        err = proc.stderr if not binary else proc.stderr.decode(errors="replace")
-        raise ConfigError(f"--dace {repo}: git {' '.join(args)} failed: {err.strip()[:300]}")
-    return proc.stdout
-
-
-def revision(repo: Path, rev: str) -> str:
-    """The commit ``rev`` names (an error naming the checkout and the revision where it names none)."""
-    return _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
-
-
+# ---------------------------------------------------------------- what changed
 def changed_classes(repo: Path, base: str, head: str) -> List[Changed]:
     """Every class of the package whose code differs between ``base`` and ``head`` (whether it
     is a transformation is decided at head, ``transformations_among``)."""
-    files = _git(repo, "diff", "--name-only", base, head, "--", f"{PACKAGE}/").split()
+    files = git(repo, "diff", "--name-only", base, head, "--", f"{PACKAGE}/").split()
     found: List[Changed] = []
     for path in sorted(f for f in files if f.endswith(".py")):
         module = path[:-3].replace("/", ".").removesuffix(".__init__")
@@ -189,41 +199,22 @@ def _classes(repo: Path, rev: str, path: str) -> Optional[Dict[str, str]]:
         tree = ast.parse(proc.stdout)
     except SyntaxError:
         return None
-    classes = {node.name: ast.dump(node) for node in tree.body if isinstance(node, ast.ClassDef)}
+    classes = {node.name: _code_of(node) for node in tree.body if isinstance(node, ast.ClassDef)}
     classes[""] = ast.dump(ast.Module([n for n in tree.body if not isinstance(n, ast.ClassDef)], []))
     return classes
 
 
-def export_tree(repo: Path, rev: str, dest: Path) -> Path:
-    """The package at ``rev`` under ``dest`` (``dest/dace``), made once per commit."""
-    commit = revision(repo, rev)
-    folder = dest / commit[:12]
-    if (folder / ".complete").is_file():
-        return folder
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    archive = _git(repo, "archive", "--format=tar", commit, PACKAGE, binary=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
-    _fill_submodules(repo, folder)
-    (folder / ".complete").write_text(commit + "\n")
-    return folder
-
-
-def _fill_submodules(repo: Path, folder: Path) -> None:
-    """Folders ``git archive`` leaves empty (submodules: DaCe's ``external/``) from the
-    checkout's working tree."""
-    for empty in sorted(p for p in (folder / PACKAGE).rglob("*") if p.is_dir() and not any(p.iterdir())):
-        source = repo / empty.relative_to(folder)
-        if source.is_dir() and any(source.iterdir()):
-            shutil.copytree(source, empty, dirs_exist_ok=True)
-
-
-# ---------------------------------------------------------------- the revisions' DaCe
-def _env(tree: Path) -> Dict[str, str]:
-    path = os.environ.get("PYTHONPATH", "")
-    return {"PYTHONPATH": str(tree) + (os.pathsep + path if path else "")}
+def _code_of(node: ast.ClassDef) -> str:
+    """A class's code with its docstrings left out: a pull request that only rewords them
+    changes nothing DaCe runs."""
+    copy = ast.parse(ast.unparse(node)).body[0]
+    for inner in ast.walk(copy):
+        body = getattr(inner, "body", None)
+        if (isinstance(inner, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            inner.body = body[1:] or [ast.Pass()]
+    return ast.dump(copy)
 
 
 WHICH = r"""
@@ -244,18 +235,18 @@ print(json.dumps({"dace": dace.__file__, "found": found}))
 """
 
 
-def transformations_among(candidates: List[Changed], python: Path, tree: Path) -> List[Changed]:
-    """The pattern transformations and passes among ``candidates``, as the revision in
-    ``tree`` defines them (checked in a process of its own, that DaCe imported)."""
+def transformations_among(candidates: List[Changed], python: Path, head: Revision) -> List[Changed]:
+    """The pattern transformations and passes among ``candidates``, as the head defines them
+    (checked in a process of its own, that DaCe imported)."""
     if not candidates:
         return []
     proc = subprocess.run([str(python), "-c", WHICH, json.dumps([[c.module, c.name] for c in candidates])],
-                          capture_output=True, text=True, env={**os.environ, **_env(tree)}, timeout=600)
+                          capture_output=True, text=True, env={**os.environ, **head.env}, timeout=600)
     if proc.returncode != 0:
-        raise ConfigError(f"the head's DaCe does not import: {(proc.stderr or '').strip().splitlines()[-1:]}")
+        raise ConfigError(f"the {head.name} DaCe does not import: {(proc.stderr or '').strip().splitlines()[-1:]}")
     answer = json.loads(proc.stdout.strip().splitlines()[-1])
-    if not Path(answer["dace"]).resolve().is_relative_to(tree.resolve()):
-        raise ConfigError(f"PYTHONPATH={tree} did not put that DaCe first (dace came from {answer['dace']})")
+    if not Path(answer["dace"]).resolve().is_relative_to(head.root.resolve()):
+        raise ConfigError(f"PYTHONPATH={head.root} did not put that DaCe first (dace came from {answer['dace']})")
     keep = {tuple(x) for x in answer["found"]}
     return [c for c in candidates if (c.module, c.name) in keep]
 
@@ -266,61 +257,150 @@ def run_ci(options: CiOptions, say=print) -> CiResult:
     repo = Path(options.repo).resolve()
     if not (repo / PACKAGE / "__init__.py").is_file():
         raise ConfigError(f"--dace {repo}: no {PACKAGE}/__init__.py there; give a DaCe git checkout")
-    base, head = revision(repo, options.base), revision(repo, options.head)
     out = Path(options.out).resolve()
-    trees = {side: export_tree(repo, rev, out / "trees") for side, rev in (("base", base), ("head", head))}
+    base = prepare(repo, "base", options.base, out, options.python, say)
+    head = prepare(repo, "head", options.head, out, options.python, say)
     # what the pull request changed: since the commit it branched from (the base may have moved on)
-    since = _git(repo, "merge-base", base, head).strip()
-    changed = transformations_among(changed_classes(repo, since, head), options.python, trees["head"])
-    say(f"harnessgen ci: {len(changed)} transformation(s) and pass(es) changed between {base[:10]} and {head[:10]}"
-        + (": " + ", ".join(f"{c.name} ({c.why})" for c in changed) if changed else ""))
-    runs, bugs, errors = [], [], []
+    since = git(repo, "merge-base", base.commit, head.commit).strip()
+    changed = transformations_among(changed_classes(repo, since, head.commit), options.python, head)
+    say(f"harnessgen ci: {len(changed)} transformation(s) and pass(es) changed between {base.commit[:10]} and "
+        f"{head.commit[:10]}" + (": " + ", ".join(f"{c.name} ({c.why})" for c in changed) if changed else ""))
+    state = _Judging(options, repo, out, base, head, since, changed, say)
     if changed:
-        for number, program in enumerate(options.programs):
-            run, found, failed = _judge_at_head(options, program, number, changed, trees["head"], out)
-            runs.append(run)
-            bugs += found
-            if failed:
-                _errors_at_base(options, program, number, failed, changed, trees["base"], out)
-                errors += failed
-        for bug in bugs:
-            _judge_at_base(options, bug, trees["base"], out)
-    result = CiResult(base, head, changed, runs, bugs, round(time.monotonic() - started, 1), errors)
+        state.exercise(started)
+        for bug in state.bugs:
+            _judge_at_base(options, bug, base, out)
+    result = CiResult(base.commit, head.commit, changed, state.runs, state.bugs,
+                      round(time.monotonic() - started, 1), state.errors, state.not_exercised())
     write_json(out / "ci.json", result.to_json())
     return result
 
 
-def _fuzz_at(options: CiOptions, side: str, program: str, folder: Path, changed: List[Changed], tree: Path,
-             instances: Sequence[str] = ()) -> Dict:
+# the verdicts of instances that were not judged: a class with only these is not exercised yet
+NOT_JUDGED = ("UNSUPPORTED", "ERROR", "BLOCKED", "BUILT")
+
+
+class _Judging:
+    """The changed classes judged at head, program source after program source (the user's
+    first), each source only for the classes none before gave a judged instance."""
+
+    def __init__(self, options, repo, out, base, head, since, changed, say):
+        self.options, self.repo, self.out, self.say = options, repo, out, say
+        self.base, self.head, self.since, self.changed = base, head, since, changed
+        self.runs: List[Dict] = []
+        self.bugs: List[CiBug] = []
+        self.errors: List[CiError] = []
+        self.judged: Dict[str, int] = {c.name: 0 for c in changed}
+        self.tried: Dict[str, List[str]] = {c.name: [] for c in changed}
+
+    def waiting(self) -> List[Changed]:
+        return [c for c in self.changed if self.judged[c.name] == 0]
+
+    def exercise(self, started: float) -> None:
+        deadline = started + self.options.bound_s
+        for program in self.options.programs:
+            self.judge(program, "yours", self.changed, deadline)
+        for source in self.options.exercise:
+            classes = self.waiting()
+            if not classes:
+                return
+            if time.monotonic() > deadline - 10:
+                self.say(f"harnessgen ci: the bound ({self.options.bound_s:g} s) ended before {source}")
+                return
+            for program in self.programs_from(source, classes, deadline):
+                self.judge(program, source, self.waiting(), deadline)
+
+    def programs_from(self, source: str, classes: List[Changed], deadline: float) -> List[str]:
+        pairs = [[c.module, c.name] for c in classes]
+        for c in classes:
+            self.tried[c.name].append(source)
+        if source == "tests":
+            found = harvest(self.repo, [self.head, self.base], self.head, self.since, pairs, self.options.python,
+                            self.out / "harvest" / "tests", deadline)
+            self.say(f"harnessgen ci: the checkout's tests gave {_counted(found.programs_of())} in {found.seconds:g} s")
+            return [str(found.folder)] if found.programs_of() else []
+        if source == "npbench-tests":
+            found = harvest(self.repo, [self.head], self.head, self.since, pairs, self.options.python,
+                            self.out / "harvest" / "npbench", deadline, under=NPBENCH_TESTS, select="all")
+            self.say(f"harnessgen ci: the checkout's NPBench tests gave {_counted(found.programs_of())} in "
+                     f"{found.seconds:g} s")
+            return [str(found.folder)] if found.programs_of() else []
+        return [source]
+
+    def judge(self, program: str, source: str, classes: List[Changed], deadline: float) -> None:
+        if not classes:
+            return
+        number = len(self.runs)
+        budget = max(10.0, min(self.options.budget_s, deadline - time.monotonic()))
+        folder = self.out / "head" / f"{number}-{_safe(Path(program).name if source != 'yours' else program)}"
+        try:
+            summary = _fuzz_at(self.options, self.head, program, folder, classes, budget=budget)
+        except ConfigError as exc:
+            if source == "yours":
+                raise
+            self.say(f"harnessgen ci: {source} gave nothing to judge: {str(exc)[:300]}")
+            self.runs.append({"program": program, "source": source, "folder": str(folder), "verdicts": {},
+                              "instances": 0, "judged": {}, "failed": str(exc)[:600],
+                              "classes": [c.name for c in classes]})
+            return
+        run, found, failed = _read_run(program, folder, summary)
+        run["source"], run["classes"] = source, [c.name for c in classes]
+        self.runs.append(run)
+        for name, count in run["judged"].items():
+            if name in self.judged:
+                self.judged[name] += count
+        self.say(f"harnessgen ci: {program} ({source}): {run['instances']} instance(s), "
+                 + ", ".join(f"{n} {v}" for v, n in run["verdicts"].items()))
+        self.bugs += found
+        if failed:
+            _errors_at_base(self.options, program, number, failed, classes, self.base, self.out)
+            self.errors += failed
+
+    def not_exercised(self) -> List[NotExercised]:
+        return [NotExercised(c.module, c.name, ", ".join(self.tried[c.name]) or "none")
+                for c in self.changed if self.judged[c.name] == 0]
+
+
+def _counted(programs: Dict[str, List]) -> str:
+    if not programs:
+        return "no program"
+    return ", ".join(f"{len(v)} program(s) of {k}" for k, v in sorted(programs.items()))
+
+
+def _fuzz_at(options: CiOptions, side: Revision, program: str, folder: Path, changed: List[Changed],
+             instances: Sequence[str] = (), budget: Optional[float] = None) -> Dict:
     """``harnessgen fuzz`` of the changed classes on one program with one revision's DaCe (only
     ``instances`` where given); its summary."""
     cmd = [str(options.python), "-m", "harnessgen", "fuzz", "--program", program,
            "--transformation", ",".join(c.spec for c in changed), "--time", f"{options.time_s:g}",
-           "--budget", f"{options.budget_s:g}", "--params", options.params, "--jobs", str(options.jobs),
+           "--budget", f"{budget or options.budget_s:g}", "--params", options.params, "--jobs", str(options.jobs),
            "--audit-time", f"{options.audit_time_s:g}", "--out", str(folder / "run"),
-           "--work-dir", str(_work_dir(folder, side)), "--crashes-dir", str(folder / "crashes"),
+           "--work-dir", str(_work_dir(options, side)), "--crashes-dir", str(folder / "crashes"),
            "--corpus-dir", str(folder / "corpus"), "--no-progress", "--no-plots", "--fresh",
            *(["--instance", ",".join(instances)] if instances else [])]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **_env(tree)})
-    write_atomic(folder / "fuzz.log", (proc.stdout + proc.stderr).encode())
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **side.env})
+    header = f"harnessgen fuzz with the {side.name} DaCe ({side.root}, dace/ tree {side.tree_id[:12]})\n"
+    write_atomic(folder / "fuzz.log", (header + proc.stdout + proc.stderr).encode())
     if proc.returncode != 0:
-        raise ConfigError(f"harnessgen fuzz --program {program} at {side} failed (exit {proc.returncode}); its output "
-                          f"is in {folder / 'fuzz.log'}: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+        raise ConfigError(f"harnessgen fuzz --program {program} at {side.side} failed (exit {proc.returncode}); its "
+                          f"output is in {folder / 'fuzz.log'}: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
     return json.loads((folder / "run" / "summary.json").read_text())
 
 
-def _work_dir(folder: Path, side: str) -> Path:
-    """A revision's work folder (plans and builds), shared by its programs' runs."""
-    return folder.parent.parent / f"work-{side}"
+def _work_dir(options: CiOptions, side: Revision) -> Path:
+    """A revision's work folder (plans and builds), shared by its programs' runs and by every
+    check of the same ``dace/`` tree: keyed by the tree's content, never by a version string."""
+    return Path(options.out).resolve() / "work" / side.tree_id[:16]
 
 
-def _judge_at_head(options: CiOptions, program: str, number: int, changed: List[Changed], tree: Path,
-                   out: Path):
-    folder = out / "head" / f"{number}-{_safe(program)}"
-    summary = _fuzz_at(options, "head", program, folder, changed, tree)
+def _read_run(program: str, folder: Path, summary: Dict):
     counts: Dict[str, int] = {}
+    judged: Dict[str, int] = {}
     for row in summary.get("instances", []):
         counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+        if row["verdict"] not in NOT_JUDGED:
+            name = row.get("transformation", "")
+            judged[name] = judged.get(name, 0) + 1
     found = [CiBug(id=row["id"], kind=row["kind"], transformation=row["transformation"], program=program,
                    description=row["description"], instances=row["instances"],
                    reproducer=str((folder / "run" / row["representative"]).resolve()))
@@ -329,19 +409,19 @@ def _judge_at_head(options: CiOptions, program: str, number: int, changed: List[
                       reason=(row.get("message") or "").strip()[:600])
               for row in summary.get("instances", []) if row["verdict"] == "ERROR"]
     return {"program": program, "folder": str(folder), "verdicts": dict(sorted(counts.items())),
-            "instances": sum(counts.values())}, found, failed
+            "instances": sum(counts.values()), "judged": dict(sorted(judged.items()))}, found, failed
 
 
 def _errors_at_base(options: CiOptions, program: str, number: int, errors: List[CiError], changed: List[Changed],
-                    tree: Path, out: Path) -> None:
+                    base: Revision, out: Path) -> None:
     """The instances harnessgen could not judge at head, judged at base: an ERROR there too is
     pre-existing (the tool's, or the program's); any other verdict, or an instance the base does
     not plan, makes the head's ERROR new."""
-    folder = out / "base" / f"{number}-{_safe(program)}"
+    folder = out / "base" / f"{number}-{_safe(Path(program).name)}"
     names = {e.transformation for e in errors}
     try:
-        summary = _fuzz_at(options, "base", program, folder, [c for c in changed if c.name in names] or changed,
-                           tree, [e.id for e in errors])
+        summary = _fuzz_at(options, base, program, folder, [c for c in changed if c.name in names] or changed,
+                           [e.id for e in errors])
     except ConfigError as exc:      # the base plans none of them, or cannot run them at all
         for error in errors:
             error.base_verdict = f"NOT_PLANNED ({str(exc)[:200]})"
@@ -351,9 +431,9 @@ def _errors_at_base(options: CiOptions, program: str, number: int, errors: List[
         error.base_verdict = verdicts.get(error.id, "NOT_PLANNED")
 
 
-def _judge_at_base(options: CiOptions, bug: CiBug, tree: Path, out: Path) -> None:
-    verdict = rejudge_in(options.python, Path(bug.reproducer), out / "work-base", options.rejudge_timeout_s,
-                         "base", env=_env(tree))
+def _judge_at_base(options: CiOptions, bug: CiBug, base: Revision, out: Path) -> None:
+    verdict = rejudge_in(options.python, Path(bug.reproducer), _work_dir(options, base), options.rejudge_timeout_s,
+                         "base", env=base.env)
     bug.base_verdict, bug.base_reason = verdict.verdict, verdict.reason
 
 
@@ -370,6 +450,8 @@ def junit(result: CiResult) -> bytes:
     failures = skipped = errors = 0
     for run in result.runs:
         for change in result.changed:
+            if change.name not in run.get("classes", [change.name]):
+                continue
             cases += 1
             case = ElementTree.SubElement(suite, "testcase", classname=change.module, name=f"{change.name} on "
                                           f"{run['program']}")
@@ -391,6 +473,11 @@ def junit(result: CiResult) -> bytes:
                     node = ElementTree.SubElement(case, "error", message=f"new ERROR: {error.id} could not be judged "
                                                   f"at head (at base: {error.base_verdict})", type="ERROR")
                     node.text = error.reason
+    for missing in result.not_exercised:
+        cases += 1
+        skipped += 1
+        case = ElementTree.SubElement(suite, "testcase", classname=missing.module, name=f"{missing.name}: not exercised")
+        ElementTree.SubElement(case, "skipped", message=f"not exercised: {missing.reason}")
     suite.set("tests", str(cases))
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
@@ -416,8 +503,12 @@ def markdown(result: CiResult) -> str:
         lines += ["| changed | why |", "|---|---|"] + [f"| `{c.spec}` | {c.why} |" for c in result.changed] + [""]
     for run in result.runs:
         counts = ", ".join(f"{n} {v}" for v, n in run["verdicts"].items()) or "no instance"
-        lines.append(f"- `{run['program']}`: {run['instances']} instance(s): {counts}")
+        lines.append(f"- `{run['program']}` ({run.get('source', 'yours')}): {run['instances']} instance(s): {counts}")
     lines.append("")
+    if result.not_exercised:
+        lines += ["### Not exercised (no program gave them a judged instance; nothing is known of them)", ""]
+        lines += [f"- `{n.module}:{n.name}`: {n.reason}" for n in result.not_exercised]
+        lines.append("")
     if result.new:
         lines += ["### New bugs (the base does not show them)", "",
                   "| bug | kind | transformation | program | at base | reproducer |", "|---|---|---|---|---|---|"]

@@ -317,10 +317,18 @@ def _add_ci(sub) -> None:
     p.add_argument("--base", required=True, metavar="REV", help="the revision the pull request is based on")
     p.add_argument("--head", default="HEAD", metavar="REV", help="the pull request's revision (default HEAD)")
     p.add_argument("--program", action="append", default=[], metavar="PROGRAM",
-                   help="a program of yours to judge them on as well, as for fuzz (repeatable)")
-    p.add_argument("--builtin", default=",".join(ci.DEFAULT_PROGRAMS), metavar="TARGETS",
-                   help="the built-in programs they are judged on, comma-separated (default: "
-                        f"{','.join(ci.DEFAULT_PROGRAMS)}; '' for none, cloudsc adds our CLOUDSC port)")
+                   help="a program of yours to judge every changed class on first, as for fuzz (repeatable)")
+    p.add_argument("--builtin", default="", metavar="TARGETS",
+                   help="built-in targets to judge every changed class on as well, comma-separated (cloudsc: "
+                        "our CLOUDSC port)")
+    p.add_argument("--exercise", default=",".join(ci.EXERCISE), metavar="SOURCES",
+                   help="where programs for a changed class come from, in order, each only for the classes the "
+                        "ones before gave no judged instance: tests (the programs the checkout's own tests, "
+                        "head's and base's, apply the class to), kernels, npbench (the npbench target), "
+                        "npbench-tests (the checkout's tests/npbench), generated (programs generated for the "
+                        f"classes); default {','.join(ci.EXERCISE)}; '' for none")
+    p.add_argument("--bound", type=float, default=1800.0, metavar="SECONDS",
+                   help="no program source starts after this many seconds from the start (default 1800)")
     p.add_argument("--time", type=float, default=10.0, help="fuzzing seconds per instance (default 10)")
     p.add_argument("--budget", type=float, default=600.0,
                    help="per program: no instance starts after this many seconds (default 600)")
@@ -342,15 +350,24 @@ def _ci_programs(args) -> tuple:
     unknown = [p for p in builtin if p.split(":")[0] not in BUILTIN_TARGETS]
     if unknown:
         raise ConfigError(f"--builtin {','.join(unknown)}: not a built-in target (one of {', '.join(BUILTIN_TARGETS)})")
-    programs = builtin + tuple(args.program)
-    if not programs:
-        raise ConfigError("--builtin '' and no --program: name at least one program to judge the changes on")
-    return programs
+    return builtin + tuple(args.program)
+
+
+def _ci_exercise(args) -> tuple:
+    sources = tuple(s.strip() for s in args.exercise.split(",") if s.strip())
+    unknown = [s for s in sources if s not in ci.SOURCES]
+    if unknown:
+        raise ConfigError(f"--exercise {','.join(unknown)}: not a program source (one of {', '.join(ci.SOURCES)})")
+    if not sources and not _ci_programs(args):
+        raise ConfigError("--exercise '' and no --program or --builtin: name at least one program to judge the "
+                          "changes on")
+    return sources
 
 
 def cmd_ci(args) -> int:
     options = ci.CiOptions(repo=args.dace, base=args.base, head=args.head,
-                           programs=_ci_programs(args), time_s=args.time,
+                           programs=_ci_programs(args), exercise=_ci_exercise(args), bound_s=args.bound,
+                           time_s=args.time,
                            budget_s=args.budget, params=args.params, jobs=args.jobs,
                            audit_time_s=args.audit_time, out=args.out)
     console = render.console()
@@ -367,6 +384,8 @@ def cmd_ci(args) -> int:
         label = "[bold red]new ERROR[/]" if error.new else "[yellow]ERROR at base too[/]"
         console.print(f"  {label} {render.escape(error.id)} not judged at head (base: {render.escape(error.base_verdict)})"
                       f": {render.escape(error.reason.splitlines()[0][:200] if error.reason else '')}")
+    for missing in result.not_exercised:
+        console.print(f"  [yellow]not exercised[/] {render.escape(missing.reason)}")
     console.print(f"{len(result.new)} new bug(s), {len(result.bugs) - len(result.new)} pre-existing, "
                   f"{len(result.new_errors)} new ERROR(s), in {result.seconds:g} s; {junit}, {summary}")
     return result.exit_code

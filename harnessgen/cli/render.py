@@ -24,7 +24,7 @@ from ..checks.pipeline_bisect import BisectRecord
 from ..core import runlog
 from ..core.evidence import SEEDS_ONLY, Evidence
 from ..core.records import InstanceResult, per_program, per_transformation
-from ..core.versions import dace_source
+from ..core.versions import dace_source, source_version
 from ..plan.params import describe
 from ..prove import Proof
 
@@ -89,12 +89,16 @@ def opening_line(total: int, enumerating: Iterable[str], transformations: str, p
 def dace_version() -> str:
     """The DaCe in use, as a planning line names it: its version and, for a source tree, where it
     is and its git revision."""
+    source = dace_source()
+    if source:
+        import importlib.util
+
+        tree = Path(importlib.util.find_spec("dace").origin).resolve().parent.parent
+        return f"{source_version(tree) or 'unknown version'}, {source}"
     try:
-        installed = version("dace")
+        return version("dace")
     except PackageNotFoundError:
         return "not installed"
-    source = dace_source()
-    return f"{installed}, {source}" if source else installed
 
 
 def duration(seconds: float) -> str:

@@ -14,6 +14,8 @@ KNOBS: Dict[str, str] = {
     "HARNESSGEN_ARCHER": "LLVM's OpenMP ThreadSanitizer tool libarcher.so (default: found beside the compiler)",
     "HARNESSGEN_PROGRAM_CACHE": "where built-in targets cache their parsed SDFGs (default .harnessgen/programs)",
     "HARNESSGEN_NPBENCH": "the NPBench checkout the npbench target runs (default ../shared/npbench where it exists)",
+    "HARNESSGEN_DACE_TREE": "the git tree id of the DaCe package that runs (set by harnessgen ci for each revision): "
+                            "caches of programs, plans and builds are keyed by it",
     "HARNESSGEN_SHIPPED_PARSES": "1 (default) starts a built-in program's cache from the parse shipped for this "
                                  "source and DaCe (harnessgen/targets/parsed/); 0 always parses",
     "HARNESSGEN_CUT_ALIASES_APART": "tests only: 1 cuts aliased nested-SDFG connectors apart again (an unfaithful "

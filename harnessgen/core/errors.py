@@ -27,10 +27,12 @@ class BuildError(HarnessgenError):
     """Generated code did not build. For post this is a finding (BUILD_FAILURE);
     for pre it means the cutout itself cannot be built (Unsupported)."""
 
-    def __init__(self, message: str, side: str = "", log: str = "", cause: str = ""):
+    def __init__(self, message: str, side: str = "", log: str = "", cause: str = "", generator: str = ""):
         super().__init__(message)
         self.side = side
         self.log = log
+        # what DaCe's code generator raised where it refused the side's SDFG (before any compiler)
+        self.generator = generator
         # a known construct DaCe's code generator cannot compile (codegen_causes), where the
         # build stopped before compiling because pre holds it
         self.cause = cause
@@ -45,7 +47,7 @@ class BuildError(HarnessgenError):
         """Whether the failure says something of the code built (a compiler's diagnostic, or a
         known cause matched before compiling) rather than of the machine (a compiler killed,
         gone, silent): only such a failure of a program's side can be a finding."""
-        return (bool(self.cause or self.first_error) and self.side in ("hg_pre", "hg_post")
+        return (bool(self.cause or self.first_error or self.generator) and self.side in ("hg_pre", "hg_post")
                 and not self.missing_header)
 
     @property

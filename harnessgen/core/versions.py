@@ -19,6 +19,23 @@ def source_digest() -> str:
     return digest.hexdigest()
 
 
+EXPORTED_REVISION = ".revision"     # in a DaCe tree exported from git: which commit of which checkout
+
+
+def source_version(tree) -> str:
+    """The version a DaCe source tree's ``dace/version.py`` declares ('' where it declares none),
+    read without importing it."""
+    import re
+    from pathlib import Path
+
+    try:
+        text = (Path(tree) / "dace" / "version.py").read_text()
+    except OSError:
+        return ""
+    found = re.search(r"__version__\s*=\s*['\"]([^'\"]+)['\"]", text)
+    return found.group(1) if found else ""
+
+
 @functools.lru_cache(maxsize=1)
 def dace_source() -> str:
     """Where the DaCe in use comes from when it is a source tree rather than a release (`make
@@ -47,6 +64,9 @@ def dace_source() -> str:
         return proc.stdout.strip() if proc.returncode == 0 else ""
 
     revision = git("rev-parse", "--short=12", "HEAD")
+    exported = tree / EXPORTED_REVISION
+    if not revision and exported.is_file():
+        return f"{exported.read_text().strip()} (exported to {tree})"
     if not revision:
         return f"source tree {tree} (not a git checkout)"
     changed = "+changes" if git("status", "--porcelain", "--untracked-files=no") else ""

@@ -23,7 +23,7 @@ from ..core.files import write_atomic
 from ..core.names import SYMBOL_INPUT_PREFIX, SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import Outcome
 from ..core.procs import call_in_fork
-from ..dacecompat import copy_sdfg, find_new_name, keep_template, kept_analyses, spare_copy, template_identity
+from ..dacecompat import copy_sdfg, dace_identity, find_new_name, keep_template, kept_analyses, spare_copy, template_identity
 from ..dacecompat.code import code_places, index_bare_reads, new_symbol_arguments, symbol_arguments, symbol_types
 from ..plan import passes
 from ..plan.instances import MATCH_PLACE_KEYS, Instance, match_settings, rebuild_transformation
@@ -1015,9 +1015,8 @@ class AppliedOnce:
         program = template_identity(program_sdfg)
         if not program:
             return None
-        import dace
 
-        digest = hashlib.sha256(json.dumps([program, self.identity, __version__, dace.__version__]).encode()).hexdigest()[:24]
+        digest = hashlib.sha256(json.dumps([program, self.identity, __version__, dace_identity()]).encode()).hexdigest()[:24]
         return Path(envs.get("HARNESSGEN_PROGRAM_CACHE")) / "applied" / f"{digest}.pickle"
 
     @staticmethod

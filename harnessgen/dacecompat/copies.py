@@ -14,6 +14,8 @@ from typing import Dict, Optional, Tuple
 
 import dace
 
+from .names import settled
+
 # id(sdfg) -> (a weak reference to it, its pickle, its identity); the entry goes when the SDFG
 # does, before its id can be reused (a whole program after a pass is kept only while a pass
 # instance needs it)
@@ -82,7 +84,7 @@ def copy_sdfg(sdfg, name: str = None):
     if kept is not None:
         copied = pickle.loads(kept[1])
     else:
-        copied = dace.SDFG.from_json(json.loads(dace.serialize.dumps(sdfg_json(sdfg))))
+        copied = settled(dace.SDFG.from_json(json.loads(dace.serialize.dumps(sdfg_json(sdfg)))))
         if json_broke_connectors(sdfg, copied):
             copied = pickle.loads(pickle.dumps(sdfg, protocol=pickle.HIGHEST_PROTOCOL))
     if name is not None:

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import functools
-from importlib.metadata import PackageNotFoundError, version
+import hashlib
+import os
+from importlib.metadata import PackageNotFoundError, distribution, version
+from pathlib import Path
 from typing import Any, Container, Dict, Optional
 
 import dace
@@ -11,13 +14,65 @@ from dace import dtypes
 
 @functools.lru_cache(maxsize=1)
 def dace_version() -> str:
-    """The installed DaCe's version (its distribution's, which a source checkout may lack).
-    Read once per process: reading a distribution's metadata costs 2 ms, and planning CLOUDSC
-    asks for it thousands of times (13 s of a cold plan)."""
+    """The running DaCe's version: the imported package's own (a tree on ``PYTHONPATH`` is not
+    the distribution installed beside it, and the version tells how its SDFG files are read),
+    else its distribution's. Read once per process: planning CLOUDSC asks thousands of times."""
+    own = getattr(dace, "__version__", None)
+    if own:
+        return str(own)
     try:
         return version("dace")
     except PackageNotFoundError:
-        return str(getattr(dace, "__version__", "unknown"))
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def dace_identity() -> str:
+    """What caches of plans, programs and builds are keyed by: which DaCe code runs, not only
+    its version string. DaCe's main branch said ``1.0.0`` for a year, so two revisions of it
+    would share every cache entry. The installed distribution is its version; a DaCe tree
+    outside one (a checkout on ``PYTHONPATH``, an editable install) adds what
+    ``HARNESSGEN_DACE_TREE`` names (the tree's git id, which ``harnessgen ci`` sets) or else a
+    digest of its Python files' sizes and modification times."""
+    from ..core import envs
+
+    base = dace_version()
+    tree = envs.get("HARNESSGEN_DACE_TREE")
+    if tree:
+        return f"{base}+tree.{tree}"
+    package = Path(dace.__file__).resolve().parent
+    if _from_distribution(package):
+        return base
+    return f"{base}+src.{_files_digest(package)}"
+
+
+def _from_distribution(package: Path) -> bool:
+    try:
+        located = Path(distribution("dace").locate_file("dace/__init__.py")).resolve()
+    except (PackageNotFoundError, OSError, TypeError):
+        return False
+    return located.parent == package
+
+
+def _files_digest(package: Path) -> str:
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            stat = os.stat(os.path.join(root, name))
+            digest.update(f"{os.path.relpath(os.path.join(root, name), package)}:{stat.st_size}:"
+                          f"{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def settled(sdfg):
+    """``sdfg`` (just read from JSON or a pickle) with its control-flow graphs numbered as a
+    program DaCe built is: 2.0.0b1's ``from_json`` numbers them, DaCe's later main branch does
+    not, and a match's ``cfg_id`` must mean the same block either way."""
+    reset = getattr(sdfg, "reset_cfg_list", None)
+    if reset is not None:
+        reset()
+    return sdfg
 
 
 def json_context(written_by: Optional[str] = None, **items: Any) -> Dict[str, Any]:

@@ -36,7 +36,7 @@ from ..core.files import write_atomic, write_json
 from ..core.runtime import Tolerance
 from ..cuda import toolkit as cuda_toolkit
 from ..cutout.extract import CutoutPair
-from ..dacecompat import copy_sdfg, sdfg_json, template_identity
+from ..dacecompat import copy_sdfg, dace_identity, sdfg_json, template_identity
 from ..inputs.layout import InputLayout
 from .built import HarnessBuild
 from .compiler import (CXX, CXXFLAGS, LINKER, REPLAY_ONLY_HARNESS_OPT, RPATH, Job, compile_flags, replay_only_cxxflags,
@@ -236,9 +236,8 @@ def _pre_key(pre_hash: str, layout: InputLayout, afl: bool) -> str:
     """What pre's library depends on: the same program built against the same layout with the
     same compilers fails the same way, whatever post is (the whole program as its frontend
     wrote it is pre of every pass instance judged whole)."""
-    import dace
 
-    blob = json.dumps({"harnessgen": __version__, "dace": dace.__version__, "pre": pre_hash,
+    blob = json.dumps({"harnessgen": __version__, "dace": dace_identity(), "pre": pre_hash,
                        "layout": layout.to_json(), "flags": CXXFLAGS, "compilers": compiler_versions(afl),
                        "templates": hashlib.sha256(template_sources().encode()).hexdigest()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -307,9 +306,8 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
 
 def cause_registry(work_dir: Path, afl: bool) -> CauseRegistry:
     """The constructs this DaCe and these compilers are known not to build (codegen_causes)."""
-    import dace
 
-    versions = json.dumps({"dace": dace.__version__, "compilers": compiler_versions(afl), "flags": CXXFLAGS},
+    versions = json.dumps({"dace": dace_identity(), "compilers": compiler_versions(afl), "flags": CXXFLAGS},
                           sort_keys=True)
     return CauseRegistry(work_dir, versions)
 

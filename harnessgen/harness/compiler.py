@@ -22,7 +22,7 @@ from .. import __version__
 from ..core import envs
 from ..core.errors import BuildError, ToolMissing
 from ..core.files import write_atomic
-from ..dacecompat import cpp_standard
+from ..dacecompat import cpp_standard, dace_identity
 
 
 CXX = envs.get("HARNESSGEN_CXX")
@@ -138,7 +138,6 @@ def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[s
     compiler, flags and header text under ``<work>/pch/``; no flags when it cannot be built.
     A PCH only saves time (about 1.2 s of 1.5 s per generated file, 0.6 s of 1.1 s for the
     harness); it never changes what is compiled."""
-    import dace
 
     cxxflags = list(CXXFLAGS if cxxflags is None else cxxflags)
     extra = dict(env or {})
@@ -153,7 +152,7 @@ def header_pch(work_dir: Path, compiler: str, source: Path, env: Optional[Dict[s
     # a PCH names its header by absolute path: the real folder is part of the key, so a work
     # directory reached through a link, or moved, gets PCHs of its own instead of broken ones
     root = (Path(work_dir) / "pch").resolve()
-    key = hashlib.sha256(json.dumps([compiler, version, cxxflags, PCH_INSTANTIATE, dace.__version__,
+    key = hashlib.sha256(json.dumps([compiler, version, cxxflags, PCH_INSTANTIATE, dace_identity(),
                                      str(dace_include()), extra, includes, str(root)]).encode()).hexdigest()[:16]
     folder = root / key
     pch = folder / "headers.h.pch"
@@ -212,13 +211,12 @@ class ObjectCache:
 
     def path(self, job: Job) -> Path:
         """Where the output of ``job`` is kept."""
-        import dace
 
         out = str(job.reuse.out)
         digest = hashlib.sha256(json.dumps([
             [part.replace(out, "<out>") for part in job.cmd],
             sorted((k, v.replace(out, "<out>")) for k, v in job.env.items()),
-            tool_version(job.cmd[0]), dace.__version__, __version__,
+            tool_version(job.cmd[0]), dace_identity(), __version__,
         ]).encode())
         for path in sorted(job.reuse.inputs):
             digest.update(str(path).replace(out, "<out>").encode() + b"\0")

@@ -44,7 +44,8 @@ def generate_side(sdfg, build_dir: Path) -> SideSource:
     try:
         objects = sdfg.generate_code()
     except Exception as exc:  # DaCe refused to generate code for this SDFG: a build failure
-        raise BuildError(f"DaCe code generation failed for {name}: {type(exc).__name__}: {exc}", side=name) from exc
+        said = f"{type(exc).__name__}: {exc}"
+        raise BuildError(f"DaCe code generation failed for {name}: {said}", side=name, generator=said[:500]) from exc
     (build_dir / "include").mkdir(exist_ok=True)
     (build_dir / "include" / "hash.h").write_text("#pragma once\n")
     cpp_path: Optional[Path] = None

@@ -30,7 +30,7 @@ from ..core.errors import ConfigError, Unsupported
 from ..core.outcome import Outcome
 from ..cutout.changes import Change, Patterns
 from ..cutout.extract import CutoutPair, whole_program_pair
-from ..dacecompat import keep_template
+from ..dacecompat import dace_identity, keep_template
 from ..plan.instances import Instance
 from ..plan.params import ParamOptions
 from . import record as record_module
@@ -76,11 +76,10 @@ class RecipeSteps(Change):
     def record(self, program: str, program_sdfg, identity: str) -> Recording:
         """The recording of the recipe on ``program`` (made once, kept under the program cache
         by the program's content, the recipe's code, DaCe and harnessgen)."""
-        import dace
 
         if not identity:
             identity = hashlib.sha256(pickle.dumps(program_sdfg, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
-        digest = hashlib.sha256(json.dumps([identity, recipe_identity(self.recipe), dace.__version__,
+        digest = hashlib.sha256(json.dumps([identity, recipe_identity(self.recipe), dace_identity(),
                                             __version__, RECORDER_CODE]).encode()).hexdigest()[:20]
         store = Path(envs.get("HARNESSGEN_PROGRAM_CACHE")).resolve() / "recipes" / digest
         recording = record(program_sdfg, self.recipe, store, program)

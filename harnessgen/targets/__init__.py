@@ -4,6 +4,7 @@ A target spec on the command line is one of
   ``kernels`` / ``kernels:gemm``   a built-in target (all programs / one program); ``npbench``
                                    is every benchmark of an NPBench checkout
   ``path/to/prog.sdfg``            a saved SDFG
+  ``path/to/folder/``              every SDFG file of a folder, a program each
   ``path/to/file.py:function``     a ``@dace.program`` in a Python file
   ``generated:17`` / ``generated``  a random program / a stream of them (progen/target.py)
 
@@ -18,7 +19,7 @@ from typing import Dict, Optional
 
 from ..core.errors import ConfigError
 from .base import GPU_TRANSFORMATIONS, Program, Target, with_afl_configs
-from .loaders import load_python_program, load_sdfg_file
+from .loaders import load_python_program, load_sdfg_file, load_sdfg_folder
 
 __all__ = ["BUILTIN_TARGETS", "GPU_TRANSFORMATIONS", "Program", "Target", "resolve", "with_afl_configs"]
 
@@ -37,6 +38,8 @@ def resolve(spec: str) -> tuple[Target, Optional[str]]:
     """Turn a ``--program`` value into a target and an optional program name."""
     if spec.endswith(".sdfg") or spec.endswith(".sdfgz"):
         return load_sdfg_file(Path(spec)), None
+    if Path(spec).is_dir():
+        return load_sdfg_folder(Path(spec)), None
     if ".py:" in spec:
         path, func = spec.rsplit(":", 1)
         return load_python_program(Path(path), func), None

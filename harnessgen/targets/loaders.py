@@ -18,7 +18,7 @@ from typing import Callable, Optional
 from ..core import envs
 from ..core.errors import ConfigError
 from ..core.files import write_atomic
-from ..dacecompat import copy_sdfg, sdfg_json
+from ..dacecompat import copy_sdfg, sdfg_json, settled
 from .base import Program, Target, with_afl_configs
 from .reference import python_reference
 
@@ -47,9 +47,9 @@ def program_key(source: bytes, dace_version: Optional[str] = None) -> str:
     """What a cached program is keyed by: its source, how it is prepared (the code of the
     functions that make a cache file's content) and DaCe (the running one unless named)."""
     if dace_version is None:
-        import dace
+        from ..dacecompat import dace_identity
 
-        dace_version = dace.__version__
+        dace_version = dace_identity()
     return hashlib.sha256(source + _preparation_code() + dace_version.encode()).hexdigest()[:16]
 
 
@@ -144,7 +144,7 @@ def read_cached(cached: Path):
             kept_stamp = None
         if kept_stamp == stamp:
             return sdfg
-    sdfg = dace.SDFG.from_file(str(cached))
+    sdfg = settled(dace.SDFG.from_file(str(cached)))
     _keep_pickle(cached, sdfg)
     return sdfg
 
@@ -215,7 +215,7 @@ def publish_json(text: str, cached: str) -> None:
 
     import dace
 
-    _publish(dace.SDFG.from_json(json.loads(Path(text).read_text())), Path(cached))
+    _publish(settled(dace.SDFG.from_json(json.loads(Path(text).read_text()))), Path(cached))
 
 
 # what the modules of users' files are named in this process (never importable by that name elsewhere)
@@ -267,22 +267,36 @@ def load_attribute(spec: str, flag: str, what: str):
 
 
 def load_sdfg_file(path: Path) -> Target:
-    import dace
-
     if not path.is_file():
         raise ConfigError(f"--program: no such SDFG file {str(path)!r}")
+    program = _sdfg_program(path)
+    return with_afl_configs(Target(name=program.name, programs={program.name: program}, simplify_by_default=False))
+
+
+def load_sdfg_folder(folder: Path) -> Target:
+    """Every SDFG file of a folder (``*.sdfg``, ``*.sdfgz``), each a program named by its file,
+    tested as given: the programs ``harnessgen ci`` takes from a DaCe checkout's own tests. One
+    that does not load is left out of the run with its reason, as NPBench's are."""
+    files = sorted(p for p in Path(folder).iterdir() if p.suffix in (".sdfg", ".sdfgz") and p.is_file())
+    if not files:
+        raise ConfigError(f"--program {folder}: a folder without SDFG files (*.sdfg)")
+    programs = {p.name: p for p in map(_sdfg_program, files)}
+    return with_afl_configs(Target(name=Path(folder).name, programs=programs, simplify_by_default=False,
+                                   partial=True))
+
+
+def _sdfg_program(path: Path) -> Program:
+    import dace
 
     def build(simplify: bool = True):
         try:
-            sdfg = dace.SDFG.from_file(str(path))
+            sdfg = settled(dace.SDFG.from_file(str(path)))
         except Exception as exc:
             raise ConfigError(f"--program: {path.name} is not a readable SDFG ({exc})") from exc
         return prepare_sdfg(sdfg, simplify)
 
-    name = path.stem
-    program = Program(name, build, f"SDFG from {path.name}", build_unsimplified=lambda: build(simplify=False),
-                      identity=content_identity(path.read_bytes()))
-    return with_afl_configs(Target(name=name, programs={name: program}, simplify_by_default=False))
+    return Program(path.stem, build, f"SDFG from {path.name}",
+                   build_unsimplified=lambda: build(simplify=False), identity=content_identity(path.read_bytes()))
 
 
 def _builder_target(path: Path, function: str, builder) -> Target:
