@@ -155,11 +155,9 @@ def _install_requires(setup_py: str) -> List[str]:
         return []
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg == "install_requires":
-            try:
-                value = ast.literal_eval(node.value)
-            except ValueError:
-                return []
-            return [str(v) for v in value]
+            # a literal list, or literal lists joined with names (DaCe's ``[...] + cmake_requires``)
+            return [item.value for part in ast.walk(node.value) if isinstance(part, ast.List)
+                    for item in part.elts if isinstance(item, ast.Constant) and isinstance(item.value, str)]
     return []
 
 
@@ -257,15 +255,27 @@ def check_builds(revision: Revision, python: Path) -> None:
                           env={**os.environ, **revision.env}, cwd=revision.root)
     if proc.returncode != 0 or "built" not in proc.stdout:
         said = (proc.stderr or proc.stdout).strip().splitlines()
-        hint = ("its dace/external is empty: run `git submodule update --init` in the checkout"
-                if _external_empty(revision.root) else "see the error above")
         raise ConfigError(f"the {revision.name} of --dace cannot build a trivial program, so nothing it judges "
-                          f"could mean anything: {' | '.join(said[-3:])[:600]}; {hint}")
+                          f"could mean anything: {' | '.join(said[-3:])[:600]}; {_what_to_do(said, revision.root)}")
     write_atomic(done, revision.commit.encode())
 
 
-def _external_empty(root: Path) -> bool:
-    external = root / PACKAGE / "external"
-    return external.is_dir() and any(p.is_dir() and not any(p.iterdir()) for p in external.iterdir())
+def _what_to_do(said: List[str], root: Path) -> str:
+    missing = next((line.split("No module named", 1)[1].strip(" '\"") for line in said
+                    if "No module named" in line), "")
+    if missing:
+        return (f"it imports {missing}, which neither this environment nor the requirements it declares provide: "
+                f"install {missing}")
+    empty = _empty_externals(root)
+    if empty:
+        return (f"{', '.join(empty)} of the checkout are empty (its submodules): run `git submodule update --init` "
+                "in the checkout")
+    return "the error above says why"
 
+
+def _empty_externals(root: Path) -> List[str]:
+    external = root / PACKAGE / "external"
+    if not external.is_dir():
+        return []
+    return [f"{PACKAGE}/external/{p.name}" for p in sorted(external.iterdir()) if p.is_dir() and not any(p.iterdir())]
 

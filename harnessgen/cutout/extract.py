@@ -23,7 +23,7 @@ from ..core.files import write_atomic
 from ..core.names import SYMBOL_INPUT_PREFIX, SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import Outcome
 from ..core.procs import call_in_fork
-from ..dacecompat import copy_sdfg, dace_identity, find_new_name, keep_template, kept_analyses, spare_copy, template_identity
+from ..dacecompat import add_nested, copy_sdfg, dace_identity, find_new_name, keep_template, kept_analyses, spare_copy, template_identity
 from ..dacecompat.code import code_places, index_bare_reads, new_symbol_arguments, symbol_arguments, symbol_types
 from ..plan import passes
 from ..plan.instances import MATCH_PLACE_KEYS, Instance, match_settings, rebuild_transformation
@@ -321,7 +321,7 @@ def _nested_with_joint_containers(cutout, translated: Dict[str, Any], program_no
             desc.transient = False
             wrapper.add_datadesc(name, desc)
     state = wrapper.add_state("joined_views", is_start_block=True)
-    nested = state.add_nested_sdfg(inner, wrapper, set(reads), set(writes), {s: s for s in symbols})
+    nested = add_nested(state, inner, set(reads), set(writes), {s: s for s in symbols})
     accesses = {}
 
     def memlet(name: str):

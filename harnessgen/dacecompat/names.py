@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import os
 from importlib.metadata import PackageNotFoundError, distribution, version
 from pathlib import Path
@@ -63,6 +64,14 @@ def _files_digest(package: Path) -> str:
             digest.update(f"{os.path.relpath(os.path.join(root, name), package)}:{stat.st_size}:"
                           f"{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def add_nested(state, sdfg, inputs, outputs, symbol_mapping=None):
+    """A nested SDFG node in ``state``: 1.0.2's ``add_nested_sdfg`` takes the parent SDFG second,
+    2.0's does not."""
+    if "parent" in inspect.signature(state.add_nested_sdfg).parameters:
+        return state.add_nested_sdfg(sdfg, state.sdfg, inputs, outputs, symbol_mapping)
+    return state.add_nested_sdfg(sdfg, inputs, outputs, symbol_mapping)
 
 
 def settled(sdfg):
