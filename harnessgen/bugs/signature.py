@@ -32,7 +32,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 # innermost frames (of DaCe's or the transformation's code) that identify where an exception was
 # raised: one, because how many a finding recorded varies (a recursion in the standard library
@@ -252,7 +252,7 @@ def write_pattern(sdfg_json: Optional[Dict], container: Optional[str], state_lab
 
 
 def _writers(sdfg_json: Dict, container: str, state_label: Optional[str]) -> List[str]:
-    states = [s for s in sdfg_json.get("nodes", []) if s.get("type") == "SDFGState"]
+    states = list(_states_of(sdfg_json.get("nodes", [])))
     states.sort(key=lambda s: s.get("label") != state_label)       # the named state first
     transient = bool(sdfg_json.get("attributes", {}).get("_arrays", {}).get(container, {})
                      .get("attributes", {}).get("transient"))
@@ -278,6 +278,20 @@ def _writers(sdfg_json: Dict, container: str, state_label: Optional[str]) -> Lis
                 if inner:
                     return [f"NestedSDFG[{w}]" for w in inner]
     return []
+
+
+def _states_of(value) -> Iterator[Dict]:
+    """The states of an SDFG's JSON, in its control-flow regions too (DaCe 2.0's loops and
+    branches hold theirs), not those of its nested SDFGs."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _states_of(item)
+    elif isinstance(value, dict):
+        if value.get("type") == "SDFGState":
+            yield value
+        elif value.get("type") not in ("NestedSDFG", "SDFG"):
+            for key in sorted(k for k in value if k != "attributes"):
+                yield from _states_of(value[key])
 
 
 def _memlet_shape(memlet: Dict) -> str:

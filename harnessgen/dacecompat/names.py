@@ -35,10 +35,9 @@ def dace_identity() -> str:
     outside one (a checkout on ``PYTHONPATH``, an editable install) adds what
     ``HARNESSGEN_DACE_TREE`` names (the tree's git id, which ``harnessgen ci`` sets) or else a
     digest of its Python files' sizes and modification times."""
-    from ..core import envs
-
     base = dace_version()
-    tree = envs.get("HARNESSGEN_DACE_TREE")
+    # read here, not through core.envs (which declares it): core imports this package
+    tree = os.environ.get("HARNESSGEN_DACE_TREE", "")
     if tree:
         return f"{base}+tree.{tree}"
     package = Path(dace.__file__).resolve().parent

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import networkx as nx
 import numpy as np
@@ -57,13 +57,31 @@ def dataflow_order(sdfg) -> List[Tuple[str, str, str]]:
     import dace
 
     seen: Dict[str, Tuple[str, str, str]] = {}
-    states = list(nx.dfs_preorder_nodes(sdfg.nx, sdfg.start_state)) if sdfg.number_of_nodes() else []
-    states += [s for s in sdfg.nodes() if s not in states]
-    for state in states:
+    for state in _states_in_order(sdfg):
         for node in nx.topological_sort(state.nx):
             if isinstance(node, dace.nodes.AccessNode) and state.in_degree(node) > 0 and node.data not in seen:
                 seen[node.data] = (node.data, str(node), state.label)
     return list(seen.values())
+
+
+def _states_in_order(graph) -> Iterator:
+    """The states of a control-flow graph from its start on, those inside its loops and
+    branches (DaCe 2.0's regions) in their place."""
+    import dace
+
+    if not graph.number_of_nodes():
+        return
+    start = getattr(graph, "start_block", None) or graph.start_state
+    blocks = list(nx.dfs_preorder_nodes(graph.nx, start))
+    blocks += [b for b in graph.nodes() if b not in blocks]
+    for block in blocks:
+        if isinstance(block, dace.SDFGState):
+            yield block
+        elif hasattr(block, "branches"):
+            for _, branch in block.branches:
+                yield from _states_in_order(branch)
+        elif hasattr(block, "nx"):
+            yield from _states_in_order(block)
 
 
 def _globalize(sdfg) -> List[str]:

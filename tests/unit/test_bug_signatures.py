@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 from harnessgen.bugs import signature as sig
 from harnessgen.bugs.cluster import FindingRecord, cluster, sdfg_size
 from harnessgen.bugs.stack import fault_kind, parse_gdb
+from harnessgen.triage.localize import dataflow_order
 
 TRACEBACK = '''AttributeError: 'CodeBlock' object has no attribute '_fields'
   File "{venv}/lib/python3.11/site-packages/dace/transformation/interstate/loop_unroll.py", line 131, in instantiate_loop
@@ -107,6 +108,36 @@ def test_write_patterns_tell_a_reduction_from_an_elementwise_write_but_not_names
     renamed = json.loads(json.dumps(plain).replace('"B"', '"Out"').replace("B[", "Out["))
     assert sig.write_pattern(renamed, "Out") == sig.write_pattern(plain, "B")
     assert sdfg_size(plain) == (1, 5)
+
+
+def _loop_writing_b():
+    """B written in a loop's body: inside the loop's region on DaCe 2.0, a state of a state
+    machine at the top on 1.0.2."""
+    sdfg = dace.SDFG("looped")
+    sdfg.add_array("A", [10], dace.float64)
+    sdfg.add_array("B", [10], dace.float64)
+    try:
+        from dace.sdfg.state import LoopRegion
+    except ImportError:
+        LoopRegion = None
+    if LoopRegion is not None:
+        loop = LoopRegion("loop", "i < 10", "i", "i = 0", "i = i + 1")
+        sdfg.add_node(loop, is_start_block=True)
+        body = loop.add_state("body", is_start_block=True)
+    else:
+        before, body, after = sdfg.add_state("before"), sdfg.add_state("body"), sdfg.add_state("after")
+        sdfg.add_loop(before, body, after, "i", "0", "i < 10", "i + 1")
+    body.add_mapped_tasklet("t", {"j": "0:1"}, {"a": dace.Memlet("A[i]")}, "b = a", {"b": dace.Memlet("B[i]")},
+                            external_edges=True)
+    return sdfg
+
+
+def test_a_write_inside_a_loop_is_found_where_the_loop_keeps_its_states():
+    """A MISMATCH must not read "pre: no writer" where pre writes the container in its loop (and
+    post, the loop unrolled, at the top), nor name no node and no state."""
+    sdfg = _loop_writing_b()
+    assert sig.write_pattern(json.loads(json.dumps(sdfg.to_json())), "B") == "MapExit -> global [element]"
+    assert dataflow_order(sdfg) == [("B", "B", "body")]
 
 
 @settings(max_examples=60, deadline=None)
