@@ -8,6 +8,7 @@ git tree id), which keys every cache of programs, plans and builds: two revision
 version string never share an entry."""
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import io
@@ -147,17 +148,27 @@ def _show(repo: Path, commit: str, path: str) -> str:
 
 
 def _install_requires(setup_py: str) -> List[str]:
-    import ast
-
     try:
         tree = ast.parse(setup_py)
     except SyntaxError:
         return []
+    # names a module assigns a literal list to (DaCe's ``cmake_requires``), which the value joins
+    lists = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+             for target in node.targets if isinstance(target, ast.Name) and isinstance(node.value, ast.List)}
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg == "install_requires":
-            # a literal list, or literal lists joined with names (DaCe's ``[...] + cmake_requires``)
-            return [item.value for part in ast.walk(node.value) if isinstance(part, ast.List)
-                    for item in part.elts if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+            return _strings_of(node.value, lists)
+    return []
+
+
+def _strings_of(value, lists) -> List[str]:
+    """The strings of literal lists, and of the named ones, joined with ``+``, in order."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return _strings_of(value.left, lists) + _strings_of(value.right, lists)
+    if isinstance(value, ast.Name) and value.id in lists:
+        return _strings_of(lists[value.id], lists)
+    if isinstance(value, ast.List):
+        return [item.value for item in value.elts if isinstance(item, ast.Constant) and isinstance(item.value, str)]
     return []
 
 
