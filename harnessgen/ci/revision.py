@@ -274,13 +274,13 @@ def check_builds(revision: Revision, python: Path) -> None:
 def _what_to_do(said: List[str], root: Path) -> str:
     missing = next((line.split("No module named", 1)[1].strip(" '\"") for line in said
                     if "No module named" in line), "")
+    empty = _empty_externals(root)
+    if empty and (not missing or missing.startswith(f"{PACKAGE}.")):
+        return (f"{', '.join(empty)} of the checkout are empty (its submodules): run `git submodule update --init` "
+                "in the checkout")
     if missing:
         return (f"it imports {missing}, which neither this environment nor the requirements it declares provide: "
                 f"install {missing}")
-    empty = _empty_externals(root)
-    if empty:
-        return (f"{', '.join(empty)} of the checkout are empty (its submodules): run `git submodule update --init` "
-                "in the checkout")
     return "the error above says why"
 
 
