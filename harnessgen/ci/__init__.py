@@ -47,6 +47,7 @@ from ..bugs.versions import rejudge_in
 from ..core.errors import ConfigError
 from ..core.files import write_atomic, write_json
 from .harvest import NPBENCH_TESTS, harvest
+from .harvest_plugin import INDEX
 from .revision import PACKAGE, Revision, git, prepare
 
 # where programs for a changed class come from, in this order, each only for the classes the
@@ -83,6 +84,8 @@ class CiBug:
     reproducer: str
     base_verdict: str = ""
     base_reason: str = ""
+    dace_alone: str = ""             # CONFIRMED: DaCe alone shows it on the whole program
+    shown_by: str = ""               # the program(s) that show it: for a test's program, the test
 
     @property
     def new(self) -> bool:
@@ -401,15 +404,27 @@ def _read_run(program: str, folder: Path, summary: Dict):
         if row["verdict"] not in NOT_JUDGED:
             name = row.get("transformation", "")
             judged[name] = judged.get(name, 0) + 1
+    tests = _tests_of(program)
     found = [CiBug(id=row["id"], kind=row["kind"], transformation=row["transformation"], program=program,
                    description=row["description"], instances=row["instances"],
-                   reproducer=str((folder / "run" / row["representative"]).resolve()))
+                   reproducer=str((folder / "run" / row["representative"]).resolve()),
+                   dace_alone=row.get("dace_alone") or "",
+                   shown_by="; ".join(tests.get(name, name) for name in row.get("programs") or []))
              for row in bug_rows(folder / "run")]
     failed = [CiError(id=row["id"], transformation=row.get("transformation", ""), program=program,
                       reason=(row.get("message") or "").strip()[:600])
               for row in summary.get("instances", []) if row["verdict"] == "ERROR"]
     return {"program": program, "folder": str(folder), "verdicts": dict(sorted(counts.items())),
             "instances": sum(counts.values()), "judged": dict(sorted(judged.items()))}, found, failed
+
+
+def _tests_of(program: str) -> Dict[str, str]:
+    """For programs a checkout's tests gave: program name -> the test and the revision it came from."""
+    index = Path(program) / INDEX
+    if not index.is_file():
+        return {}
+    entries = [json.loads(line) for line in index.read_text().splitlines() if line.strip()]
+    return {Path(e["file"]).stem: f"{e['test']} ({e['source']})" for e in entries}
 
 
 def _errors_at_base(options: CiOptions, program: str, number: int, errors: List[CiError], changed: List[Changed],
@@ -511,13 +526,15 @@ def markdown(result: CiResult) -> str:
         lines.append("")
     if result.new:
         lines += ["### New bugs (the base does not show them)", "",
-                  "| bug | kind | transformation | program | at base | reproducer |", "|---|---|---|---|---|---|"]
-        lines += [f"| {b.id} | {b.kind} | {b.transformation} | `{b.program}` | {b.base_verdict} | "
-                  f"`python {b.reproducer}/repro.py` |" for b in result.new]
+                  "| bug | kind | transformation | shown by | at base | DaCe alone | reproducer |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {b.id} | {b.kind} | {b.transformation} | `{b.shown_by or b.program}` | {b.base_verdict} | "
+                  f"{b.dace_alone or '-'} | `python {b.reproducer}/repro.py` |" for b in result.new]
         lines.append("")
     old = [b for b in result.bugs if not b.new]
     if old:
         lines += ["### Pre-existing bugs (the base shows them too; they do not fail the check)", ""]
-        lines += [f"- {b.id}: {b.kind} of {b.transformation} on `{b.program}` ({b.base_verdict})" for b in old]
+        lines += [f"- {b.id}: {b.kind} of {b.transformation} on `{b.shown_by or b.program}` ({b.base_verdict}"
+                  f"{'; ' + b.dace_alone if b.dace_alone else ''})" for b in old]
         lines.append("")
     return "\n".join(lines)

@@ -378,7 +378,8 @@ def cmd_ci(args) -> int:
     write_atomic(summary, ci.markdown(result).encode())
     for bug in result.bugs:
         label = "[bold red]new[/]" if bug.new else "[yellow]pre-existing[/]"
-        console.print(f"  {label} {bug.kind} of {render.escape(bug.transformation)} on {render.escape(bug.program)} "
+        console.print(f"  {label} {bug.kind} of {render.escape(bug.transformation)} on "
+                      f"{render.escape(bug.shown_by or bug.program)} "
                       f"(base: {bug.base_verdict}): python {render.escape(bug.reproducer)}/repro.py")
     for error in result.errors:
         label = "[bold red]new ERROR[/]" if error.new else "[yellow]ERROR at base too[/]"
