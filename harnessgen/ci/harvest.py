@@ -26,6 +26,8 @@ TESTS = "tests"
 NPBENCH_TESTS = "tests/npbench"
 # what a test run needs beside its files: the checkout's pytest settings and root conftest
 TEST_SUPPORT = ("tests", "conftest.py", "pytest.ini", "setup.cfg", "pyproject.toml")
+PER_CLASS = 8                 # programs per class from the tests the pull request did not touch
+TOUCHED_PER_CLASS = 16        # ... and in all, from those it touched first
 TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
 
 
@@ -65,6 +67,36 @@ def test_files(repo: Path, commit: str, names: Sequence[str], touched: Sequence[
     return sorted(paths, key=worth)[:limit]
 
 
+def callers(repo: Path, commit: str, names: Sequence[str]) -> List[str]:
+    """The transformations that name one of ``names`` in their own code (``MapTiling`` applies
+    ``StripMining``): a test of a caller runs the changed class too."""
+    if not names:
+        return []
+    patterns = [arg for name in names for arg in ("-e", name)]
+    proc = subprocess.run(["git", "-C", str(repo), "grep", "-l", "-w", *patterns, commit, "--", "dace/transformation"],
+                          capture_output=True, text=True)
+    found = set()
+    for line in proc.stdout.splitlines():
+        path = line.split(":", 1)[1]
+        source = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True,
+                                text=True).stdout
+        for cls, body in _class_bodies(source):
+            if cls not in names and any(re.search(rf"\b{re.escape(n)}\b", body) for n in names):
+                found.add(cls)
+    return sorted(found)
+
+
+def _class_bodies(source: str):
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [(node.name, ast.get_source_segment(source, node) or "") for node in tree.body
+            if isinstance(node, ast.ClassDef)]
+
+
 def all_test_files(repo: Path, commit: str, under: str, limit: int = 64) -> List[str]:
     listing = git(repo, "ls-tree", "-r", "--name-only", commit, "--", under).split()
     return sorted(p for p in listing if TEST_FILE.search(p))[:limit]
@@ -75,16 +107,18 @@ def _snake(name: str) -> str:
 
 
 def run_tests(repo: Path, commit: str, files: Sequence[str], label: str, classes: Sequence[Sequence[str]],
-              runner: Revision, python: Path, out: Path, select: str, deadline: float,
+              names: Sequence[str], runner: Revision, python: Path, out: Path, select: str, deadline: float,
               per_test_s: float = 60.0, per_class: int = 8) -> None:
-    """Run ``files`` of ``commit`` with ``runner``'s DaCe and the harvest plugin, until
-    ``deadline`` (``time.monotonic()``); what they saved is in ``out``."""
+    """Run ``files`` of ``commit`` (those of their tests that name one of ``names``) with
+    ``runner``'s DaCe and the harvest plugin, until ``deadline`` (``time.monotonic()``); what
+    they saved is in ``out``, at most ``per_class`` programs per class in all."""
     left = deadline - time.monotonic()
     if not files or left < 5:
         return
     root = export_paths(repo, commit, list(TEST_SUPPORT), out.parent.parent / "tests-src")
     settings = out / f"harvest-{commit[:12]}.json"
-    write_json(settings, {"classes": [list(c) for c in classes], "out": str(out), "select": select,
+    write_json(settings, {"classes": [list(c) for c in classes], "names": list(names), "out": str(out),
+                          "select": select,
                           "per_test_s": per_test_s, "per_class": per_class, "label": label})
     base = [str(python), "-m", "pytest", "-q", "--no-header", "-p", "no:cacheprovider", "-o", "addopts=",
             "-p", "harnessgen.ci.harvest_plugin", "--harnessgen-harvest", str(settings), "--rootdir", str(root)]
@@ -120,8 +154,10 @@ def harvest(repo: Path, sides: Sequence[Revision], runner: Revision, since: str,
     ``folder``: once per revisions, classes and selection (a later check of the same pull
     request reads the same files, so plans the same instances)."""
     started = time.monotonic()
-    key = hashlib.sha256(json.dumps([[s.commit for s in sides], runner.commit, [list(c) for c in classes], under,
-                                     select]).encode()).hexdigest()[:16]
+    names = [name for _, name in classes]
+    names += callers(repo, sides[0].commit, names)
+    key = hashlib.sha256(json.dumps([[s.commit for s in sides], runner.commit, [list(c) for c in classes], names,
+                                     under, select, PER_CLASS, TOUCHED_PER_CLASS]).encode()).hexdigest()[:16]
     folder = folder / key
     done = folder / COMPLETE
     if done.is_file():
@@ -129,7 +165,6 @@ def harvest(repo: Path, sides: Sequence[Revision], runner: Revision, since: str,
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    names = [name for _, name in classes]
     touched = git(repo, "diff", "--name-only", since, sides[0].commit, "--", TESTS).split()
     files: Dict[str, List[str]] = {}
     for side in sides:
@@ -137,9 +172,14 @@ def harvest(repo: Path, sides: Sequence[Revision], runner: Revision, since: str,
                   else all_test_files(repo, side.commit, under))
         if side is not sides[0]:
             wanted = [p for p in wanted if _blob(repo, side.commit, p) != _blob(repo, sides[0].commit, p)]
-        label = f"{side.side} {side.commit[:10]}"
-        files[label] = wanted
-        run_tests(repo, side.commit, wanted, label, classes, runner, python, folder, select, deadline)
+        files[f"{side.side} {side.commit[:10]}"] = wanted
+    # the tests the pull request touched first, at either revision (a revert's removed test is
+    # only at base), each with a larger share; then the others
+    for share, pick in ((TOUCHED_PER_CLASS, lambda f: f in touched), (PER_CLASS, lambda f: f not in touched)):
+        for side in sides:
+            label = f"{side.side} {side.commit[:10]}"
+            run_tests(repo, side.commit, [f for f in files[label] if pick(f)], label, classes, names, runner, python,
+                      folder, select, deadline, per_class=share)
     if time.monotonic() < deadline:          # every test ran (or was given up on alone)
         write_json(done, files)
     return Harvest(folder, files, round(time.monotonic() - started, 1))

@@ -6,8 +6,9 @@ and it costs seconds per test.
 
 It runs inside pytest with the revision's DaCe first on the path, so it imports nothing of
 harnessgen that imports DaCe. Its settings come from one JSON file (``--harnessgen-harvest``):
-``classes`` ([module, name] pairs), ``out`` (the folder), ``select`` (``naming``: only the tests
-whose code names a class, directly or through a helper of their module; ``all``), ``per_test_s``
+``classes`` ([module, name] pairs), ``names`` (what a test must name to be run: the classes and
+the transformations that apply them), ``out`` (the folder), ``select`` (``naming``: only the
+tests whose code names one, directly or through a helper of their module; ``all``), ``per_test_s``
 and ``per_class`` (how many programs of one class at most), ``label`` (where the tests come
 from: a line of the index)."""
 from __future__ import annotations
@@ -54,6 +55,8 @@ class Harvest:
         self.out = Path(settings["out"])
         self.out.mkdir(parents=True, exist_ok=True)
         self.wanted = [tuple(pair) for pair in settings["classes"]]
+        # the names a test must mention to be run: the classes, and the transformations that apply them
+        self.names = settings.get("names") or [name for _, name in self.wanted]
         self.select = settings.get("select", "naming")
         self.per_test_s = float(settings.get("per_test_s", 60))
         self.per_class = int(settings.get("per_class", 8))
@@ -127,7 +130,7 @@ class Harvest:
     def pytest_collection_modifyitems(self, session, config, items):
         if self.select != "naming":
             return
-        names = [name for _, name in self.wanted]
+        names = list(self.names)
         kept, dropped = [], []
         for item in items:
             function = getattr(item, "obj", None)
