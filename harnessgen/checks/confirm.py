@@ -26,6 +26,7 @@ from .. import __version__
 from ..core.data import template_environment
 from ..core.files import write_atomic, write_json
 from ..core.runtime import Tolerance
+from ..cutout import ordering
 
 CONFIRM_DIR = "confirm"
 CONFIRMED, CUTOUT_ONLY = "CONFIRMED", "CUTOUT ONLY"
@@ -74,7 +75,7 @@ def write(finding: Path, program_sdfg, match: Dict, spec: str, whole: Optional[P
         transformation=spec.rpartition(":")[2] or spec, program=program_sdfg.name, harnessgen_version=__version__,
         dace_version=dace.__version__, symbols="{}", rtol=tolerance.rtol, atol=tolerance.atol,
         rtol32=tolerance.rtol32, atol32=tolerance.atol32,
-        transformation_file=Path(user_file).stem if user_file else "")
+        transformation_file=Path(user_file).stem if user_file else "", ordering_literal=ordering.embedded())
     write_atomic(tmp / "confirm.py", text.encode())
     (tmp / "confirm.py").chmod(0o755)
     if folder.exists():

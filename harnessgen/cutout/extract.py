@@ -23,6 +23,7 @@ from ..core.files import write_atomic
 from ..core.names import SYMBOL_INPUT_PREFIX, SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import Outcome
 from ..core.procs import call_in_fork
+from .ordering import UNORDERED, new_unordered_accesses
 from ..dacecompat import add_nested, copy_sdfg, dace_identity, find_new_name, keep_template, kept_analyses, spare_copy, template_identity
 from ..dacecompat.code import code_places, index_bare_reads, new_symbol_arguments, symbol_arguments, symbol_types
 from ..plan import passes
@@ -878,6 +879,12 @@ def _with_post(pair: CutoutPair, post, whole: bool = False) -> CutoutPair:
         pair.post = post
         pair.verdict = Outcome.INVALID_SDFG
         pair.error = f"{PROGRAM_INTERFACE_CHANGED if whole else INTERFACE_CHANGED}{problem}"
+        return pair
+    unordered = new_unordered_accesses(pre, post)
+    if unordered:
+        pair.post = post
+        pair.verdict = Outcome.INVALID_SDFG
+        pair.error = f"{UNORDERED}{unordered}"
         return pair
     pair.notes += _interface_notes(pre, post)
     symbol_ins, symbol_outs = _symbols_as_outputs(pre, post, pair.symbol_outputs)

@@ -32,6 +32,7 @@ import jinja2
 
 from .. import __version__
 from ..core import runtime
+from ..cutout import ordering
 from ..core.data import template_environment
 from ..cuda import toolkit
 from ..cuda.toolkit import uses_gpu
@@ -190,6 +191,7 @@ def write_static_finding(folder: Path, pair, outcome: str, message: str, cxx: st
         spec_literal=repr(inst.transformation_spec), dace_version=dace.__version__, harnessgen_version=__version__,
         pre_sdfg=pack_text((tmp / "pre.sdfg").read_text()),
         match=repr(json.dumps(pair.translated_match, default=str)), cxx=repr(cxx), cxxflags=repr(cxxflags),
+        ordering_literal=ordering.embedded(), unordered_prefix=ordering.UNORDERED,
         **_cuda_context(pair.post is not None and _uses_gpu(pair.post))))
     repro.chmod(0o755)
     publish(tmp, folder)
