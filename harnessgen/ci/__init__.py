@@ -12,10 +12,10 @@ pull request brings.
    since a revert removes the test its fix added), our kernels, NPBench, generated programs.
    A class no program exercised is reported as **not exercised** (a JUnit skip), never as a pass.
 3. **Judged again at base.** Each distinct bug's finding judged by the base's DaCe, as the
-   cross-version judging does (``harnessgen rejudge``). Where the base shows it (the same
-   kind, with the same error or another one), it is **pre-existing**: listed apart, it does
-   not fail the check. Otherwise (the base passes, or its transformation does not exist or
-   match there) it is **new**.
+   cross-version judging does (``harnessgen rejudge``). Where the base shows the same
+   finding, it is **pre-existing**: listed apart, it does not fail the check. Otherwise (the
+   base passes, its transformation does not exist or match there, or it fails there with
+   another error) it is **new**.
 4. **Instances not judged.** An instance harnessgen could not judge at head (ERROR) is judged
    again at base: where the base judges it, the head's ERROR is **new** and fails the check as
    a bug does (a JUnit error): an ERROR can hide the bug the pull request brings.
@@ -42,7 +42,7 @@ from typing import Dict, List, Optional, Sequence
 from xml.etree import ElementTree
 
 from ..bugs.cluster import bug_rows
-from ..bugs.version_verdicts import FAILS_OTHERWISE, STILL_PRESENT
+from ..bugs.version_verdicts import STILL_PRESENT
 from ..bugs.versions import rejudge_in
 from ..core.errors import ConfigError
 from ..core.files import write_atomic, write_json
@@ -55,7 +55,11 @@ from .revision import PACKAGE, Revision, git, prepare
 # kernels, NPBench (harnessgen's npbench target), programs generated for the classes
 EXERCISE = ("tests", "kernels", "npbench", "generated")
 SOURCES = EXERCISE + ("npbench-tests",)
-SHOWN_AT_BASE = (STILL_PRESENT, FAILS_OTHERWISE)
+# what makes a bug pre-existing: the base shows the same finding. Where the base fails at the
+# same place with another error (FAILS_OTHERWISE), the pull request changed how the program
+# fails: StripMining's reverted fix turns one invalid SDFG into another. That is the pull
+# request's, and new.
+SHOWN_AT_BASE = (STILL_PRESENT,)
 
 
 @dataclasses.dataclass
