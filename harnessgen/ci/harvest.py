@@ -26,6 +26,7 @@ TESTS = "tests"
 NPBENCH_TESTS = "tests/npbench"
 # what a test run needs beside its files: the checkout's pytest settings and root conftest
 TEST_SUPPORT = ("tests", "conftest.py", "pytest.ini", "setup.cfg", "pyproject.toml")
+RULES = 2                     # which tests are run in which order: a harvest of other rules is not reused
 PER_CLASS = 8                 # programs per class from the tests the pull request did not touch
 TOUCHED_PER_CLASS = 16        # ... and in all, from those it touched first
 TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
@@ -65,6 +66,26 @@ def test_files(repo: Path, commit: str, names: Sequence[str], touched: Sequence[
         return (path not in touched, not any(s in Path(path).name for s in snakes), path)
 
     return sorted(paths, key=worth)[:limit]
+
+
+def changed_tests(repo: Path, path: str, commit: str, other) -> List[str]:
+    """The test functions of ``path`` at ``commit`` (as pytest node ids) whose code differs from
+    ``other``'s, or that ``other`` does not have."""
+    import ast
+
+    def functions(rev) -> Dict[str, str]:
+        if rev is None:
+            return {}
+        proc = subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{path}"], capture_output=True, text=True)
+        try:
+            tree = ast.parse(proc.stdout) if proc.returncode == 0 else ast.Module([], [])
+        except SyntaxError:
+            return {}
+        return {node.name: ast.dump(node) for node in tree.body
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")}
+
+    mine, theirs = functions(commit), functions(other)
+    return [f"{path}::{name}" for name in sorted(mine) if mine[name] != theirs.get(name)]
 
 
 def callers(repo: Path, commit: str, names: Sequence[str]) -> List[str]:
@@ -157,7 +178,7 @@ def harvest(repo: Path, sides: Sequence[Revision], runner: Revision, since: str,
     names = [name for _, name in classes]
     names += callers(repo, sides[0].commit, names)
     key = hashlib.sha256(json.dumps([[s.commit for s in sides], runner.commit, [list(c) for c in classes], names,
-                                     under, select, PER_CLASS, TOUCHED_PER_CLASS]).encode()).hexdigest()[:16]
+                                     under, select, PER_CLASS, TOUCHED_PER_CLASS, RULES]).encode()).hexdigest()[:16]
     folder = folder / key
     done = folder / COMPLETE
     if done.is_file():
@@ -173,13 +194,20 @@ def harvest(repo: Path, sides: Sequence[Revision], runner: Revision, since: str,
         if side is not sides[0]:
             wanted = [p for p in wanted if _blob(repo, side.commit, p) != _blob(repo, sides[0].commit, p)]
         files[f"{side.side} {side.commit[:10]}"] = wanted
-    # the tests the pull request touched first, at either revision (a revert's removed test is
-    # only at base), each with a larger share; then the others
-    for share, pick in ((TOUCHED_PER_CLASS, lambda f: f in touched), (PER_CLASS, lambda f: f not in touched)):
+    # first the test functions the pull request added, changed or removed, at either revision (a
+    # revert's removed test is only at base); then the other tests of the files it touched, each
+    # with a larger share; then the others
+    other = {side.commit: next(s for s in sides if s is not side).commit for side in sides} if len(sides) > 1 else {}
+    passes = [(TOUCHED_PER_CLASS, "all", lambda side, f: changed_tests(repo, f, side.commit, other.get(side.commit))
+               if f in touched else []),
+              (TOUCHED_PER_CLASS, select, lambda side, f: [f] if f in touched else []),
+              (PER_CLASS, select, lambda side, f: [f] if f not in touched else [])]
+    for share, selecting, pick in passes:
         for side in sides:
             label = f"{side.side} {side.commit[:10]}"
-            run_tests(repo, side.commit, [f for f in files[label] if pick(f)], label, classes, names, runner, python,
-                      folder, select, deadline, per_class=share)
+            chosen = [target for f in files[label] for target in pick(side, f)]
+            run_tests(repo, side.commit, chosen, label, classes, names, runner, python, folder, selecting, deadline,
+                      per_class=share)
     if time.monotonic() < deadline:          # every test ran (or was given up on alone)
         write_json(done, files)
     return Harvest(folder, files, round(time.monotonic() - started, 1))
