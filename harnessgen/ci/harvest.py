@@ -26,7 +26,7 @@ TESTS = "tests"
 NPBENCH_TESTS = "tests/npbench"
 # what a test run needs beside its files: the checkout's pytest settings and root conftest
 TEST_SUPPORT = ("tests", "conftest.py", "pytest.ini", "setup.cfg", "pyproject.toml")
-RULES = 2                     # which tests are run in which order: a harvest of other rules is not reused
+RULES = 3                     # which tests are run in which order: a harvest of other rules is not reused
 PER_CLASS = 8                 # programs per class from the tests the pull request did not touch
 TOUCHED_PER_CLASS = 16        # ... and in all, from those it touched first
 TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")

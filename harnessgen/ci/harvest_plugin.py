@@ -64,9 +64,11 @@ class Harvest:
         self.classes = []
         self.current = ""
         self.saved = {}
+        self.harvested = set()       # the tests an earlier run of this harvest took a program from
         for line in (self.out / INDEX).read_text().splitlines() if (self.out / INDEX).is_file() else ():
             entry = json.loads(line)
             self.saved[entry["class"]] = self.saved.get(entry["class"], 0) + 1
+            self.harvested.add(entry["test"])
 
     # ------------------------------------------------------------ the classes' entry points
     def install(self) -> None:
@@ -128,13 +130,13 @@ class Harvest:
 
     # ------------------------------------------------------------ pytest's side
     def pytest_collection_modifyitems(self, session, config, items):
-        if self.select != "naming":
-            return
         names = list(self.names)
         kept, dropped = [], []
         for item in items:
             function = getattr(item, "obj", None)
-            (kept if function is not None and _names_any(function, names) else dropped).append(item)
+            wanted = item.nodeid not in self.harvested and (
+                self.select != "naming" or (function is not None and _names_any(function, names)))
+            (kept if wanted else dropped).append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
