@@ -71,3 +71,25 @@ def test_a_checkout_without_its_submodules_stops_the_check(tmp_path):
     assert "cannot build a trivial program" in said and "git submodule update --init" in said, said[-2000:]
     assert "dace/external/moodycamel" in said
     assert not (tmp_path / "ci" / "ci.json").exists()
+
+
+def test_the_tests_a_pull_request_changed_are_told_apart(tmp_path):
+    """A revert removes the fix's test: at base it is a test the pull request changed, run first."""
+    from harnessgen.ci.harvest import callers, changed_tests
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "dace" / "transformation").mkdir(parents=True)
+    kept = "def test_kept():\n    assert True\n"
+    (repo / "tests" / "t_test.py").write_text(kept + "\n\ndef test_fixed():\n    assert 1\n")
+    (repo / "dace" / "transformation" / "tiling.py").write_text(
+        "class MapTiling:\n    def apply(self):\n        StripMining.apply_to(None)\n\n\nclass Other:\n    pass\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "the fix, with its test")
+    (repo / "tests" / "t_test.py").write_text(kept)
+    _git(repo, "commit", "-qam", "the revert")
+    path = "tests/t_test.py"
+    assert changed_tests(repo, path, "HEAD~1", "HEAD") == [f"{path}::test_fixed"]
+    assert changed_tests(repo, path, "HEAD", "HEAD~1") == []
+    assert callers(repo, "HEAD", ["StripMining"]) == ["MapTiling"]
