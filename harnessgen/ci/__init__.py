@@ -69,6 +69,7 @@ class Changed:
     module: str                      # dace.transformation.dataflow.tiling
     name: str                        # MapTiling
     why: str                         # added, changed, module changed
+    needs: List[str] = dataclasses.field(default_factory=list)   # a pass's constructor arguments without default
 
     @property
     def spec(self) -> str:
@@ -136,9 +137,12 @@ class NotExercised:
     module: str
     name: str
     tried: str                       # the program sources tried
+    why: str = ""                    # where no program could: why
 
     @property
     def reason(self) -> str:
+        if self.why:
+            return f"{self.name} changed, but {self.why}"
         return (f"{self.name} changed, but no program gave it an instance harnessgen judged (tried: {self.tried}); "
                 f"add a test that applies it, or give --program")
 
@@ -225,7 +229,7 @@ def _code_of(node: ast.ClassDef) -> str:
 
 
 WHICH = r"""
-import importlib, json, sys
+import importlib, json, re, sys
 from dace.transformation import pass_pipeline as ppl
 from dace.transformation.transformation import PatternTransformation
 import dace
@@ -237,14 +241,24 @@ for module, name in json.loads(sys.argv[1]):
         continue
     if isinstance(cls, type) and (issubclass(cls, PatternTransformation) or issubclass(cls, ppl.Pass)) \
             and not getattr(cls, "__abstractmethods__", None):
-        found.append([module, name])
+        needs = []
+        if not issubclass(cls, PatternTransformation):
+            try:      # DaCe wraps every constructor as (obj, *args, **kwargs): only a call tells
+                cls()
+            except TypeError as exc:
+                missing = re.search(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)", str(exc))
+                needs = re.findall(r"'(\w+)'", missing.group(1)) if missing else []
+            except Exception:
+                pass
+        found.append([module, name, needs])
 print(json.dumps({"dace": dace.__file__, "found": found}))
 """
 
 
 def transformations_among(candidates: List[Changed], python: Path, head: Revision) -> List[Changed]:
     """The pattern transformations and passes among ``candidates``, as the head defines them
-    (checked in a process of its own, that DaCe imported)."""
+    (checked in a process of its own, that DaCe imported); a pass whose constructor needs
+    arguments has them in ``needs`` (harnessgen cannot make it)."""
     if not candidates:
         return []
     proc = subprocess.run([str(python), "-c", WHICH, json.dumps([[c.module, c.name] for c in candidates])],
@@ -254,8 +268,8 @@ def transformations_among(candidates: List[Changed], python: Path, head: Revisio
     answer = json.loads(proc.stdout.strip().splitlines()[-1])
     if not Path(answer["dace"]).resolve().is_relative_to(head.root.resolve()):
         raise ConfigError(f"PYTHONPATH={head.root} did not put that DaCe first (dace came from {answer['dace']})")
-    keep = {tuple(x) for x in answer["found"]}
-    return [c for c in candidates if (c.module, c.name) in keep]
+    needs = {(module, name): list(args) for module, name, args in answer["found"]}
+    return [dataclasses.replace(c, needs=needs[(c.module, c.name)]) for c in candidates if (c.module, c.name) in needs]
 
 
 # ---------------------------------------------------------------- the check
@@ -301,12 +315,12 @@ class _Judging:
         self.tried: Dict[str, List[str]] = {c.name: [] for c in changed}
 
     def waiting(self) -> List[Changed]:
-        return [c for c in self.changed if self.judged[c.name] == 0]
+        return [c for c in self.changed if self.judged[c.name] == 0 and not c.needs]
 
     def exercise(self, started: float) -> None:
         deadline = started + self.options.bound_s
         for program in self.options.programs:
-            self.judge(program, "yours", self.changed, deadline)
+            self.judge(program, "yours", [c for c in self.changed if not c.needs], deadline)
         for source in self.options.exercise:
             classes = self.waiting()
             if not classes:
@@ -364,8 +378,15 @@ class _Judging:
             self.errors += failed
 
     def not_exercised(self) -> List[NotExercised]:
-        return [NotExercised(c.module, c.name, ", ".join(self.tried[c.name]) or "none")
+        return [NotExercised(c.module, c.name, ", ".join(self.tried[c.name]) or "none", _cannot_make(c))
                 for c in self.changed if self.judged[c.name] == 0]
+
+
+def _cannot_make(change: Changed) -> str:
+    if not change.needs:
+        return ""
+    return (f"it is a pass whose constructor needs {', '.join(change.needs)}, and harnessgen makes each pass without "
+            "arguments: the passes that use it are judged where they changed")
 
 
 def _counted(programs: Dict[str, List]) -> str:

@@ -16,6 +16,7 @@ import hashlib
 import json
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+from ..core.errors import ConfigError
 from ..dacecompat import copy_sdfg, simplify_members
 from ..targets.loaders import load_class
 
@@ -56,7 +57,8 @@ def builtin_passes() -> Dict[str, type]:
 
     found = {SIMPLIFY: SimplifyPass}
     for cls in _subclasses(ppl.Pass):
-        if cls.__module__.startswith("dace.transformation.passes") and cls.__name__ not in found:
+        if cls.__module__.startswith("dace.transformation.passes") and cls.__name__ not in found \
+                and not required_arguments(cls):
             found[cls.__name__] = cls
     return found
 
@@ -79,11 +81,31 @@ def is_pass_class(cls: Any) -> bool:
             and not issubclass(cls, (PatternTransformation, SubgraphTransformation)))
 
 
+def required_arguments(cls: type) -> List[str]:
+    """What a pass's constructor needs that has no default (``PatternMatchAndApplyRepeated``'s
+    ``transformations``): harnessgen makes every pass with none, so it cannot run such a pass."""
+    # DaCe's properties wrap every constructor as (obj, *args, **kwargs): only a call tells
+    import re
+
+    try:
+        cls()
+    except TypeError as exc:
+        found = re.search(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)", str(exc))
+        return re.findall(r"'(\w+)'", found.group(1)) if found else []
+    except Exception:  # noqa: BLE001 -- it is made, or fails for a reason of its own: not ours to judge here
+        return []
+    return []
+
+
 def find_pass(spec: str) -> Optional[PassSpec]:
     """The pass a ``--transformation`` value names, or None where it names none (a pattern
     transformation, or nothing: the caller says which)."""
     if ":" in spec:
         cls = load_class(spec)
+        if is_pass_class(cls) and required_arguments(cls):
+            raise ConfigError(f"--transformation {spec}: the pass needs constructor argument(s) "
+                              f"{', '.join(required_arguments(cls))}, and harnessgen makes each pass without any; "
+                              "give a subclass of your own that sets them")
         return PassSpec(spec, cls, cls.__name__) if is_pass_class(cls) else None
     cls = builtin_passes().get(spec) or builtin_passes().get(spec.lower())
     if cls is None:

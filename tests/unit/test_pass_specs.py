@@ -113,3 +113,17 @@ def test_the_targets_default_to_simplify_and_each_of_its_passes_as_dace_lists_th
         # what only a newer DaCe has is in every target's defaults where this DaCe has it
         assert set(newer) <= set(defaults) or name == "generated", (name, set(newer) - set(defaults))
         assert len(defaults) == len(set(defaults)), name
+
+
+def test_a_pass_that_needs_constructor_arguments_is_refused_not_a_finding():
+    """harnessgen makes each pass without arguments: PatternMatchAndApplyRepeated(transformations)
+    would fail to apply everywhere, a failure of harnessgen's making."""
+    import pytest as _pytest
+
+    from harnessgen.core.errors import ConfigError
+    from harnessgen.plan.passes import builtin_passes, find_pass
+
+    spec = "dace.transformation.passes.pattern_matching:PatternMatchAndApplyRepeated"
+    with _pytest.raises(ConfigError, match="transformations"):
+        find_pass(spec)
+    assert "PatternMatchAndApplyRepeated" not in builtin_passes()
