@@ -370,8 +370,8 @@ class _Judging:
         for name, count in run["judged"].items():
             if name in self.judged:
                 self.judged[name] += count
-        self.say(f"harnessgen ci: {program} ({source}): {run['instances']} instance(s), "
-                 + ", ".join(f"{n} {v}" for v, n in run["verdicts"].items()))
+        self.say(f"harnessgen ci: {program} ({source}): {run['instances']} instance(s)"
+                 + "".join(f", {n} {v}" for v, n in run["verdicts"].items()))
         self.bugs += found
         if failed:
             _errors_at_base(self.options, program, number, failed, classes, self.base, self.out)
