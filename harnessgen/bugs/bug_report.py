@@ -74,7 +74,7 @@ def _expected_actual(bug: Bug, folder: Path, meta: Dict) -> List[str]:
         lines += ["", f"`{meta['container']}[{', '.join(map(str, meta.get('index') or []))}]`: expected (pre) "
                       f"`{meta['pre_value']}`, actual (post) `{meta['post_value']}`; {meta.get('differing')} of "
                       f"{meta.get('total')} elements differ."]
-    if (meta.get("divergence") or {}).get("container"):
+    if (meta.get("divergence") or {}).get("container") and meta["divergence"].get("node"):
         d = meta["divergence"]
         lines += ["", f"First divergence along the dataflow: `{d['container']}` written by `{d['node']}` in state "
                       f"`{d['state']}`."]

@@ -48,7 +48,9 @@ class Divergence:
     def describe(self) -> str:
         where = ", ".join(map(str, self.index))
         rest = f"; then {', '.join(self.order[1:])}" if len(self.order) > 1 else ""
-        return (f"first divergence at {self.container}[{where}] written by {self.node} in state {self.state}: "
+        writer = (f"written by {self.node} in state {self.state}" if self.node and self.state
+                  else "(no access node of pre's own states writes it: a nested SDFG's or a library's write)")
+        return (f"first divergence at {self.container}[{where}] {writer}: "
                 f"pre={self.pre!r} post={self.post!r} ({self.differing} of {self.total} elements){rest}")
 
 
