@@ -943,6 +943,10 @@ def whole_program_pair(program_sdfg, label: str = "whole-program", transform=Non
         if problem:
             pair.verdict, pair.error = Outcome.INVALID_SDFG, f"{PROGRAM_INTERFACE_CHANGED}{problem}"
             return pair
+        unordered = new_unordered_accesses(pair.pre, pair.post)
+        if unordered:
+            pair.verdict, pair.error = Outcome.INVALID_SDFG, f"{UNORDERED}{unordered}"
+            return pair
         pair.notes += _interface_notes(pair.pre, pair.post)
         _value_symbols_as_inputs(pair.pre, pair.post)
         pair.input_config = sorted(n for n, d in pair.pre.arrays.items() if not d.transient)
