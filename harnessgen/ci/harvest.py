@@ -3,8 +3,11 @@ is run (with the head's DaCe) up to the moment DaCe applies it, and the whole pr
 there is kept (``harvest_plugin``). A pull request's own test is the best program there is,
 and the test a revert removes is still at base: both revisions' tests are read.
 
-The files come first that the pull request touched, then those named after the class
-(``loop_unroll_test.py`` for ``LoopUnroll``), then the others that name it."""
+Which tests: those that name the class or a transformation that applies it (``MapTiling``'s
+for ``StripMining``). First the test functions the pull request added, changed or removed,
+at either revision; then the other tests of the files it touched; then the rest, the files
+named after the class first (``loop_unroll_test.py`` for ``LoopUnroll``). A test already
+harvested is not run again."""
 from __future__ import annotations
 
 import dataclasses
