@@ -2,6 +2,8 @@
 that no path connects at the same time (OpenMP sections, GPU streams), so a write of a
 container and another access to the same elements with no path between them is a data race
 by the SDFG's own semantics, whatever order DaCe's CPU code generator happens to emit them in.
+Only a write against a read counts: two unordered writes of the same elements are often one
+copy made twice, the same values, and are left alone.
 A state fusion that drops the ordering a read needed computes the right values on one
 machine and wrong ones on another; comparing outputs cannot see it.
 
@@ -74,8 +76,9 @@ def _first_conflict(state, accesses, reachable) -> str:
         for other in accesses:
             if other is writer or _ordered(state, writer, other, reachable):
                 continue
-            touched = ([_subset(e, state, "src") for e in state.out_edges(other) if not e.data.is_empty()]
-                       + [_subset(e, state, "dst") for e in state.in_edges(other) if not e.data.is_empty()])
+            # reads only: two writes of the same elements are often the same values written twice
+            # (a copy made twice), whose order does not matter
+            touched = [_subset(e, state, "src") for e in state.out_edges(other) if not e.data.is_empty()]
             if any(_overlap(w, t) for w in written for t in touched):
                 return (f"{writer.data} is written by {_name(state, writer)} and accessed by {_name(state, other)} in "
                         f"state {state.label}, with no path between them: DaCe may run them in either order, or at once")

@@ -30,6 +30,7 @@ from ..cutout.canonical import pair_key
 from ..cutout.changes import Change, Passes, Patterns, load_change
 from ..cutout.cut import volume_at_probe
 from ..cutout.extract import PRE_NAME, CutoutPair, whole_program_pair
+from ..cutout.ordering import UNORDERED
 from ..dacecompat import keep_template
 from ..engines import RawCrash
 from ..harness.build import (cause_registry, compile_errors, dace_build_error, program_compile_causes,
@@ -258,6 +259,8 @@ class SdfgSubject(Subject):
         if not pair.ok:
             _record_volumes(pair, result)
             return _static_finding(options, pair, pair.verdict, pair.error, result, started)
+        if pair.unordered:
+            self._unordered_pairs()[inst.id] = pair       # INVALID_SDFG unless the harness finds more
         if cutout_only:
             raise _ChangeTaken(inst.id)
         judging = JudgeOptions.of(options, strict_names=len(self.target.programs) == 1)
@@ -350,8 +353,22 @@ class SdfgSubject(Subject):
         identity = self.target.programs[name].identity
         return f"{identity}-{'simplified' if simplified else 'as-given'}" if identity else ""
 
+    def _unordered_pairs(self) -> Dict[str, CutoutPair]:
+        if not hasattr(self, "_unordered"):
+            self._unordered: Dict[str, CutoutPair] = {}
+        return self._unordered
+
+    def _unordered_if_silent(self, inst: Instance, options, result) -> None:
+        """A pair whose post leaves accesses unordered that pre orders, where the harness found
+        no difference (DaCe's sequential code hides the race): INVALID_SDFG, a static finding."""
+        pair = self._unordered_pairs().pop(inst.id, None)
+        if pair is not None and result.verdict == Outcome.PASS.name:
+            _static_finding(options, pair, Outcome.INVALID_SDFG, f"{UNORDERED}{pair.unordered}", result,
+                            time.monotonic())
+
     def after_verdict(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
         options = self.program_options(inst.program, options)
+        self._unordered_if_silent(inst, options, result)
         if result.verdict in STATIC_OUTCOMES:
             with result.timed("whole_program_static"):
                 self._confirm_static(spec, inst, options, result, judge)
@@ -583,6 +600,8 @@ class SdfgSubject(Subject):
             result.audit = {"verdict": SKIPPED, "reason": f"the whole program: {exc}"}
             return
         shows = whole.verdict.name if not whole.ok else None
+        if shows is None and whole.unordered and result.message.startswith(UNORDERED):
+            shows, whole.error = Outcome.INVALID_SDFG.name, f"{UNORDERED}{whole.unordered}"
         if shows is None and build_failure:
             # the program after the change as DaCe made it and builds it, where DaCe builds the program
             shows = Outcome.BUILD_FAILURE.name if dace_build_error(whole.post_as_made, sdfg, options.work_dir) else None

@@ -73,7 +73,9 @@ def _states_in_order(graph) -> Iterator:
 
     if not graph.number_of_nodes():
         return
-    start = getattr(graph, "start_block", None) or graph.start_state
+    start = getattr(graph, "start_block", None)
+    if start is None:
+        start = graph.start_state
     blocks = list(nx.dfs_preorder_nodes(graph.nx, start))
     blocks += [b for b in graph.nodes() if b not in blocks]
     for block in blocks:
