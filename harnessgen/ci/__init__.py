@@ -229,7 +229,8 @@ def _code_of(node: ast.ClassDef) -> str:
 
 
 WHICH = r"""
-import importlib, json, re, sys
+import importlib, json, sys
+from harnessgen.plan.passes import required_arguments
 from dace.transformation import pass_pipeline as ppl
 from dace.transformation.transformation import PatternTransformation
 import dace
@@ -241,15 +242,7 @@ for module, name in json.loads(sys.argv[1]):
         continue
     if isinstance(cls, type) and (issubclass(cls, PatternTransformation) or issubclass(cls, ppl.Pass)) \
             and not getattr(cls, "__abstractmethods__", None):
-        needs = []
-        if not issubclass(cls, PatternTransformation):
-            try:      # DaCe wraps every constructor as (obj, *args, **kwargs): only a call tells
-                cls()
-            except TypeError as exc:
-                missing = re.search(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)", str(exc))
-                needs = re.findall(r"'(\w+)'", missing.group(1)) if missing else []
-            except Exception:
-                pass
+        needs = [] if issubclass(cls, PatternTransformation) else required_arguments(cls)
         found.append([module, name, needs])
 print(json.dumps({"dace": dace.__file__, "found": found}))
 """

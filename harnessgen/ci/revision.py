@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tarfile
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from ..core.errors import ConfigError
 from ..core.files import write_atomic
@@ -75,23 +75,18 @@ def prepare(repo: Path, side: str, rev: str, out: Path, python: Path, say=print)
 
 def export_tree(repo: Path, commit: str, dest: Path) -> Path:
     """The package at ``commit`` under ``dest`` (``dest/<commit>/dace``), made once per commit."""
-    folder = dest / commit[:12]
-    if (folder / COMPLETE).is_file():
-        return folder
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    archive = git(repo, "archive", "--format=tar", commit, PACKAGE, binary=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
-    _fill_submodules(repo, folder)
-    (folder / EXPORTED_REVISION).write_text(f"revision {commit[:12]} of {repo}\n")
-    (folder / COMPLETE).write_text(commit + "\n")
-    return folder
+
+    def finish(folder: Path) -> None:
+        _fill_submodules(repo, folder)
+        (folder / EXPORTED_REVISION).write_text(f"revision {commit[:12]} of {repo}\n")
+
+    return export_paths(repo, commit, [PACKAGE], dest, finish)
 
 
-def export_paths(repo: Path, commit: str, paths: List[str], dest: Path) -> Path:
-    """Files and folders of ``commit`` (those of ``paths`` it has) under ``dest/<commit>``, made once."""
+def export_paths(repo: Path, commit: str, paths: List[str], dest: Path,
+                 finish: Optional[Callable[[Path], None]] = None) -> Path:
+    """Files and folders of ``commit`` (those of ``paths`` it has) under ``dest/<commit>``, made once;
+    ``finish`` completes the folder before it counts as made."""
     folder = dest / commit[:12]
     if (folder / COMPLETE).is_file():
         return folder
@@ -104,6 +99,8 @@ def export_paths(repo: Path, commit: str, paths: List[str], dest: Path) -> Path:
         archive = git(repo, "archive", "--format=tar", commit, *present, binary=True)
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(folder, filter="data")
+    if finish is not None:
+        finish(folder)
     (folder / COMPLETE).write_text(commit + "\n")
     return folder
 
