@@ -148,6 +148,7 @@ class Hooks:
     on_plan: Optional[Callable] = None       # on_plan(planned, already_done, reference_checks, still_enumerating) once planned
     plan_progress: Any = None                # each planning step as it happens (campaign.planning.PlanProgress)
     on_more: Optional[Callable] = None       # on_more(row, seconds, count): a transformation enumerated later
+    on_audit: Optional[Callable] = None      # on_audit(InstanceResult): a finished instance's deferred audit is done
 
 
 def judge(program: str, transformation: Optional[str], options: FuzzOptions, *,
@@ -158,7 +159,7 @@ def judge(program: str, transformation: Optional[str], options: FuzzOptions, *,
     path ``check`` and ``harnessgen fuzz`` take."""
     results = fuzz(program, transformation, instances, options, progress=hooks.live, on_result=hooks.on_result,
                    settings=settings, jobs=max(1, jobs), on_plan=hooks.on_plan, executor=executor,
-                   plan_progress=hooks.plan_progress, on_more=hooks.on_more)
+                   plan_progress=hooks.plan_progress, on_more=hooks.on_more, on_audit=hooks.on_audit)
     return Report.of(program, transformation or "the default transformations", Path(options.out_dir), results)
 
 

@@ -23,6 +23,7 @@ import dataclasses
 import json
 import re
 import shutil
+import statistics
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
@@ -31,11 +32,12 @@ from ..bugs.reduce import ReduceOptions
 from ..core import runlog, shared_pairs
 from ..core.errors import ConfigError
 from ..core.files import clear_stale_omp_registrations, write_json
+from ..core.records import audit_deferred
 from ..dacecompat import dace_version
 from ..harness.judge import JudgeOptions
 from . import planning, run_report as report
 from .executors import ExecutorSpec, open_executor
-from .planning import MAIN, VARIANTS, WHOLE, DeferredPlanner, Plan, PlanProgress
+from .planning import AUDITS, MAIN, VARIANTS, WHOLE, DeferredPlanner, Plan, PlanProgress
 from .schedule import Scheduler, median_walls
 from .state import CampaignState
 from .worker import RESULTS_DIR, Task, error_result, remember, result_file, run_task, worker_subject
@@ -99,6 +101,9 @@ class CampaignConfig:
     planned: Optional[Plan] = None        # what plan() returned, where the caller has planned already
     summary: str = "campaign"             # which summary.json it writes (report.SUMMARIES)
     run_settings: Dict = dataclasses.field(default_factory=dict)   # what a "run" summary records of it
+    # time.monotonic() when the command began (the bound counts from there: planning is in it);
+    # None: when run_campaign is called
+    began: Optional[float] = None
 
     @property
     def identity(self) -> Dict[str, str]:
@@ -158,7 +163,9 @@ def _instance_options(config: CampaignConfig):
         max_execs=config.budget.execs, budget_s=None, resume=True, show_progress=False,
         work_dir=Path(opts.work_dir).resolve(), corpus_root=Path(opts.corpus_root).resolve(),
         crashes_root=Path(opts.crashes_root).resolve(),
-        constraints=Path(opts.constraints).resolve() if opts.constraints else None)
+        constraints=Path(opts.constraints).resolve() if opts.constraints else None,
+        # a bound judges every match before it audits any: the audits wait in their own queue
+        defer_audits=opts.defer_audits or config.run_budget_s is not None)
 
 
 class _BrokenExecutor(Exception):
@@ -172,7 +179,7 @@ def run_campaign(config: CampaignConfig, executor: ExecutorSpec, progress=None,
     plan. ``progress`` receives ``start(state, executor)``, ``update(running)``,
     ``finished(result)`` and ``stop()`` (see ``progress.LiveProgress``); ``on_planned(state,
     selection)`` the state once planned and the ids this run is about (None: all)."""
-    started = time.monotonic()
+    started = config.began if config.began is not None else time.monotonic()
     clear_stale_omp_registrations()
     directory = Path(config.directory)
     if config.fresh:
@@ -241,21 +248,22 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
     options = config.options
     failed = report.analyse_findings(directory, state, ReduceOptions(
         seconds=options.reduce_seconds, max_candidates=options.reduce_candidates,
-        judge=JudgeOptions(work_dir=options.work_dir)), seconds=analysis_seconds(config.run_budget_s),
+        judge=JudgeOptions(work_dir=options.work_dir)),
+        seconds=analysis_seconds(config.run_budget_s, time.monotonic() - started),
         step=plan_progress.step if plan_progress else None)
     outcome.report = report.write(directory, state, bugs_error=failed, plots=options.plots)
     return outcome
 
 
-# a run with a budget gives its analysis (reducing the bugs it found) this share of it, at least
-# ANALYSIS_MIN_SECONDS; what is left is reduced by the next run
-ANALYSIS_SHARE = 0.15
-ANALYSIS_MIN_SECONDS = 60.0
+# a run with a budget reduces the bugs it found in what is left of the bound when judging ends,
+# at least ANALYSIS_MIN_SECONDS (about one instance's time); what is left is reduced by the next run
+ANALYSIS_MIN_SECONDS = 15.0
 
 
-def analysis_seconds(run_budget_s: Optional[float]) -> Optional[float]:
-    """How long the reductions after a run may take together (None: each bug its own limit)."""
-    return None if run_budget_s is None else max(ANALYSIS_MIN_SECONDS, ANALYSIS_SHARE * run_budget_s)
+def analysis_seconds(run_budget_s: Optional[float], elapsed: float = 0.0) -> Optional[float]:
+    """How long the reductions after a run may take together (None: each bug its own limit):
+    the bound's rest, so that the run ends within about an instance's time of it."""
+    return None if run_budget_s is None else max(ANALYSIS_MIN_SECONDS, run_budget_s - elapsed)
 
 
 class _Feed:
@@ -270,7 +278,11 @@ class _Feed:
         self.scheduler = Scheduler(lambda row: _queue_of(subject, row), config.options.whole_share,
                                    config.options.variant_share, expected=median_walls(done))
         self.scheduler.add(state.pending(selection))
+        wanted = None if selection is None else set(selection)
+        self.scheduler.add([audit_row(row) for row in done if audit_deferred(row["result"])
+                            and (wanted is None or row["id"] in wanted)])
         self.pairs = _Followers()
+        self.overheads: List[float] = []
         # instances in flight when a local worker died: each runs alone until it finishes or
         # dies alone (only then is the death its own), so one that kills its worker never
         # costs the instances that ran beside it their verdicts
@@ -279,6 +291,20 @@ class _Feed:
     @property
     def planning(self) -> bool:
         return self.planner is not None and self.planner.busy
+
+    def overhead(self) -> float:
+        """What judging an instance of this run cost besides its seeds and fuzzing (median
+        seconds; 0 until one finished)."""
+        return statistics.median(self.overheads) if self.overheads else 0.0
+
+    def measured(self, results: List[Dict]) -> None:
+        self.overheads += [max(0.0, (r.get("wall_seconds") or 0.0) - (r.get("fuzz_seconds") or 0.0))
+                           for r in results if not r.get("same_pair_as") and r.get("wall_seconds")]
+
+    def audit_later(self, results: List[Dict]) -> None:
+        """Queue the deferred whole-program audits of these finished results."""
+        rows = [self.state.row(r["id"]) for r in results if audit_deferred(r)]
+        self.scheduler.add([audit_row(row) for row in rows if row is not None])
 
     def poll(self) -> None:
         """Add what the planner finished to the state, the selection and the queues."""
@@ -293,6 +319,7 @@ class _Feed:
             self.scheduler.add(self.state.pending([row["id"] for row in rows]))
             if self.progress is not None:
                 self.progress.planned_more(xform_row, seconds, len(rows))
+        self.scheduler.matches_coming = self.planner.busy
 
     def wait_for_planner(self, timeout: float) -> None:
         if self.planning:
@@ -302,6 +329,7 @@ class _Feed:
         if self.planner is not None:
             self.poll()
             self.planner.close()
+            self.scheduler.matches_coming = False
 
 
 class _Followers:
@@ -363,8 +391,16 @@ def _row(task: Task, **extra) -> Dict:
             **extra}
 
 
+def audit_row(row: Dict) -> Dict:
+    """The scheduler's row of a finished instance's deferred whole-program audit."""
+    return {"id": row["id"], "spec": row["spec"], "instance": row["instance"], "attempts": row.get("attempts", 1),
+            "audit": True}
+
+
 def _queue_of(subject, row: Dict) -> str:
     """Which queue an instance row is judged from (schedule.Scheduler)."""
+    if row.get("audit"):
+        return AUDITS
     if subject.whole_program(row["spec"]):
         return WHOLE
     return VARIANTS if row["instance"].get("params") else MAIN
@@ -412,6 +448,22 @@ def _run_pending(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
     return ran
 
 
+def _within_bound(options, config: CampaignConfig, feed: "_Feed", started: float, workers: int):
+    """An instance's seconds for seeds and fuzzing in a bounded run: the per-instance budget, or
+    less where the bound cannot give every instance still queued in its phase (the matches,
+    then the variants) that much: its share of what remains of the bound, less what judging an
+    instance costs besides (the median in this run). A share below ``MIN_ENGINE_S`` judges the
+    instance on its seeds alone."""
+    if config.run_budget_s is None:
+        return options
+    queued = feed.scheduler.queued_in_phase() + 1
+    left = config.run_budget_s - (time.monotonic() - started)
+    share = left * workers / queued - feed.overhead()
+    if share >= options.time_s:
+        return options
+    return dataclasses.replace(options, time_s=round(max(0.0, share), 2), time_cut_by_bound=True)
+
+
 def _may_start(config: CampaignConfig, started: float) -> bool:
     return config.run_budget_s is None or time.monotonic() - started < config.run_budget_s
 
@@ -428,18 +480,21 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
 
     def fill() -> None:
         nonlocal broken
-        while scheduler and not broken and len(inflight) < opened.capacity and _may_start(config, started):
+        while scheduler.startable() and not broken and len(inflight) < opened.capacity and _may_start(config, started):
             if any(task.instance["id"] in feed.suspects for task in inflight.values()):
                 return                 # a suspect runs alone
             row = scheduler.next(opened.capacity)
             if row["id"] in feed.suspects and inflight:
                 scheduler.add([row], front=True)
                 return
-            attempt = state.start(row["id"], run)
+            # an audit leaves its instance done: killed meanwhile, the next run audits it again
+            attempt = row.get("attempts", 1) if row.get("audit") else state.start(row["id"], run)
             options = _instance_options(config)
+            if not row.get("audit"):
+                options = _within_bound(options, config, feed, started, opened.capacity)
             if row.get("alone"):     # its representative's verdict was its place's: judged itself
                 options = dataclasses.replace(options, share_pairs=False)
-            task = Task(config.program, row["spec"], row["instance"], options, attempt)
+            task = Task(config.program, row["spec"], row["instance"], options, attempt, audit=bool(row.get("audit")))
             try:
                 inflight[opened.executor.submit(run_task, task, live)] = task
             except cf.process.BrokenProcessPool:
@@ -449,6 +504,7 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
                 scheduler.add([{**row, "attempts": attempt}], front=True)
                 return
 
+    audited: List[Dict] = []
     while ((scheduler or feed.planning) and not broken and _may_start(config, started)) or inflight:
         feed.poll()
         fill()
@@ -465,7 +521,13 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
             if result is None:
                 broken = True
                 continue
+            if task.audit:
+                state.finish(task.instance["id"], result)
+                audited.append(result)
+                continue
             results += feed.pairs.settled(task, result, state, scheduler)
+        feed.audit_later(results)
+        feed.measured(results)
         # the idle workers get their next instance before the terminal and summary.json are
         # brought up to date: that bookkeeping grows with the run (0.7 s at 1,200 results)
         if not opened.in_process:
@@ -474,6 +536,10 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
         for result in results:
             if progress:
                 progress.finished(result)
+        for result in audited:
+            if getattr(progress, "audited", None):
+                progress.audited(result)
+        audited.clear()
         if progress:
             progress.update(list(inflight.values()))
     feed.pairs.release(state, scheduler)

@@ -29,16 +29,19 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
          settings: Optional[List[str]] = None, jobs: int = 1,
          on_plan: Optional[Callable[[int, int], None]] = None,
          executor: Optional[ExecutorSpec] = None, plan_progress: Optional[PlanProgress] = None,
-         on_more: Optional[Callable[[Dict, float, int], None]] = None) -> List[InstanceResult]:
+         on_more: Optional[Callable[[Dict, float, int], None]] = None,
+         on_audit: Optional[Callable[[InstanceResult], None]] = None) -> List[InstanceResult]:
     """Fuzz every selected instance of every selected transformation and return the results of
     those done (this run's and earlier runs' into the same directory). With one instance and
     several jobs the cores go to afl-fuzz instances on it. ``progress(inst, stats)``: live
     engine statistics (one job in this process only); ``on_result(result)`` after each
     instance; ``on_plan(planned, already_done, reference_checks, transformations still being enumerated)`` once planned;
     ``plan_progress``: each planning step as it happens; ``on_more(row, seconds, count)``: a
-    transformation enumerated beside the run added ``count`` instances. With
+    transformation enumerated beside the run added ``count`` instances; ``on_audit(result)``: a
+    finished instance's deferred whole-program audit is done (a bounded run). With
     ``options.budget_s`` no instance starts after the budget (``options.resume``: the same
     command continues)."""
+    began = time.monotonic()      # the bound (options.budget_s) counts planning in
     if instance_ids:      # the instances asked for are each judged, never taken as another's equal
         options = dataclasses.replace(options, share_pairs=False)
     config = campaign.CampaignConfig(
@@ -46,7 +49,7 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
         budget=campaign.Budget(options.time_s, options.max_execs), options=options, fresh=False,
         # a harnessgen error is always worth another try; other verdicts when asked (--redo)
         redo=tuple(options.redo) + ("ERROR",), instance_ids=instance_ids, settings=settings,
-        run_budget_s=options.budget_s, replan=True, strict_plan=True, summary="run")
+        run_budget_s=options.budget_s, replan=True, strict_plan=True, summary="run", began=began)
     if not options.resume:
         campaign.start_over(options.out_dir)
     # DaCe's warnings while parsing and enumerating go to the run's log too
@@ -62,7 +65,7 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
         "program": program_spec, "transformation": planned.label,
         "time_per_instance_s": options.time_s, "tolerance": options.tolerance.to_json(), "jobs": jobs,
         "afl_jobs": options.afl_jobs, "budget_s": options.budget_s, "executor": executor.kind})
-    hooks = _RunHooks(progress, on_result, on_plan, on_more)
+    hooks = _RunHooks(progress, on_result, on_plan, on_more, on_audit)
     campaign.run_campaign(config, executor, progress=hooks, on_planned=hooks.planned)
     return hooks.results
 
@@ -102,9 +105,10 @@ class _RunHooks:
     finish, the caller's callbacks, live statistics where the instance runs in this process."""
 
     def __init__(self, live: Optional[Callable], on_result: Optional[Callable], on_plan: Optional[Callable],
-                 on_more: Optional[Callable] = None):
+                 on_more: Optional[Callable] = None, on_audit: Optional[Callable] = None):
         self.live_stats = live
         self.on_result = on_result
+        self.on_audit = on_audit
         self.on_plan = on_plan
         self.on_more = on_more
         self.state = None
@@ -142,6 +146,14 @@ class _RunHooks:
         self.summary.changed(self._write_summary)
         if self.on_result:
             self.on_result(result)
+
+    def audited(self, entry) -> None:
+        """A finished instance's deferred audit is done: its result replaces the earlier one."""
+        result = InstanceResult.from_json(entry)
+        self.results = [result if r.id == result.id else r for r in self.results]
+        self.summary.changed(self._write_summary)
+        if self.on_audit:
+            self.on_audit(result)
 
     def planned_more(self, row: Dict, seconds: float, count: int) -> None:
         if self.on_more:

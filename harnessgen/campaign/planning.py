@@ -39,9 +39,11 @@ from .worker import worker_subject
 
 PLANS_DIR = "plans"
 # the queues a run's instances are judged from (campaign.schedule): instances judged on whole
-# programs (passes), parameter variants of a match, and every other instance
-WHOLE, VARIANTS, MAIN = "whole", "variants", "main"
-QUEUES = (MAIN, VARIANTS, WHOLE)
+# programs (passes), parameter variants of a match, every other instance, and the whole-program
+# audits a bounded run leaves until every match has its verdict
+WHOLE, VARIANTS, MAIN, AUDITS = "whole", "variants", "main", "audits"
+QUEUES = (MAIN, VARIANTS, WHOLE, AUDITS)
+MATCHES = (MAIN, WHOLE)
 
 
 @dataclasses.dataclass

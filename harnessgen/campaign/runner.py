@@ -22,7 +22,7 @@ from ..core.shared_pairs import SamePair
 from ..core.errors import BuildError, ConfigError, EngineError, ToolMissing, Unsupported
 from ..core.files import write_atomic, write_json
 from ..core.outcome import Outcome
-from ..core.records import AUTO_RACE_MIN_S, AUTO_RACE_THREADS, FuzzOptions, InstanceResult, engine_dir
+from ..core.records import AUTO_RACE_MIN_S, AUTO_RACE_THREADS, MIN_ENGINE_S, FuzzOptions, InstanceResult, engine_dir
 from ..engines import FuzzJob, RawCrash, get_engine
 from ..engines.afl import read_options
 from ..harness import forked
@@ -58,6 +58,23 @@ class InstanceRunner:
         except Exception as exc:       # noqa: BLE001 -- recorded with its traceback; the run goes on
             record_error(result, exc, self.options.out_dir / "errors" / f"{inst.id}.txt")
         result.wall_seconds = round(time.monotonic() - started, 3)
+        return result
+
+    def audit_later(self, spec: str, inst: Instance, earlier: Dict) -> InstanceResult:
+        """The instance's deferred whole-program audit, on its finished result ``earlier``
+        (JSON): the result with the audit's record, and the verdict it leads to (CUTOUT_MISSED
+        and a larger cutout's finding, or a whole-program finding). A failure of the audit
+        itself is recorded on the audit, never taken for the instance's verdict."""
+        started = time.monotonic()
+        result = InstanceResult.from_json(earlier)
+        try:
+            self.subject.audit_later(spec, inst, self.options, result,
+                                     lambda variant, past: self.judge(spec, variant, past=past))
+        except Exception as exc:       # noqa: BLE001 -- recorded with its traceback; the run goes on
+            where = self.options.out_dir / "errors" / f"{inst.id}.audit.txt"
+            write_atomic(where, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).encode())
+            result.audit = {"verdict": "ERROR", "reason": f"{type(exc).__name__}: {exc}"[:300], "log": str(where)}
+        result.wall_seconds = round((result.wall_seconds or 0.0) + time.monotonic() - started, 3)
         return result
 
     def _claim(self, inst: Instance) -> Optional[Callable[[str], str]]:
@@ -238,8 +255,12 @@ class InstanceRunner:
             return "--until-crash: a seed input already fails"
         if not passing:
             return "every seed input failed"
-        if remaining < 1:
+        if remaining < MIN_ENGINE_S:
             spent = time.monotonic() - fuzz_started
+            if opts.time_cut_by_bound:
+                return (f"{evidencelib.MEANT_PREFIX}: the run's bound left this instance {opts.time_s:.1f} s (its "
+                        f"share of what remained for the instances still to judge), which went to the seed inputs "
+                        f"and checks ({spent:.1f} s); a longer bound fuzzes (--budget, make fuzz BUDGET=)")
             return (f"{evidencelib.MEANT_PREFIX}: the {opts.time_s:g} s per instance went to the seed inputs and "
                     f"checks ({spent:.1f} s); give more (--time, make fuzz TIME=)")
         return ""

@@ -1,16 +1,27 @@
 """Which pending instance a free worker takes next, and how long the rest would take.
 
-Instances come in queues (``planning.MAIN``: cut-out instances, cheap; ``planning.VARIANTS``:
-parameter variants of the matches, beyond their defaults; ``planning.WHOLE``: instances
-judged on whole programs, such as passes, often a minute each, and the instances of any
-transformation whose finished instances turn out that slow). Each queue is
-promised a share of the workers' time; the next instance comes from the non-empty queue
-that has used the least of its share so far (finished instances' seconds plus the running
-ones' so far), the main queue first on a tie. A budget-bound run thus spends most of its
-time where verdicts come quickly and still judges the expensive instances, interleaved
-from the start, instead of finding them all at the end of the plan or none at all.
+Instances come in queues (``planning.MAIN``: cut-out instances, cheap; ``planning.WHOLE``:
+instances judged on whole programs, such as passes, often a minute each, and the instances of
+any transformation whose finished instances turn out that slow; ``planning.VARIANTS``:
+parameter variants of the matches, beyond their defaults; ``planning.AUDITS``: the
+whole-program audits a bounded run leaves until every match has its verdict).
 
-Within a queue a transformation's share of the time is inversely proportional to what its
+**Matches first.** The matches (MAIN and WHOLE) come before everything else: audits start
+only once no match is left to judge or to enumerate, and parameter variants after the audits
+(unless ``variant_share`` gives them a share of their own, interleaved with the matches). A
+bound thus gives every match its verdict before it spends anything on variants.
+
+Between MAIN and WHOLE each queue is promised a share of the workers' time; the next
+instance comes from the queue that has used the least of its share so far (finished
+instances' seconds plus the running ones' so far), the main queue first on a tie. A
+budget-bound run thus spends most of its time where verdicts come quickly and still judges
+the expensive instances, interleaved from the start.
+
+**Every program in turn.** Within a queue the next instance comes from the program with the
+least time used so far in it (plan order on a tie): one program's large plan (NPBench's vadv,
+947 matches) never starves another's.
+
+Within a program a transformation's share of the time is inversely proportional to what its
 instances cost: the next instance is the first pending one of the transformation with the
 least time used so far times the median seconds of its finished instances (in this run, else
 in earlier runs; plan order on a tie, or the transformation whose finished instances of
@@ -18,8 +29,7 @@ earlier runs were quickest: a run that continues gives its first verdicts within
 every transformation starts early). A transformation whose instances take two seconds thus
 gets ten times the time of one whose instances take twenty, and judges a hundred for each
 one of the slow one, which still judges its share from the start instead of waiting behind
-the cheap ones: a bound is spent where verdicts come quickly, and every transformation is
-judged in it. Instances put back in front (requeued after a lost worker) go first.
+the cheap ones. Instances put back in front (requeued after a lost worker) go first.
 """
 from __future__ import annotations
 
@@ -27,10 +37,11 @@ import statistics
 import time
 from typing import Callable, Dict, List, Optional
 
-from .planning import MAIN, QUEUES, VARIANTS, WHOLE
+from .planning import AUDITS, MAIN, MATCHES, QUEUES, VARIANTS, WHOLE
 
 DEFAULT_WHOLE_SHARE = 0.25
-DEFAULT_VARIANT_SHARE = 0.15
+# variants after every match and audit; a share above zero interleaves them with the matches
+DEFAULT_VARIANT_SHARE = 0.0
 # a transformation is moved to the expensive queue when its finished instances took this long
 # (median) and this many times the median of the other transformations' instances
 SLOW_SECONDS = 20.0
@@ -46,14 +57,18 @@ class Scheduler:
         self.expected = expected or {}               # spec -> median wall seconds of earlier runs
         whole = min(max(whole_share, 0.0), 1.0)
         variants = min(max(variant_share, 0.0), 1.0 - whole)
-        self.shares = {MAIN: 1.0 - whole - variants, VARIANTS: variants, WHOLE: whole}
+        self.shares = {MAIN: 1.0 - whole - variants, VARIANTS: variants, WHOLE: whole, AUDITS: 0.0}
         self.queues: Dict[str, List[Dict]] = {q: [] for q in QUEUES}
         self.spent: Dict[str, float] = {q: 0.0 for q in QUEUES}
-        self.running: Dict[str, tuple] = {}          # id -> (queue, started, spec)
+        self.running: Dict[str, tuple] = {}          # id -> (queue, started, spec, program)
         self.slow: List[str] = []                    # specs moved to the expensive queue, in order
         self.spec_spent: Dict[tuple, float] = {}     # (queue, spec) -> seconds of its finished instances
+        self.program_spent: Dict[tuple, float] = {}  # (queue, program) -> seconds of its finished instances
         self.spec_walls: Dict[tuple, List[float]] = {}  # (queue, spec) -> wall seconds of each finished one
         self.urgent: set = set()                     # ids put back in front
+        # matches are still being enumerated beside the run (the feed says so): what comes after
+        # the matches waits for them
+        self.matches_coming = False
 
     def add(self, rows: List[Dict], front: bool = False) -> None:
         for row in (reversed(rows) if front else rows):
@@ -71,16 +86,37 @@ class Scheduler:
         return len(self) > 0
 
     def _used(self, queue: str, now: float) -> float:
-        running = sum(now - started for q, started, _ in self.running.values() if q == queue)
+        running = sum(now - started for q, started, _, _ in self.running.values() if q == queue)
         return (self.spent[queue] + running) / self.shares[queue] if self.shares[queue] > 0 else float("inf")
 
+    def queued_in_phase(self) -> int:
+        """The instances still queued in the phase under way: the matches while any is left,
+        then the variants (audits have no time of their own to share)."""
+        matches = sum(len(self.queues[q]) for q in MATCHES)
+        return matches if matches or self.matches_coming else len(self.queues[VARIANTS])
+
+    def startable(self) -> bool:
+        """Whether an instance may start now (one is queued and nothing it waits for is left)."""
+        return bool(self._candidates())
+
+    def _candidates(self) -> List[str]:
+        """The queues an instance may come from now: the matches first; the audits once no match
+        is left (queued or still being enumerated); variants without a share of their own after
+        the audits."""
+        queued = [q for q in QUEUES if self.queues[q]]
+        matches_left = self.matches_coming or any(self.queues[q] for q in MATCHES)
+        if matches_left or self.queues[AUDITS]:
+            queued = [q for q in queued if q != AUDITS or not matches_left]
+            queued = [q for q in queued if q != VARIANTS or self.shares[VARIANTS] > 0]
+        return queued
+
     def next(self, workers: int = 1) -> Dict:
-        """The next instance to start (there must be one), for a pool of ``workers``. A queue
-        never holds more workers at once than its share of them (at least one) while another
-        queue has work: a queue that is behind catches up one worker at a time instead of
-        taking every worker for its long instances."""
+        """The next instance to start (``startable()`` must be true), for a pool of ``workers``.
+        A queue never holds more workers at once than its share of them (at least one) while
+        another queue has work: a queue that is behind catches up one worker at a time instead
+        of taking every worker for its long instances."""
         now = time.monotonic()
-        candidates = [q for q in QUEUES if self.queues[q]]
+        candidates = self._candidates()
         if len(candidates) > 1 and all(self.shares[q] == 0 for q in candidates):
             candidates = candidates[:1]
         if len(candidates) > 1:
@@ -89,21 +125,30 @@ class Scheduler:
         queue = min(candidates, key=lambda q: (self._used(q, now), QUEUES.index(q)))
         row = self.queues[queue].pop(self._pick(queue, now))
         self.urgent.discard(row["id"])
-        self.running[row["id"]] = (queue, now, row["spec"])
+        self.running[row["id"]] = (queue, now, row["spec"], _program(row))
         return row
 
     def _pick(self, queue: str, now: float) -> int:
-        """The index in ``queue`` of the next instance: one put back in front, else the first
-        of the transformation with the least time used times the cost of its instances."""
+        """The index in ``queue`` of the next instance: one put back in front, else, in the
+        program with the least time used in the queue, the first of the transformation with the
+        least time used times the cost of its instances."""
         rows = self.queues[queue]
         if rows[0]["id"] in self.urgent:
             return 0
         used = dict(self.spec_spent)
-        for q, started, spec in self.running.values():
+        program_used = dict(self.program_spent)
+        for q, started, spec, program in self.running.values():
             used[(q, spec)] = used.get((q, spec), 0.0) + now - started
+            program_used[(q, program)] = program_used.get((q, program), 0.0) + now - started
+        first_of_program: Dict[str, int] = {}
+        for index, row in enumerate(rows):
+            first_of_program.setdefault(_program(row), index)
+        program = _program(rows[min(first_of_program.values(),
+                                    key=lambda i: (program_used.get((queue, _program(rows[i])), 0.0), i))])
         first: Dict[str, int] = {}
         for index, row in enumerate(rows):
-            first.setdefault(row["spec"], index)
+            if _program(row) == program:
+                first.setdefault(row["spec"], index)
 
         def weighed(index: int) -> tuple:
             spec = rows[index]["spec"]
@@ -129,13 +174,14 @@ class Scheduler:
         return max(1, round(share * workers)) if share > 0 else 0
 
     def _running(self, queue: str) -> int:
-        return sum(1 for q, _, _ in self.running.values() if q == queue)
+        return sum(1 for q, _, _, _ in self.running.values() if q == queue)
 
     def finished(self, instance_id: str) -> None:
-        queue, started, spec = self.running.pop(instance_id, (MAIN, time.monotonic(), ""))
+        queue, started, spec, program = self.running.pop(instance_id, (MAIN, time.monotonic(), "", ""))
         wall = time.monotonic() - started
         self.spent[queue] += wall
         self.spec_spent[(queue, spec)] = self.spec_spent.get((queue, spec), 0.0) + wall
+        self.program_spent[(queue, program)] = self.program_spent.get((queue, program), 0.0) + wall
         self.spec_walls.setdefault((queue, spec), []).append(wall)
         if queue == MAIN and spec:
             self._move_if_slow(spec)
@@ -157,6 +203,11 @@ class Scheduler:
     def clear(self) -> None:
         for queue in self.queues.values():
             queue.clear()
+
+
+def _program(row: Dict) -> str:
+    """The program an instance row lies in ("" where the row does not say)."""
+    return row.get("program") or (row.get("instance") or {}).get("program") or ""
 
 
 def estimate_seconds(pending: List[Dict], done: List[Dict], workers: int) -> Optional[float]:

@@ -187,6 +187,13 @@ class CampaignState:
                             "completions = completions + 1 WHERE id = ?",
                             (result.get("verdict"), json.dumps(result, default=str), time.time(), instance_id))
 
+    def row(self, instance_id: str) -> Optional[Dict]:
+        """One instance's row (id, spec, instance, attempts), None for one this campaign does not hold."""
+        row = self.db.execute("SELECT id, spec, instance, attempts FROM instances WHERE id = ?",
+                              (instance_id,)).fetchone()
+        return None if row is None else {"id": row["id"], "spec": row["spec"], "instance": json.loads(row["instance"]),
+                                         "attempts": row["attempts"]}
+
     def status(self, instance_id: str) -> Optional[str]:
         """pending, running or done; None for an instance this campaign does not hold."""
         row = self.db.execute("SELECT state FROM instances WHERE id = ?", (instance_id,)).fetchone()

@@ -13,6 +13,7 @@ from ..core import runlog, shared_pairs
 from ..core.files import write_atomic, write_json
 from ..plan.instances import Instance
 from .runner import InstanceRunner
+from .state import read_result
 
 RESULTS_DIR = "results"
 
@@ -24,6 +25,7 @@ class Task:
     instance: Dict                  # Instance JSON
     options: object                 # harnessgen.core.records.FuzzOptions (out_dir: the run directory)
     attempt: int
+    audit: bool = False             # the finished instance's deferred whole-program audit, not its judgement
 
 
 # --program value -> its loaded subject (programs parsed, transformations loaded as asked for).
@@ -54,7 +56,13 @@ def run_task(task: Task, live: Optional[Callable] = None) -> Dict:
     options = task.options
     with runlog.captured_warnings(options.out_dir, echo=options.verbose):
         runner = InstanceRunner(worker_subject(task.program_spec), options, live)
-        entry = runner.run(task.spec, inst).to_json()
+        if task.audit:
+            earlier = read_result(result_file(options.out_dir, inst.id))
+            if earlier is None:
+                return error_result(task, f"its deferred audit found no result in {result_file(options.out_dir, inst.id)}")
+            entry = {**earlier, **runner.audit_later(task.spec, inst, earlier).to_json()}
+        else:
+            entry = runner.run(task.spec, inst).to_json()
     entry.update(attempt=task.attempt, spec=task.spec, finished_at=time.time())
     if not shared_pairs.is_pending(entry):     # a follower's is the driver's to finish (``_Followers``)
         write_json(result_file(options.out_dir, inst.id), entry)

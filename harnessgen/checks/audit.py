@@ -134,13 +134,15 @@ def audit(whole_pair: Callable[[], CutoutPair], options: AuditOptions) -> AuditR
                          carried=(options.instance_layout, options.instance_inputs), carried_limit=options.inputs)
     with tempfile.TemporaryDirectory(prefix="hg-audit-") as tmp:
         parallel = options.race_threads > 1 and harness.parallelism_changed
+        deadline = judge.until(options.time_s)
         passing, differing = judge.screen(harness, named, Path(tmp), threads=options.race_threads if parallel else 1,
-                                          repeat=options.race_repeat if parallel else 1,
-                                          deadline=judge.until(options.time_s))
+                                          repeat=options.race_repeat if parallel else 1, deadline=deadline)
         record = AuditRecord(verdict=AGREES, inputs=len(passing) + len(differing), differing=len(differing),
                              from_instance=len(named) - options.inputs)
         if differing:
-            _triage_difference(harness.dir, differing, "race" if parallel else "audit", options, record)
+            # the replays too end with the audit's time (and a finding's shrinking after it)
+            _triage_difference(harness.dir, differing, "race" if parallel else "audit", options, record,
+                               deadline=None if deadline is None else max(deadline, time.monotonic() + 10.0))
     record.seconds = _since(started)
     return record
 
@@ -154,7 +156,7 @@ def _static_record(pair: CutoutPair, verdict: str, message: str, options: AuditO
 
 
 def _triage_difference(build_dir: Path, differing: List[Path], kind: str, options: AuditOptions,
-                       record: AuditRecord) -> None:
+                       record: AuditRecord, deadline: Optional[float] = None) -> None:
     kept = []
     for path in differing:
         target = options.keep_root / "raw" / f"audit-{path.name}"
@@ -165,7 +167,7 @@ def _triage_difference(build_dir: Path, differing: List[Path], kind: str, option
         command_line=options.command_line, race_threads=max(options.race_threads, 2),
         # one confirmed difference is the audit's answer
         max_raw=4, tsan=False, shrink_seconds=options.shrink_seconds,
-        shrink_budget=3000 if options.shrink_seconds else 0)).run(kept)
+        shrink_budget=3000 if options.shrink_seconds else 0, deadline=deadline)).run(kept)
     if triaged.findings:
         first = triaged.findings[0]
         record.verdict, record.outcome, record.finding = DIFFERS, first.outcome.name, str(first.folder)

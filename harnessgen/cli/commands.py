@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import List, Optional
 
@@ -19,6 +20,7 @@ from ..campaign.retriage import triage_directory
 from ..checks.reference_check import describe_checks
 from ..core.errors import ConfigError, HarnessgenError, InternalError, Unsupported
 from ..core.files import write_atomic, write_json
+from ..core.records import AUDIT_DEFERRED
 from ..gpukernels import barriers, spec as kernels
 from ..harness.built import HarnessBuild
 from ..harness.judge import JudgeOptions
@@ -96,6 +98,13 @@ def _fuzz_and_show(args) -> list:
     bars = AflProgress(console, args.time) if not args.no_progress and (args.jobs <= 1 or one_instance) and \
         console.is_terminal else None
     planned, done = [0], [0]      # instances in the run, and finished ones (set by the callbacks)
+    audits = [0, 0]               # deferred audits: queued, done
+    began = time.monotonic()
+
+    def position(count: int, total: int) -> str:
+        """``[n/N]``, and with a bound the time left in it."""
+        left = f", {max(0.0, args.budget - (time.monotonic() - began)):.0f} s left" if args.budget else ""
+        return f"[{count}/{total}{left}]"
 
     def on_plan(total: int, already: int, checks: list, enumerating: list = ()) -> None:
         planned[0] = total
@@ -112,7 +121,13 @@ def _fuzz_and_show(args) -> list:
         if bars is not None:
             bars.finish(result)
         done[0] += 1
-        for line in render.result_lines(result, f"[{done[0]}/{planned[0]}]"):
+        audits[0] += (result.audit or {}).get("verdict") == AUDIT_DEFERRED
+        for line in render.result_lines(result, position(done[0], planned[0])):
+            console.print(line)
+
+    def on_audit(result) -> None:
+        audits[1] += 1
+        for line in render.audited_lines(result, "audit " + position(audits[1], audits[0])):
             console.print(line)
 
     def on_more(row, seconds: float, count: int) -> None:
@@ -122,7 +137,7 @@ def _fuzz_and_show(args) -> list:
     console.print(f"planning {render.escape(args.program)} x "
                   f"{render.escape(args.transformation or render.DEFAULT_TRANSFORMATIONS)} (DaCe {render.dace_version()})")
     hooks = api.Hooks(live=bars.update if bars is not None else None, on_result=on_result, on_plan=on_plan,
-                      plan_progress=PlanDisplay(console), on_more=on_more)
+                      plan_progress=PlanDisplay(console), on_more=on_more, on_audit=on_audit)
     results = api.judge(args.program, args.transformation, options, instances=args.instance, settings=args.set,
                         jobs=args.jobs or 1, executor=elsewhere(args), hooks=hooks).results
     for line in render.bug_lines(args.out):

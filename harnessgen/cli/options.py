@@ -79,13 +79,15 @@ def add_instance_options(p) -> None:
     p.add_argument("--whole-share", type=float, default=0.25, metavar="F",
                    help="share of the workers' time for instances judged on whole programs (passes, and "
                         "transformations whose instances prove slow); default 0.25")
-    p.add_argument("--variant-share", type=float, default=0.15, metavar="F",
+    p.add_argument("--variant-share", type=float, default=0.0, metavar="F",
                    help="share of the workers' time for parameter variants beyond each match's defaults "
-                        "(--params); default 0.15")
+                        "(--params), interleaved with the matches; default 0: variants after every match has "
+                        "its verdict")
     p.add_argument("--share-pairs", action=argparse.BooleanOptionalAction, default=True,
                    help="an instance whose cutout pair equals one already judged up to names and GUIDs takes "
                         "that one's verdict (\"same pair as <id>\") instead of being built and fuzzed again; "
-                        "never where a whole-program audit runs (default on)")
+                        "never where a whole-program audit runs beside the verdict; a run with --budget audits "
+                        "each place after every match has its verdict, so its pairs are shared (default on)")
     p.add_argument("--cmplog", action="store_true", help="also build a CMPLOG harness and pass it to afl-fuzz -c")
     p.add_argument("--prove", choices=("first", "only", "off"), default="first",
                    help="translation validation of affine cutouts (islpy + z3): first (default) proves each pair "

@@ -20,7 +20,7 @@ from rich.text import Text
 from ..campaign.planning import PlanProgress
 from ..core.records import InstanceResult, engine_dir
 from ..engines.afl import lead_stats
-from .render import enumeration_line, result_lines
+from .render import audited_lines, enumeration_line, result_lines
 
 
 def _live_stats(task) -> Dict[str, str]:
@@ -72,6 +72,10 @@ class LiveProgress:
         if self.bar is not None:
             self.bar.advance(self.task_id)
             self.live.update(self._render())
+
+    def audited(self, result: Dict) -> None:
+        """A finished instance's deferred whole-program audit is done."""
+        self.console.print("\n".join(audited_lines(InstanceResult.from_json(result))))
 
     def planned_more(self, row: Dict, seconds: float, count: int) -> None:
         """A transformation enumerated beside the run has added its instances."""

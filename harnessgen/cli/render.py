@@ -23,7 +23,7 @@ from ..bugs.cluster import bug_rows
 from ..checks.pipeline_bisect import BisectRecord
 from ..core import runlog
 from ..core.evidence import SEEDS_ONLY, Evidence
-from ..core.records import InstanceResult, per_program, per_transformation
+from ..core.records import AUDIT_DEFERRED, InstanceResult, per_program, per_transformation
 from ..core.versions import dace_source, source_version
 from ..plan.params import describe
 from ..prove import Proof
@@ -110,6 +110,29 @@ def duration(seconds: float) -> str:
 
 
 # ------------------------------------------------------------------ one instance
+def audit_lines(r: InstanceResult) -> List[str]:
+    """The whole-program audit's line: what it judged, or that it comes after every match."""
+    verdict = (r.audit or {}).get("verdict")
+    if verdict in (None, "SKIPPED"):
+        return []
+    if verdict == AUDIT_DEFERRED:
+        return ["    [dim]audit: whole program after every match has its verdict[/]"]
+    if verdict == "ERROR":
+        return [f"    [red]audit failed[/]: {escape(r.audit.get('reason', ''))} (log: {escape(r.audit.get('log', ''))})"]
+    judged = f"on {r.audit['inputs']} input(s) " if "inputs" in r.audit else f"({r.audit.get('classification')}) "
+    return [f"    audit: whole program {verdict} {judged}in {r.audit.get('seconds', 0.0):.1f} s"]
+
+
+def audited_lines(r: InstanceResult, position: str = "") -> List[str]:
+    """A deferred audit done: the instance's audit, and its verdict where the audit changed it."""
+    colour = VERDICT_COLOURS.get(r.verdict, "red")
+    where = f" {position}" if position else ""
+    lines = [f"[{colour}]{r.verdict:<15}[/]{where} {escape(r.program)}/{escape(r.id)}  (audited)"]
+    if r.verdict != "PASS" and r.message:
+        lines.append(f"    {escape(r.message.splitlines()[0])}")
+    return lines + audit_lines(r)
+
+
 def result_lines(result: InstanceResult, position: str = "") -> List[str]:
     """An instance's verdict and what it rests on, one line each: the verdict (``position``: its
     place in the run, ``[3/40]``), its message, what a PASS rests on, the proof, each finding,
@@ -136,9 +159,7 @@ def result_lines(result: InstanceResult, position: str = "") -> List[str]:
         seen = {True: ", observable in the whole program", False: ", latent: the whole program does not show it"}
         lines.append(f"    -> {finding['outcome']}: {escape(str(finding['path']))}  ({finding.get('raw_crashes', '?')} "
                      f"raw crash(es){seen.get(finding.get('observable'), '')})")
-    if r.audit and r.audit.get("verdict") not in (None, "SKIPPED"):
-        judged = f"on {r.audit['inputs']} input(s) " if "inputs" in r.audit else f"({r.audit.get('classification')}) "
-        lines.append(f"    audit: whole program {r.audit['verdict']} {judged}in {r.audit['seconds']:.1f} s")
+    lines += audit_lines(r)
     if r.params.get("simplest") is not None:
         lines.append(f"    parameters {describe(r.params['values'])}; the simplest that fail alike: "
                      f"{describe(r.params['simplest'])} ({r.params['tried']} tried in {r.params['seconds']:.1f} s"

@@ -35,6 +35,19 @@ BLOCKED = "BLOCKED"
 # every verdict an instance can end with: the triage outcomes plus BUILT (built, not fuzzed),
 # BLOCKED, UNSUPPORTED, ERROR (a harnessgen bug) and CUTOUT_MISSED (the whole-program audit's)
 VERDICTS = tuple(o.name for o in Outcome) + ("BUILT", BLOCKED, "UNSUPPORTED", "ERROR", CUTOUT_MISSED)
+# an instance with less time than this for seeds and fuzzing is judged on its seed inputs alone
+# (afl-fuzz's start-up and dry run take most of a second)
+MIN_ENGINE_S = 1.0
+# the whole-program audit of a PASS that a bounded run left until every match had its verdict
+# (``FuzzOptions.defer_audits``): the result's ``audit`` until a worker of the AUDITS queue runs it
+AUDIT_DEFERRED = "DEFERRED"
+DEFERRED_AUDIT = {"verdict": AUDIT_DEFERRED,
+                  "reason": "the whole-program audit runs after every match has its verdict (a bounded run)"}
+
+
+def audit_deferred(result: Optional[Dict]) -> bool:
+    """Whether a result (JSON) still waits for its deferred whole-program audit."""
+    return bool(result) and (result.get("audit") or {}).get("verdict") == AUDIT_DEFERRED
 
 
 @dataclasses.dataclass
@@ -69,6 +82,11 @@ class FuzzOptions:
     race_check: bool = True              # post parallel where pre is not: seeds and final queue on threads
     audit: Optional[bool] = None         # whole-program audit; None: where the whole program is cheap
     audit_time_s: float = 60.0           # the audit's inputs, per instance (its build is extra)
+    # a bounded run: the whole-program audit of a PASS waits until every match has its verdict
+    # (campaign.schedule's AUDITS queue), and the pair is shared meanwhile
+    defer_audits: bool = False
+    # a bounded run gave the instance less than --time: its share of what remained of the bound
+    time_cut_by_bound: bool = False
     verbose: bool = False                # library warnings on the terminal too (always in warnings.log)
     simplify: Optional[bool] = None      # pattern instances on the simplified program (True) or as given
                                          # (False); None: the program kind's default (SDFG files as given)
@@ -80,7 +98,8 @@ class FuzzOptions:
     params_shrink_s: float = 120.0       # per finding of a variant: time to look for simpler parameters
     prove: str = "first"                 # first: prove, fuzz what the proof does not settle; only: never fuzz; off
     whole_share: float = 0.25            # of the workers' time, for instances judged on whole programs (passes)
-    variant_share: float = 0.15          # of the workers' time, for parameter variants beyond each match's defaults
+    variant_share: float = 0.0           # of the workers' time, for parameter variants beyond each match's
+                                         # defaults, beside the matches (0: after every match and audit)
     share_pairs: bool = True             # an instance whose pair equals a judged one's up to names takes its verdict
 
     def keep_dir(self, inst) -> Path:

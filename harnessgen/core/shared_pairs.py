@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from .files import write_atomic
+from .records import AUDIT_DEFERRED, DEFERRED_AUDIT, audit_deferred
 
 PAIRS_DIR = "pairs"
 # a follower's result until its representative's verdict arrives (never written to results/)
@@ -56,7 +57,7 @@ def shareable(representative: Dict) -> bool:
     if not representative.get("pair_key"):       # judged in a larger cutout than the pair claimed
         return False
     audit = representative.get("audit") or {}
-    if audit.get("grown") or (audit and audit.get("verdict") != "SKIPPED"):
+    if audit.get("grown") or (audit and audit.get("verdict") not in ("SKIPPED", AUDIT_DEFERRED)):
         return False
     return not ((representative.get("params") or {}).get("simplest") or representative.get("bisect"))
 
@@ -71,6 +72,8 @@ def shared_result(follower: Dict, representative: Dict) -> Dict:
         f": {said}" if said else "")
     out["same_pair_as"] = rep
     out["findings"], out["crashes"] = [], []
+    if audit_deferred(representative):     # each place is audited, the follower's too
+        out["audit"] = dict(DEFERRED_AUDIT)
     return out
 
 

@@ -144,6 +144,10 @@ class Subject(abc.ABC):
         """What follows the instance's verdict (the SDFG subject's whole-program audit);
         ``judge(inst, past)`` judges a variant of the instance again."""
 
+    def audit_later(self, spec: str, inst, options, result, judge: Callable) -> None:
+        """The check ``after_verdict`` left for after every match's verdict (``result.audit``
+        says DEFERRED); a kind that defers nothing has nothing to do."""
+
     @abc.abstractmethod
     def describe(self, spec: str, inst, prove_max_size: Optional[int] = None, builds: Optional[Path] = None) -> Dict:
         """The instance's row in ``harnessgen instances`` (id, program, match, status, ...);

@@ -24,7 +24,7 @@ from ..core.errors import BuildError, ConfigError, Unsupported
 from ..core.files import write_json
 from ..core.names import JUDGED_FILE, SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
-from ..core.records import BLOCKED, InstanceResult
+from ..core.records import BLOCKED, DEFERRED_AUDIT, MIN_ENGINE_S, InstanceResult
 from ..core import shared_pairs
 from ..cutout.canonical import pair_key
 from ..cutout.changes import Change, Passes, Patterns, load_change
@@ -266,8 +266,9 @@ class SdfgSubject(Subject):
         judging = JudgeOptions.of(options, strict_names=len(self.target.programs) == 1)
         with result.timed("constraints"):
             constraints, layout = constrain(pair, judging)
-        if claim is not None and not self._audited(spec, inst, options):
-            # (an audited instance's verdict rests on its place in the program: never shared)
+        if claim is not None and (options.defer_audits or not self._audited(spec, inst, options)):
+            # (a verdict audited beside it rests on its place in the program: never shared; a
+            # deferred audit judges each place, the representative's and its followers', later)
             with result.timed("pair_key"):
                 key = _pair_key(pair, constraints)
             result.pair_key = key or ""
@@ -280,16 +281,20 @@ class SdfgSubject(Subject):
         # runner asks ``fuzzable`` for the harness then)
         with result.timed("prove"):
             proof = prove(pair.pre, pair.post, layout) if options.prove != "off" else None
-        fuzzed = options.engine == "afl" and not (proof is not None and proof.settles)
-        # a pair proven equal bit for bit has its inputs screened through cffi first: its replay
-        # binary is compiled only where one of them fails there (``harness.forked``)
-        proven = proof is not None and proof.settles and proof.verdict == PROVEN
+        # an instance whose time is too short for the engine (a bounded run's share) is judged on
+        # its seeds alone: no instrumented harness either
+        seeds_only = options.time_s < MIN_ENGINE_S
+        fuzzed = options.engine == "afl" and not (proof is not None and proof.settles) and not seeds_only
+        # a pair proven equal bit for bit, or judged on its seeds alone, has its inputs screened
+        # through cffi first: its replay binary is compiled only where one of them fails there
+        # (``harness.forked``)
+        screened_first = (proof is not None and proof.settles and proof.verdict == PROVEN) or seeds_only
         if pair.whole_program and _blocked_program(whole_key, inst, options, result):
             return None
         try:
             with result.timed("build"):
                 harness = prepare_pair(pair, dataclasses.replace(judging, afl=fuzzed, cmplog=options.cmplog or
-                                                                 options.afl_jobs > 1, replay_binary=not proven),
+                                                                 options.afl_jobs > 1, replay_binary=not screened_first),
                                        (constraints, layout)).harness
         except BuildError as exc:
             if not exc.of_the_code:
@@ -542,6 +547,9 @@ class SdfgSubject(Subject):
             result.audit = {"verdict": SKIPPED, "reason": "--no-audit" if options.audit is False else
                             "the whole program is too large to run by default (--audit runs it)"}
             return
+        if options.defer_audits and result.verdict == Outcome.PASS.name:
+            result.audit = dict(DEFERRED_AUDIT)
+            return
         record = audit(lambda: change.whole_program(sdfg, inst, keep_as_made=True), AuditOptions(
             keep_root=options.keep_dir(inst) / "audit", judge=JudgeOptions.of(options, max_size=AUDIT_MAX_SIZE),
             time_s=options.audit_time_s, command_line=options.command_line, race_threads=options.check_threads if options.race_check else 0,
@@ -567,6 +575,18 @@ class SdfgSubject(Subject):
                 _mark_finding(Path(finding["path"]), label, record)
             if label == "observable":
                 self._keep_confirm(spec, inst, [f["path"] for f in result.findings], differing, options)
+
+    def audit_later(self, spec: str, inst: Instance, options, result, judge: Callable) -> None:
+        """The whole-program audit a bounded run left until every match had its verdict
+        (``DEFERRED_AUDIT``), and what follows from it: a larger cutout where it shows the
+        cutout missing a difference."""
+        options = dataclasses.replace(self.program_options(inst.program, options), defer_audits=False)
+        result.audit = {}
+        with result.timed("audit"):
+            self._audit(spec, inst, options, result)
+        if result.verdict == CUTOUT_MISSED:
+            with result.timed("grown"):
+                self._grow_after_audit(spec, inst, result, judge, options)
 
     def _audited(self, spec: str, inst: Instance, options) -> bool:
         """Whether a dynamic verdict of the instance gets the whole-program audit."""

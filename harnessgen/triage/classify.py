@@ -71,6 +71,9 @@ class TriageOptions:
     race_replays: int = 6
     race_repro_runs: int = 100    # post runs in a race reproducer
     tsan: bool = True             # races: also run a ThreadSanitizer build of post
+    # time.monotonic() after which no further raw crash is replayed (the rest are reported as not
+    # judged in time): a check with a time of its own, such as the whole-program audit
+    deadline: Optional[float] = None
     # the instance judged: a build is shared by every instance whose pre and post are the same
     # (parameter variants that change nothing, identical cutouts); its instance.json is the first's
     instance: Optional[Instance] = None
@@ -184,6 +187,9 @@ class Triage:
         confirmed: Optional[float] = None
         with ReplayWorker(self.build.dir) as worker:
             for crash in raw[:opts.max_raw]:
+                if opts.deadline is not None and time.monotonic() > opts.deadline:
+                    errors.append({"input": str(crash.path), "message": "not replayed: the check's time was up"})
+                    continue
                 data = crash.path.read_bytes()
                 result = self._classify(worker, data, crash.kind, lambda r: self._key(r) in groups)
                 if result is None:
@@ -239,6 +245,10 @@ class Triage:
             results = [worker.run(data, tol)]
             if results[0].outcome.is_finding and confirmed(results[0]):
                 return results[0]
+            if not results[0].outcome.is_finding:
+                # no finding either way: more replays could only call it flaky instead of
+                # passing or invalid, at a full timeout each where pre runs too long
+                return results[0] if results[0].outcome != Outcome.PASS else None
             for _ in range(self.options.replays - 1):
                 results.append(worker.run(data, tol))
                 if signature(results[-1]) != signature(results[0]):

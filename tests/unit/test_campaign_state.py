@@ -191,7 +191,8 @@ def _drive_one_thread(tmp_path, state, progress) -> int:
     scheduler = Scheduler(lambda row: "main", 0.25, 0.15)
     scheduler.add(state.pending())
     feed = type("Feed", (), {"scheduler": scheduler, "planning": False, "poll": lambda self: None, "suspects": {},
-                             "pairs": campaign._Followers()})()
+                             "pairs": campaign._Followers(), "audit_later": lambda self, results: None,
+                             "measured": lambda self, results: None, "overhead": lambda self: 0.0})()
     config = campaign.CampaignConfig(program="p", transformations="X", directory=tmp_path,
                                      budget=Budget(1.0), options=FuzzOptions(out_dir=tmp_path))
     with cf.ThreadPoolExecutor(max_workers=1) as pool:

@@ -1,7 +1,7 @@
 """Which instance starts next: each queue gets its share of the workers' time."""
 import time
 
-from harnessgen.campaign.planning import MAIN, WHOLE
+from harnessgen.campaign.planning import AUDITS, MAIN, VARIANTS, WHOLE
 from harnessgen.campaign.schedule import Scheduler, estimate_seconds, median_walls
 
 
@@ -26,7 +26,7 @@ def test_cheap_instances_come_first_and_whole_programs_get_their_share():
 def test_running_instances_count_against_their_queue():
     scheduler = Scheduler(lambda row: row["spec"], whole_share=0.5)
     scheduler.add(rows(WHOLE, 2) + rows(MAIN, 2))
-    scheduler.running["main-x"] = (MAIN, time.monotonic() - 100.0, MAIN)    # a long instance still running
+    scheduler.running["main-x"] = (MAIN, time.monotonic() - 100.0, MAIN, "")    # a long instance still running
     assert scheduler.next()["id"] == "whole-0"
 
 
@@ -58,7 +58,7 @@ def test_a_transformation_that_proves_slow_moves_to_the_expensive_queue():
     scheduler.add([{"id": f"{spec}-{i}", "spec": spec} for i in range(3) for spec in ("fast", "slow")])
     for instance, wall in (("fast-0", 1.0), ("slow-0", 60.0)):
         scheduler.next()
-        scheduler.running[instance] = (MAIN, time.monotonic() - wall, instance.split("-")[0])
+        scheduler.running[instance] = (MAIN, time.monotonic() - wall, instance.split("-")[0], "")
         scheduler.finished(instance)
     assert scheduler.slow == ["slow"]
     assert [row["id"] for row in scheduler.queues[WHOLE]] == ["slow-1", "slow-2"]
@@ -89,7 +89,7 @@ def test_a_transformations_share_of_time_falls_as_its_instances_cost_more():
     for _ in range(102):
         row = scheduler.next()
         started.append(row["spec"])
-        scheduler.running[row["id"]] = (MAIN, time.monotonic() - walls[row["spec"]], row["spec"])
+        scheduler.running[row["id"]] = (MAIN, time.monotonic() - walls[row["spec"]], row["spec"], "")
         scheduler.finished(row["id"])
     assert started[:2] == ["cheap", "dear"]             # each starts once, in plan order
     assert (started.count("cheap"), started.count("dear")) == (96, 6)
@@ -108,3 +108,37 @@ def test_a_run_that_continues_starts_with_the_transformations_that_were_quickest
     scheduler = Scheduler(lambda row: MAIN, expected=median_walls(done))
     scheduler.add([{"id": f"{spec}-{i}", "spec": spec} for i in range(3) for spec in ("dear", "new", "cheap")])
     assert [scheduler.next()["spec"] for _ in range(3)] == ["new", "cheap", "dear"]   # unknown: 0 s expected
+
+
+def test_matches_come_first_then_audits_then_variants():
+    """Variants and audits wait until no match is left, queued or still being enumerated."""
+    scheduler = Scheduler(lambda row: row["spec"])
+    scheduler.add(rows(VARIANTS, 2) + rows(AUDITS, 1) + rows(MAIN, 2))
+    scheduler.matches_coming = True
+    assert [scheduler.next()["id"] for _ in range(2)] == ["main-0", "main-1"]
+    assert not scheduler.startable()            # the planner may still add matches
+    scheduler.matches_coming = False
+    assert [scheduler.next()["id"] for _ in range(3)] == ["audits-0", "variants-0", "variants-1"]
+
+
+def test_a_variant_share_interleaves_variants_with_the_matches():
+    scheduler = Scheduler(lambda row: row["spec"], variant_share=0.5)
+    scheduler.add(rows(MAIN, 3) + rows(VARIANTS, 3))
+    scheduler.spent[MAIN] = 10.0
+    assert scheduler.next()["id"] == "variants-0"
+
+
+def test_every_program_gets_its_turn():
+    """A program with many matches planned first does not hold the workers: the program with
+    the least time used goes next."""
+    scheduler = Scheduler(lambda row: MAIN)
+    big = [{"id": f"big-{i}", "spec": "X", "program": "big"} for i in range(50)]
+    small = [{"id": f"small-{i}", "spec": "X", "program": "small"} for i in range(2)]
+    scheduler.add(big + small)
+    order = []
+    for _ in range(4):
+        row = scheduler.next()
+        order.append(row["id"])
+        scheduler.running[row["id"]] = (MAIN, time.monotonic() - 1.0, row["spec"], row["program"])
+        scheduler.finished(row["id"])
+    assert order[:2] == ["big-0", "small-0"] and "small-1" in order
