@@ -149,6 +149,7 @@ class Hooks:
     plan_progress: Any = None                # each planning step as it happens (campaign.planning.PlanProgress)
     on_more: Optional[Callable] = None       # on_more(row, seconds, count): a transformation enumerated later
     on_audit: Optional[Callable] = None      # on_audit(InstanceResult): a finished instance's deferred audit is done
+    on_checks: Optional[Callable] = None     # on_checks(records): the reference checks beside the run are done
 
 
 def judge(program: str, transformation: Optional[str], options: FuzzOptions, *,
@@ -159,7 +160,8 @@ def judge(program: str, transformation: Optional[str], options: FuzzOptions, *,
     path ``check`` and ``harnessgen fuzz`` take."""
     results = fuzz(program, transformation, instances, options, progress=hooks.live, on_result=hooks.on_result,
                    settings=settings, jobs=max(1, jobs), on_plan=hooks.on_plan, executor=executor,
-                   plan_progress=hooks.plan_progress, on_more=hooks.on_more, on_audit=hooks.on_audit)
+                   plan_progress=hooks.plan_progress, on_more=hooks.on_more, on_audit=hooks.on_audit,
+                   on_checks=hooks.on_checks)
     return Report.of(program, transformation or "the default transformations", Path(options.out_dir), results)
 
 

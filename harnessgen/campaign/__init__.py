@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from ..bugs.reduce import ReduceOptions
+from ..checks.reference_check import not_finished
 from ..core import runlog, shared_pairs
 from ..core.errors import ConfigError
 from ..core.files import clear_stale_omp_registrations, write_json
@@ -37,12 +38,13 @@ from ..dacecompat import dace_version
 from ..harness.judge import JudgeOptions
 from . import planning, run_report as report
 from .executors import ExecutorSpec, open_executor
-from .planning import AUDITS, MAIN, VARIANTS, WHOLE, DeferredPlanner, Plan, PlanProgress
+from .planning import AUDITS, MAIN, VARIANTS, WHOLE, BackgroundChecks, DeferredPlanner, Plan, PlanProgress
 from .schedule import Scheduler, median_walls
 from .state import CampaignState
 from .worker import RESULTS_DIR, Task, error_result, remember, result_file, run_task, worker_subject
 
 DB_NAME = "campaign.db"
+
 # a worker that dies this many times on one instance while judging it alone (a crash in DaCe or
 # the compiler, a kill) ends it as ERROR
 MAX_DEATHS = 2
@@ -217,6 +219,7 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
                  started: float, progress, on_planned, plan_progress: Optional[PlanProgress] = None) -> CampaignOutcome:
     selection = None
     planner = None
+    checks = None
     config = _with_target_constraints(config)
     if config.replan or not state.is_planned():
         planned = config.planned or plan(config, plan_progress, defer=True)
@@ -225,8 +228,10 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
         selection = [row["id"] for row in planned.rows] if config.replan else None
         if planned.deferred:
             planner = DeferredPlanner(planned, config, first_position=len(planned.rows))
-        checks = planned.subject.check_programs(config.options) if config.options.reference_check else []
-        state.set_meta({"reference_checks": json.dumps(checks)})
+        # the reference checks run beside the instances (none waits on them); their records
+        # come when done (``_Feed.poll``)
+        checks = BackgroundChecks(config.program, config.options) if config.options.reference_check else None
+        state.set_meta({"reference_checks": "[]"})
     state.set_meta({"summary": config.summary, "run_settings": json.dumps(config.run_settings),
                     "selection": json.dumps(selection), "not_enumerated": json.dumps(
                         planner.pending_specs() if planner else [])})
@@ -235,10 +240,12 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
     if on_planned:
         on_planned(state, selection)
     run = state.start_run(executor.kind, executor.workers, config.options.command_line)
-    feed = _Feed(config, state, selection, planner, progress)
+    feed = _Feed(config, state, selection, planner, progress, checks)
     ran = 0
     try:
         ran = _run_pending(config, executor, state, run, progress, feed, started)
+        feed.finish_checks(None if config.run_budget_s is None else
+                           max(0.0, config.run_budget_s - (time.monotonic() - started)))
     finally:
         feed.close()
         state.finish_run(run, ran)
@@ -271,16 +278,19 @@ class _Feed:
     share of the workers' time), topped up by the deferred planner as its enumerations end."""
 
     def __init__(self, config: CampaignConfig, state: CampaignState, selection: Optional[List[str]],
-                 planner: Optional[DeferredPlanner], progress):
+                 planner: Optional[DeferredPlanner], progress, checks: Optional[BackgroundChecks] = None):
         subject = worker_subject(config.program)
         self.state, self.selection, self.planner, self.progress = state, selection, planner, progress
+        self.checks = checks
         done = [row for row in state.instances() if row["state"] == "done"]
         self.scheduler = Scheduler(lambda row: _queue_of(subject, row), config.options.whole_share,
                                    config.options.variant_share, expected=median_walls(done))
         self.scheduler.add(state.pending(selection))
         wanted = None if selection is None else set(selection)
-        self.scheduler.add([audit_row(row) for row in done if audit_deferred(row["result"])
-                            and (wanted is None or row["id"] in wanted)])
+        deferred = [row for row in done if audit_deferred(row["result"]) and (wanted is None or row["id"] in wanted)]
+        for finding in (True, False):      # a finding's audit first, as in ``audit_later``
+            self.scheduler.add([audit_row(row) for row in deferred
+                                if (row["result"].get("verdict") != "PASS") == finding], front=finding)
         self.pairs = _Followers()
         self.overheads: List[float] = []
         # instances in flight when a local worker died: each runs alone until it finishes or
@@ -302,12 +312,31 @@ class _Feed:
                            for r in results if not r.get("same_pair_as") and r.get("wall_seconds")]
 
     def audit_later(self, results: List[Dict]) -> None:
-        """Queue the deferred whole-program audits of these finished results."""
-        rows = [self.state.row(r["id"]) for r in results if audit_deferred(r)]
-        self.scheduler.add([audit_row(row) for row in rows if row is not None])
+        """Queue the deferred whole-program audits of these finished results: a finding's
+        first (whether DaCe alone shows it), then the PASS verdicts'."""
+        for finding in (True, False):
+            rows = [self.state.row(r["id"]) for r in results
+                    if audit_deferred(r) and (r.get("verdict") != "PASS") == finding]
+            self.scheduler.add([audit_row(row) for row in rows if row is not None], front=finding)
+
+    def finish_checks(self, timeout: Optional[float]) -> None:
+        """The reference checks' records, waited for at most ``timeout`` seconds (None: until
+        done); not done by then, they are stopped and said to be unfinished."""
+        if self.checks is not None and self.checks.busy:
+            self._checked(self.checks.ready(timeout=timeout))
+
+    def _checked(self, records: Optional[List[Dict]]) -> None:
+        if records is None:
+            return
+        self.state.set_meta({"reference_checks": json.dumps(records)})
+        if getattr(self.progress, "checked", None):
+            self.progress.checked(records)
 
     def poll(self) -> None:
-        """Add what the planner finished to the state, the selection and the queues."""
+        """Add what the planner finished to the state, the selection and the queues; the
+        reference checks' records once they are done."""
+        if self.checks is not None and self.checks.busy:
+            self._checked(self.checks.ready())
         if self.planner is None:
             return
         for xform_row, rows, seconds in self.planner.ready():
@@ -326,6 +355,9 @@ class _Feed:
             cf.wait(list(self.planner.futures), timeout=timeout, return_when=cf.FIRST_COMPLETED)
 
     def close(self) -> None:
+        if self.checks is not None and self.checks.busy:
+            self.checks.close()
+            self._checked([not_finished()])
         if self.planner is not None:
             self.poll()
             self.planner.close()

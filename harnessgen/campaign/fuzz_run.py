@@ -30,7 +30,8 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
          on_plan: Optional[Callable[[int, int], None]] = None,
          executor: Optional[ExecutorSpec] = None, plan_progress: Optional[PlanProgress] = None,
          on_more: Optional[Callable[[Dict, float, int], None]] = None,
-         on_audit: Optional[Callable[[InstanceResult], None]] = None) -> List[InstanceResult]:
+         on_audit: Optional[Callable[[InstanceResult], None]] = None,
+         on_checks: Optional[Callable[[List[Dict]], None]] = None) -> List[InstanceResult]:
     """Fuzz every selected instance of every selected transformation and return the results of
     those done (this run's and earlier runs' into the same directory). With one instance and
     several jobs the cores go to afl-fuzz instances on it. ``progress(inst, stats)``: live
@@ -38,7 +39,8 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
     instance; ``on_plan(planned, already_done, reference_checks, transformations still being enumerated)`` once planned;
     ``plan_progress``: each planning step as it happens; ``on_more(row, seconds, count)``: a
     transformation enumerated beside the run added ``count`` instances; ``on_audit(result)``: a
-    finished instance's deferred whole-program audit is done (a bounded run). With
+    finished instance's deferred whole-program audit is done (a bounded run); ``on_checks(records)``:
+    the reference checks, which run beside the instances, are done. With
     ``options.budget_s`` no instance starts after the budget (``options.resume``: the same
     command continues)."""
     began = time.monotonic()      # the bound (options.budget_s) counts planning in
@@ -65,7 +67,7 @@ def fuzz(program_spec: str, xform_spec: Optional[str], instance_ids: Optional[Li
         "program": program_spec, "transformation": planned.label,
         "time_per_instance_s": options.time_s, "tolerance": options.tolerance.to_json(), "jobs": jobs,
         "afl_jobs": options.afl_jobs, "budget_s": options.budget_s, "executor": executor.kind})
-    hooks = _RunHooks(progress, on_result, on_plan, on_more, on_audit)
+    hooks = _RunHooks(progress, on_result, on_plan, on_more, on_audit, on_checks)
     campaign.run_campaign(config, executor, progress=hooks, on_planned=hooks.planned)
     return hooks.results
 
@@ -105,10 +107,12 @@ class _RunHooks:
     finish, the caller's callbacks, live statistics where the instance runs in this process."""
 
     def __init__(self, live: Optional[Callable], on_result: Optional[Callable], on_plan: Optional[Callable],
-                 on_more: Optional[Callable] = None, on_audit: Optional[Callable] = None):
+                 on_more: Optional[Callable] = None, on_audit: Optional[Callable] = None,
+                 on_checks: Optional[Callable] = None):
         self.live_stats = live
         self.on_result = on_result
         self.on_audit = on_audit
+        self.on_checks = on_checks
         self.on_plan = on_plan
         self.on_more = on_more
         self.state = None
@@ -146,6 +150,10 @@ class _RunHooks:
         self.summary.changed(self._write_summary)
         if self.on_result:
             self.on_result(result)
+
+    def checked(self, records: List[Dict]) -> None:
+        if self.on_checks:
+            self.on_checks(records)
 
     def audited(self, entry) -> None:
         """A finished instance's deferred audit is done: its result replaces the earlier one."""

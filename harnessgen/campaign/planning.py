@@ -191,7 +191,9 @@ def plan(config, progress: Optional[PlanProgress] = None, defer: bool = True) ->
         with progress.step(label):
             load()
     xform_rows, found = [], []
-    for spec in now:
+    queue = list(now)
+    while queue:
+        spec = queue.pop(0)
         started = time.monotonic()
         with progress.step(f"enumerating {spec}"):
             row, instances, cached = enumerate_spec(subject, spec, specs.index(spec), request, cache,
@@ -199,6 +201,10 @@ def plan(config, progress: Optional[PlanProgress] = None, defer: bool = True) ->
         progress.enumerated(row, time.monotonic() - started, cached)
         xform_rows.append(row)
         found += [(spec, inst) for inst in instances]
+        if not queue and not found and later and not subject.whole_program(later[0]):
+            # the workers' first instances: the next pattern transformation, where this one matched
+            # nowhere (NPBench's first, AddThreadBlockMap, matches no CPU program)
+            queue.append(later.pop(0))
     if later:
         progress.deferred(later)
 
@@ -262,6 +268,51 @@ def _enumerate_in_child(spec: str, position: int, request: PlanRequest, work_dir
     started = time.monotonic()
     row, found, _ = enumerate_spec(subject, spec, position, request, PlanCache(Path(work_dir)), strict)
     return row, found, time.monotonic() - started
+
+
+def _check_in_child(program_spec: str, options) -> List[Dict]:
+    """In the background: each program against its reference (the subject is the driver's, forked)."""
+    _yield_cores()
+    return worker_subject(program_spec).check_programs(options)
+
+
+class BackgroundChecks:
+    """Each program checked against its reference (``Subject.check_programs``) in a forked
+    process beside the run: the checks build and run whole programs (NPBench's 41: minutes on a
+    machine with nothing cached), and no instance waits on them; ``ready()`` hands their
+    records over once."""
+
+    def __init__(self, program_spec: str, options):
+        self.pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                                           initializer=_background)
+        self.future: Optional[cf.Future] = self.pool.submit(_check_in_child, program_spec, options)
+
+    @property
+    def busy(self) -> bool:
+        return self.future is not None
+
+    def ready(self, timeout: Optional[float] = 0.0) -> Optional[List[Dict]]:
+        """The checks' records once done (within ``timeout`` seconds; None: wait), else None. A
+        check that failed in the background raises as it would have in the driver."""
+        if self.future is None:
+            return None
+        done, _ = cf.wait([self.future], timeout=timeout)
+        if not done:
+            return None
+        future, self.future = self.future, None
+        try:
+            return future.result()
+        finally:
+            self.pool.shutdown(wait=False)
+
+    def close(self) -> None:
+        """Stop: checks not done are not waited for (the report says they did not finish)."""
+        if self.future is not None:
+            for process in list((getattr(self.pool, "_processes", None) or {}).values()):
+                if process.is_alive():
+                    process.terminate()
+            self.future = None
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 class DeferredPlanner:

@@ -24,7 +24,7 @@ from ..core.data import template_environment
 from ..core.evidence import SEEDS_ONLY, Evidence
 from ..core.files import write_atomic, write_json
 from ..core.outcome import STATIC_OUTCOMES
-from ..core.records import BLOCKED, InstanceResult, error_reasons, run_summary as records_summary
+from ..core.records import BLOCKED, InstanceResult, audit_deferred, error_reasons, run_summary as records_summary
 from ..plan.params import describe
 from ..prove import Proof
 from .schedule import estimate_seconds
@@ -296,7 +296,11 @@ def remaining(state: CampaignState, rows: List[Dict], workers: int) -> Dict:
     pending = [row for row in rows if row["state"] != "done"]
     done = [row for row in state.instances() if row["state"] == "done"]
     seconds = estimate_seconds(pending, done, workers)
-    return {"instances": len(pending), "not_enumerated": json.loads(state.meta().get("not_enumerated", "[]")),
+    variants = sum(1 for row in pending if row["instance"].get("params"))
+    return {"instances": len(pending), "matches": len(pending) - variants, "variants": variants,
+            # PASS verdicts whose whole-program audit the bound left undone (the next run does them)
+            "audits": sum(1 for row in rows if row["state"] == "done" and audit_deferred(row["result"])),
+            "not_enumerated": json.loads(state.meta().get("not_enumerated", "[]")),
             "estimated_seconds": None if seconds is None else round(seconds, 1), "workers": workers}
 
 

@@ -38,6 +38,7 @@ from ..triage.reproducer import publish, repro_environment
 AGREES, DIFFERS, CRASHES, BUILD_FAILURE, SKIPPED = "AGREES", "DIFFERS", "CRASHES", "BUILD_FAILURE", "SKIPPED"
 # a program of a suite (``Target.partial``) that could not be loaded or checked: left out of the run
 NOT_LOADED = "NOT_LOADED"
+NOT_FINISHED = "NOT_FINISHED"     # the run ended before the check, which runs beside it
 FINDINGS = (DIFFERS, CRASHES, BUILD_FAILURE)
 # the pipeline each form of a program comes out of: a difference in a form is a finding against
 # the first pipeline whose form differs
@@ -385,11 +386,18 @@ def not_loaded(program: str, reason: str, checked: bool = False) -> Dict:
             "reason": f"{'could not be checked' if checked else 'not loaded'}, left out of the run: {reason}"}
 
 
+def not_finished() -> Dict:
+    """The record of reference checks the run ended before (they run beside the instances)."""
+    return {"program": "(the programs not checked yet)", "reference": "", "forms": [], "blame": "", "seconds": 0.0,
+            "verdict": NOT_FINISHED, "reason": "the run ended before the reference checks did (they run beside the "
+                                                "instances): the same command again checks them"}
+
+
 def describe_checks(checks: List[Dict]) -> List[str]:
     """Terminal lines for a run's reference checks (their JSON records): one per program left
     out of the run, one per program that does not agree, then a count."""
-    lines = [f"{c['program']}: {c['reason']}" for c in checks if c["verdict"] == NOT_LOADED]
-    checks = [c for c in checks if c["verdict"] != NOT_LOADED]
+    lines = [f"{c['program']}: {c['reason']}" for c in checks if c["verdict"] in (NOT_LOADED, NOT_FINISHED)]
+    checks = [c for c in checks if c["verdict"] not in (NOT_LOADED, NOT_FINISHED)]
     for c in checks:
         if c["verdict"] == AGREES:
             continue

@@ -109,8 +109,6 @@ def _fuzz_and_show(args) -> list:
     def on_plan(total: int, already: int, checks: list, enumerating: list = ()) -> None:
         planned[0] = total
         done[0] = already
-        for line in describe_checks(checks):
-            console.print(line)
         budget = f", no instance starting after {args.budget:g} s" if args.budget else ""
         console.print(render.opening_line(total, enumerating, args.transformation or render.DEFAULT_TRANSFORMATIONS,
                                           args.program) + f"; {args.time:g} s each, {args.jobs} at a time{budget}")
@@ -125,6 +123,10 @@ def _fuzz_and_show(args) -> list:
         for line in render.result_lines(result, position(done[0], planned[0])):
             console.print(line)
 
+    def on_checks(records: list) -> None:
+        for line in describe_checks(records):
+            console.print(line)
+
     def on_audit(result) -> None:
         audits[1] += 1
         for line in render.audited_lines(result, "audit " + position(audits[1], audits[0])):
@@ -137,7 +139,8 @@ def _fuzz_and_show(args) -> list:
     console.print(f"planning {render.escape(args.program)} x "
                   f"{render.escape(args.transformation or render.DEFAULT_TRANSFORMATIONS)} (DaCe {render.dace_version()})")
     hooks = api.Hooks(live=bars.update if bars is not None else None, on_result=on_result, on_plan=on_plan,
-                      plan_progress=PlanDisplay(console), on_more=on_more, on_audit=on_audit)
+                      plan_progress=PlanDisplay(console), on_more=on_more, on_audit=on_audit,
+                      on_checks=on_checks)
     results = api.judge(args.program, args.transformation, options, instances=args.instance, settings=args.set,
                         jobs=args.jobs or 1, executor=elsewhere(args), hooks=hooks).results
     for line in render.bug_lines(args.out):
@@ -238,8 +241,6 @@ def cmd_campaign(args) -> int:
     progress = None if args.no_progress else LiveProgress(console)
 
     def on_planned(state, selection) -> None:
-        for line in describe_checks(state.reference_checks()):
-            console.print(line)
         counts = state.counts()
         applying = sum(1 for t in state.transformations() if t["instances"])
         console.print(f"campaign {args.out}: {sum(counts.values())} instance(s) of {len(state.transformations())} "

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..campaign.planning import PlanProgress
+from ..checks.reference_check import describe_checks
 from ..core.records import InstanceResult, engine_dir
 from ..engines.afl import lead_stats
 from .render import audited_lines, enumeration_line, result_lines
@@ -72,6 +73,11 @@ class LiveProgress:
         if self.bar is not None:
             self.bar.advance(self.task_id)
             self.live.update(self._render())
+
+    def checked(self, records: List[Dict]) -> None:
+        """The reference checks, which ran beside the instances, are done."""
+        for line in describe_checks(records):
+            self.console.print(line)
 
     def audited(self, result: Dict) -> None:
         """A finished instance's deferred whole-program audit is done."""

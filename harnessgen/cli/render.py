@@ -385,8 +385,12 @@ def remaining_line(summary: Dict) -> str:
     if left.get("instances"):
         eta = left.get("estimated_seconds")
         when = f"; the rest would take about {duration(eta)} on {left['workers']} worker(s)" if eta else ""
-        line = f"[yellow]{line}: {left['instances']} not started within the budget{when}[/]; " \
+        which = f" ({left['matches']} match(es), {left['variants']} parameter variant(s))" if "matches" in left else ""
+        line = f"[yellow]{line}: {left['instances']}{which} not started within the budget{when}[/]; " \
                "the same command again continues"
+    if left.get("audits"):
+        line += (f"; [yellow]{left['audits']} verdict(s) still wait for their whole-program audit[/] (the bound "
+                 "judged every match first; the same command again audits them)")
     if left.get("not_enumerated"):
         line += f"; [yellow]not enumerated yet: {escape(', '.join(left['not_enumerated']))}[/]"
     return line

@@ -38,7 +38,7 @@ VERDICTS = tuple(o.name for o in Outcome) + ("BUILT", BLOCKED, "UNSUPPORTED", "E
 # an instance with less time than this for seeds and fuzzing is judged on its seed inputs alone
 # (afl-fuzz's start-up and dry run take most of a second)
 MIN_ENGINE_S = 1.0
-# the whole-program audit of a PASS that a bounded run left until every match had its verdict
+# the whole-program audit that a bounded run left until every match had its verdict
 # (``FuzzOptions.defer_audits``): the result's ``audit`` until a worker of the AUDITS queue runs it
 AUDIT_DEFERRED = "DEFERRED"
 DEFERRED_AUDIT = {"verdict": AUDIT_DEFERRED,
@@ -82,8 +82,8 @@ class FuzzOptions:
     race_check: bool = True              # post parallel where pre is not: seeds and final queue on threads
     audit: Optional[bool] = None         # whole-program audit; None: where the whole program is cheap
     audit_time_s: float = 60.0           # the audit's inputs, per instance (its build is extra)
-    # a bounded run: the whole-program audit of a PASS waits until every match has its verdict
-    # (campaign.schedule's AUDITS queue), and the pair is shared meanwhile
+    # a bounded run: the whole-program audit waits until every match has its verdict
+    # (campaign.schedule's AUDITS queue; a finding's first), and the pair is shared meanwhile
     defer_audits: bool = False
     # a bounded run gave the instance less than --time: its share of what remained of the bound
     time_cut_by_bound: bool = False

@@ -297,6 +297,9 @@ class SdfgSubject(Subject):
                                                                  options.afl_jobs > 1, replay_binary=not screened_first),
                                        (constraints, layout)).harness
         except BuildError as exc:
+            if exc.missing_header:     # a library the machine lacks: nothing known of the code (as the reference check)
+                raise Unsupported(f"this machine lacks {exc.missing_header}, which DaCe's code for the cutout "
+                                  "includes: install the library that provides it") from exc
             if not exc.of_the_code:
                 raise      # a compiler killed or silent, the harness's own code: this instance's ERROR
             if exc.side != "hg_post":
@@ -547,7 +550,7 @@ class SdfgSubject(Subject):
             result.audit = {"verdict": SKIPPED, "reason": "--no-audit" if options.audit is False else
                             "the whole program is too large to run by default (--audit runs it)"}
             return
-        if options.defer_audits and result.verdict == Outcome.PASS.name:
+        if options.defer_audits:      # after every match's verdict (its followers share the verdict meanwhile)
             result.audit = dict(DEFERRED_AUDIT)
             return
         record = audit(lambda: change.whole_program(sdfg, inst, keep_as_made=True), AuditOptions(

@@ -113,3 +113,21 @@ def test_the_audit_reports_cutout_missed_when_aliased_views_are_cut_apart(tmp_pa
     replay = subprocess.run([sys.executable, "repro.py"], cwd=entry["findings"][0]["path"], capture_output=True,
                             text=True, timeout=600)
     assert replay.returncode == 1, replay.stdout + replay.stderr
+
+
+@pytest.mark.fuzz
+def test_a_bounded_run_audits_after_the_verdicts_and_still_finds_the_missed_difference(tmp_path):
+    """With a bound, the PASS of the cut-apart cutout is given first and its whole-program
+    audit waits in a queue of its own (every match before any audit); the audit, run after it,
+    still shows CUTOUT_MISSED and the larger cutout finds the MISMATCH: deferring the audit
+    loses nothing it finds."""
+    proc = run_cli(["fuzz", "--program", f"{PROGRAM}:shift_rows", "--transformation", "LoopToMap", "--time", "5",
+                    "--budget", "900"], tmp_path, env={"HARNESSGEN_CUT_ALIASES_APART": "1"})
+    assert proc.returncode == 0, proc.stderr
+    output = proc.stdout + proc.stderr
+    assert "audit: whole program after every match has its verdict" in output
+    assert "(audited)" in output and output.index("after every match") < output.index("(audited)")
+    [entry] = summary_of(tmp_path)["instances"]
+    assert entry["audit"]["classification"] == "CUTOUT_MISSED" and entry["audit"]["outcome"] == "MISMATCH"
+    assert [step["verdict"] for step in entry["audit"]["grown"]] == ["PASS", "MISMATCH"]
+    assert entry["verdict"] == "MISMATCH" and entry["findings"] and "larger cutout" in entry["message"]
