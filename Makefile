@@ -162,7 +162,7 @@ $(VENV)/.stamp: pyproject.toml constraints.txt
 # fails setup; again when what it warms changes)
 warm: $(WORK)/.warm-stamp
 $(WORK)/.warm-stamp: $(WORK)/.deps-stamp $(VENV)/.stamp harnessgen/harness/warm.py
-	$(BIN)/python -m harnessgen.harness.warm $(WORK)
+	$(if $(NPBENCH),HARNESSGEN_NPBENCH=$(abspath $(NPBENCH))) $(BIN)/python -m harnessgen.harness.warm $(WORK)
 	@touch $@
 
 # GPU work needs the CUDA toolchain: a kernel target, or GPU transformations (XFORM=gpu, GPU...)

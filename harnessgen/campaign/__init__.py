@@ -23,7 +23,6 @@ import dataclasses
 import json
 import re
 import shutil
-import statistics
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
@@ -292,7 +291,9 @@ class _Feed:
             self.scheduler.add([audit_row(row) for row in deferred
                                 if (row["result"].get("verdict") != "PASS") == finding], front=finding)
         self.pairs = _Followers()
-        self.overheads: List[float] = []
+        # what the finished instances cost (``costs``): their count, the seconds besides their
+        # seeds and fuzzing, and how many fuzzed or were meant to
+        self.finished, self.overhead_seconds, self.fuzzing = 0, 0.0, 0
         # instances in flight when a local worker died: each runs alone until it finishes or
         # dies alone (only then is the death its own), so one that kills its worker never
         # costs the instances that ran beside it their verdicts
@@ -302,14 +303,22 @@ class _Feed:
     def planning(self) -> bool:
         return self.planner is not None and self.planner.busy
 
-    def overhead(self) -> float:
-        """What judging an instance of this run cost besides its seeds and fuzzing (median
-        seconds; 0 until one finished)."""
-        return statistics.median(self.overheads) if self.overheads else 0.0
+    def costs(self) -> tuple:
+        """(what judging an instance of this run cost besides its seeds and fuzzing, mean
+        seconds; the part of its instances that fuzz or were meant to): (0, 1) until
+        ``MEASURED_AFTER`` finished."""
+        if self.finished < MEASURED_AFTER:
+            return 0.0, 1.0
+        return self.overhead_seconds / self.finished, max(self.fuzzing / self.finished, 0.01)
 
     def measured(self, results: List[Dict]) -> None:
-        self.overheads += [max(0.0, (r.get("wall_seconds") or 0.0) - (r.get("fuzz_seconds") or 0.0))
-                           for r in results if not r.get("same_pair_as") and r.get("wall_seconds")]
+        for r in results:
+            self.finished += 1
+            self.overhead_seconds += max(0.0, (r.get("wall_seconds") or 0.0) - (r.get("fuzz_seconds") or 0.0))
+            evidence = r.get("evidence") or {}
+            # (a follower took its representative's evidence: it never fuzzes itself)
+            self.fuzzing += not r.get("same_pair_as") and (evidence.get("kind") == "FUZZED"
+                                                           or bool(evidence.get("meant_to_fuzz")))
 
     def audit_later(self, results: List[Dict]) -> None:
         """Queue the deferred whole-program audits of these finished results: a finding's
@@ -480,17 +489,23 @@ def _run_pending(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
     return ran
 
 
+# finished instances before their costs say how an instance's time is shared
+MEASURED_AFTER = 20
+
+
 def _within_bound(options, config: CampaignConfig, feed: "_Feed", started: float, workers: int):
     """An instance's seconds for seeds and fuzzing in a bounded run: the per-instance budget, or
-    less where the bound cannot give every instance still queued in its phase (the matches,
-    then the variants) that much: its share of what remains of the bound, less what judging an
-    instance costs besides (the median in this run). A share below ``MIN_ENGINE_S`` judges the
-    instance on its seeds alone."""
+    less where the bound cannot give that much to every instance still queued in its phase (the
+    matches, then the variants) that would fuzz: what remains of the bound, less what judging
+    the queued ones costs besides their fuzzing, shared among the part of them that fuzzes
+    (both measured in this run: most pairs are proven, static or equal to a judged one and
+    never fuzz). A share below ``MIN_ENGINE_S`` judges the instance on its seeds alone."""
     if config.run_budget_s is None:
         return options
     queued = feed.scheduler.queued_in_phase() + 1
     left = config.run_budget_s - (time.monotonic() - started)
-    share = left * workers / queued - feed.overhead()
+    overhead, fuzzing = feed.costs()
+    share = (left * workers - queued * overhead) / max(1.0, queued * fuzzing)
     if share >= options.time_s:
         return options
     return dataclasses.replace(options, time_s=round(max(0.0, share), 2), time_cut_by_bound=True)

@@ -72,3 +72,14 @@ def test_the_transformation_enumerated_before_the_run_is_one_quick_to_judge(tmp_
     # with none quick to judge, the first pattern transformation still gives the workers a start
     planned = plan(config(tmp_path / "loops", "LoopToMap,FuseStates"), Recorder(), defer=True)
     assert planned.deferred == ["FuseStates"]
+
+
+def test_a_first_transformation_that_matches_nowhere_does_not_hold_back_the_first_verdict(tmp_path):
+    """The transformation enumerated before the run matches nothing (NPBench's first,
+    AddThreadBlockMap, on CPU programs): the next pattern transformation is enumerated before
+    the run too, so the workers have instances from the start."""
+    progress = Recorder()
+    planned = plan(config(tmp_path, "AddThreadBlockMap,MapTiling,FuseStates"), progress, defer=True)
+    assert [spec for spec, *_ in progress.rows] == ["AddThreadBlockMap", "MapTiling"]
+    assert {row["spec"] for row in planned.rows} == {"MapTiling"} and planned.rows
+    assert planned.deferred == ["FuseStates"]

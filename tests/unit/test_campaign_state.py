@@ -192,9 +192,32 @@ def _drive_one_thread(tmp_path, state, progress) -> int:
     scheduler.add(state.pending())
     feed = type("Feed", (), {"scheduler": scheduler, "planning": False, "poll": lambda self: None, "suspects": {},
                              "pairs": campaign._Followers(), "audit_later": lambda self, results: None,
-                             "measured": lambda self, results: None, "overhead": lambda self: 0.0})()
+                             "measured": lambda self, results: None, "costs": lambda self: (0.0, 1.0)})()
     config = campaign.CampaignConfig(program="p", transformations="X", directory=tmp_path,
                                      budget=Budget(1.0), options=FuzzOptions(out_dir=tmp_path))
     with cf.ThreadPoolExecutor(max_workers=1) as pool:
         return campaign._drive(config, Opened(pool, 1, "one thread"), state, state.start_run("local", 1, "cmd"),
                                feed, progress, time.monotonic())
+
+
+def test_a_bound_shares_its_rest_among_the_queued_instances_that_fuzz(tmp_path):
+    """Each instance gets --time where the bound's rest covers every queued instance's cost
+    besides fuzzing plus --time for the part of them that fuzzes; less where it does not, and
+    nothing (its seeds alone) where the rest cannot even pay for judging them."""
+    import time
+
+    import harnessgen.campaign as campaign
+    from harnessgen.core.records import FuzzOptions
+
+    def time_given(queued: int, costs: tuple) -> tuple:
+        feed = type("Feed", (), {"scheduler": type("S", (), {"queued_in_phase": lambda self: queued - 1})(),
+                                 "costs": lambda self: costs})()
+        config = campaign.CampaignConfig(program="p", transformations="X", directory=tmp_path,
+                                         budget=Budget(2.0), options=FuzzOptions(out_dir=tmp_path), run_budget_s=100.0)
+        options = campaign._within_bound(FuzzOptions(out_dir=tmp_path, time_s=2.0), config, feed, time.monotonic(), 2)
+        return options.time_s, options.time_cut_by_bound
+
+    assert time_given(50, (0.5, 0.1)) == (2.0, False)        # (200 - 25) s for 5 fuzzing: plenty
+    seconds, cut = time_given(200, (0.5, 0.5))                # (200 - 100) s for 100 fuzzing: 1 s each
+    assert cut and 0.9 < seconds <= 1.0
+    assert time_given(500, (0.5, 0.5)) == (0.0, True)        # judging them alone takes more than the rest
