@@ -58,7 +58,7 @@ TORCH        ?=
 PYFUZZ_TIME  ?= 120
 PYFUZZ_ARGS  ?=
 
-.PHONY: setup warm setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv shipped-parses fuzz recipe campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-recipe bench-prove clean distclean help
+.PHONY: setup warm setup-dace test-other-dace setup-torch setup-tvm setup-cuda setup-gpu gpu-check barriers pyfuzz deps venv shipped-parses fuzz recipe campaign report whatsup plot triage bugs replay instances test test-unit bench bench-quick bench-zoo bench-recipe bench-npbench bench-prove clean distclean help
 
 help:
 	@echo "make fuzz [TARGET=cloudsc] [XFORM=A,B] [TIME=2] [JOBS=n]  fuzz every instance (default: the target's"
@@ -109,6 +109,8 @@ help:
 	@echo "make bench-quick                                        the same, one repetition each (a smoke run, no README)"
 	@echo "make bench-zoo                                          time the planted-bug zoo (about 10 min)"
 	@echo "make bench-recipe                                       a wrong step planted in CLOUDSC's recipe: how soon it is named"
+	@echo "make bench-npbench                                      NPBench's whole plan in its 1,800 s bound: the figures of"
+	@echo "                                                         docs/npbench.md (about 32 min)"
 	@echo "make bench-prove                                        proof coverage: kernels x all CPU built-ins and CLOUDSC defaults (--prove only)"
 
 setup: deps venv warm
@@ -282,6 +284,14 @@ bench-zoo: $(SETUP)
 # a wrong step among CLOUDSC's recipe: how soon make recipe names it (about 20 min; bench/results/recipe.json)
 bench-recipe: $(SETUP)
 	$(BIN)/python bench/recipe.py $(BENCH_ARGS)
+
+# NPBench's whole plan in its default bound (30 min and the analysis): the figures of docs/npbench.md
+# (bench/results/npbench-plan.json)
+bench-npbench: $(SETUP)
+	@started=$$(date +%s); $(MAKE) --no-print-directory fuzz TARGET=npbench FUZZ_ARGS="--fresh --no-progress $(FUZZ_ARGS)" \
+	  > $(WORK)/bench-npbench.log 2>&1; ended=$$(date +%s); \
+	$(BIN)/python bench/npbench_plan.py $(WORK)/runs/npbench-defaults --wall $$((ended - started)) --workers $(JOBS) \
+	  --json bench/results/npbench-plan.json
 
 bench-prove: $(SETUP)
 	$(BIN)/python bench/prove.py --program kernels

@@ -37,6 +37,9 @@ from .built import HarnessBuild
 
 Screened = Tuple[List[Path], List[Tuple[Path, int]]]
 TIMEOUT_S = 20.0          # the most one input may take (the first with loading the build)
+# past the screening's deadline, an input still running gets this long before the native screening
+# takes over (which gives it its deadline and a second, as it gives every input)
+DEADLINE_GRACE_S = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +105,7 @@ class _Server:
                        "race": dataclasses.asdict(race) if race is not None else None}
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
-            answers = self._answers()
+            answers = self._answers(deadline)
         except (OSError, ValueError):
             answers = None
         if answers is None:
@@ -119,14 +122,18 @@ class _Server:
             ran[answer["pass"]].append(answer["seconds"])
         return ran["seeds"], (ran["race"] if race is not None else None)
 
-    def _answers(self) -> Optional[List[Dict]]:
+    def _answers(self, deadline: Optional[float] = None) -> Optional[List[Dict]]:
         """The child's answers up to the server's line saying how it ended; None where a line
-        takes longer than ``TIMEOUT_S`` or the server is gone."""
+        takes longer than ``TIMEOUT_S``, or runs past the screening's ``deadline`` by more than
+        ``DEADLINE_GRACE_S`` (an input that runs for long: the native screening, which bounds
+        its inputs alike, decides it), or the server is gone."""
         answers: List[Dict] = []
         fd = self.proc.stdout.fileno()
         while True:
             while b"\n" not in self.buffer:
-                ready, _, _ = select.select([fd], [], [], TIMEOUT_S)
+                wait = TIMEOUT_S if deadline is None else \
+                    min(TIMEOUT_S, max(deadline - time.monotonic(), 0.0) + DEADLINE_GRACE_S)
+                ready, _, _ = select.select([fd], [], [], wait)
                 chunk = os.read(fd, 65536) if ready else b""
                 if not chunk:
                     return None
