@@ -6,10 +6,12 @@ any transformation whose finished instances turn out that slow; ``planning.VARIA
 parameter variants of the matches, beyond their defaults; ``planning.AUDITS``: the
 whole-program audits a bounded run leaves until every match has its verdict).
 
-**Matches first.** The matches (MAIN and WHOLE) come before everything else: audits start
-only once no match is left to judge or to enumerate, and parameter variants after the audits
-(unless ``variant_share`` gives them a share of their own, interleaved with the matches). A
-bound thus gives every match its verdict before it spends anything on variants.
+**Matches first.** The matches (MAIN and WHOLE) come before everything else: the audits of
+PASS verdicts start only once no match is left to judge or to enumerate, and parameter
+variants after the audits (unless ``variant_share`` gives them a share of their own,
+interleaved with the matches). A finding's audit, which says whether DaCe alone shows the
+bug, runs beside the matches within ``FINDING_AUDIT_SHARE`` of the workers' time. A bound thus
+gives every match its verdict before it spends anything on variants.
 
 Between MAIN and WHOLE each queue is promised a share of the workers' time; the next
 instance comes from the queue that has used the least of its share so far (finished
@@ -42,6 +44,8 @@ from .planning import AUDITS, MAIN, MATCHES, QUEUES, VARIANTS, WHOLE
 DEFAULT_WHOLE_SHARE = 0.25
 # variants after every match and audit; a share above zero interleaves them with the matches
 DEFAULT_VARIANT_SHARE = 0.0
+# of the workers' time, for findings' audits beside the matches (the audits of PASS verdicts wait)
+FINDING_AUDIT_SHARE = 0.1
 # a transformation is moved to the expensive queue when its finished instances took this long
 # (median) and this many times the median of the other transformations' instances
 SLOW_SECONDS = 20.0
@@ -57,7 +61,7 @@ class Scheduler:
         self.expected = expected or {}               # spec -> median wall seconds of earlier runs
         whole = min(max(whole_share, 0.0), 1.0)
         variants = min(max(variant_share, 0.0), 1.0 - whole)
-        self.shares = {MAIN: 1.0 - whole - variants, VARIANTS: variants, WHOLE: whole, AUDITS: 0.0}
+        self.shares = {MAIN: 1.0 - whole - variants, VARIANTS: variants, WHOLE: whole, AUDITS: FINDING_AUDIT_SHARE}
         self.queues: Dict[str, List[Dict]] = {q: [] for q in QUEUES}
         self.spent: Dict[str, float] = {q: 0.0 for q in QUEUES}
         self.running: Dict[str, tuple] = {}          # id -> (queue, started, spec, program)
@@ -103,10 +107,13 @@ class Scheduler:
         """The queues an instance may come from now: the matches first; the audits once no match
         is left (queued or still being enumerated); variants without a share of their own after
         the audits."""
-        queued = [q for q in QUEUES if self.queues[q]]
         matches_left = self.matches_coming or any(self.queues[q] for q in MATCHES)
-        if matches_left or self.queues[AUDITS]:
-            queued = [q for q in queued if q != AUDITS or not matches_left]
+        audits = self.queues[AUDITS]
+        # a finding's audit (put in front) may run beside the matches, within its share: it says
+        # whether DaCe alone shows the bug; a PASS's waits for every match
+        audits_now = bool(audits) and (not matches_left or audits[0]["id"] in self.urgent)
+        queued = [q for q in QUEUES if self.queues[q] and (q != AUDITS or audits_now)]
+        if matches_left or audits:
             queued = [q for q in queued if q != VARIANTS or self.shares[VARIANTS] > 0]
         return queued
 

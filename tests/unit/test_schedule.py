@@ -142,3 +142,15 @@ def test_every_program_gets_its_turn():
         scheduler.running[row["id"]] = (MAIN, time.monotonic() - 1.0, row["spec"], row["program"])
         scheduler.finished(row["id"])
     assert order[:2] == ["big-0", "small-0"] and "small-1" in order
+
+
+def test_a_findings_audit_runs_beside_the_matches_within_its_share():
+    """A finding's audit (put in front) may start while matches wait; a PASS's may not."""
+    scheduler = Scheduler(lambda row: row["spec"])
+    scheduler.add(rows(MAIN, 3))
+    scheduler.add([{"id": "pass-audit", "spec": AUDITS}])
+    scheduler.add([{"id": "finding-audit", "spec": AUDITS}], front=True)
+    scheduler.spent[MAIN] = 10.0                 # the matches have had their time: the audit's turn
+    assert scheduler.next(workers=2)["id"] == "finding-audit"
+    assert [scheduler.next(workers=2)["id"] for _ in range(3)] == ["main-0", "main-1", "main-2"]
+    assert scheduler.next(workers=2)["id"] == "pass-audit"
