@@ -30,11 +30,12 @@ WRONG_RESULTS = ("MISMATCH", "RACE", "OOB_WRITE")
 def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
             reduce: Optional[ReduceOptions] = ReduceOptions(), seconds: Optional[float] = None,
             step: Callable[[str], ContextManager] = lambda label: contextlib.nullcontext(),
-            on_dace: Sequence[str] = ()) -> List[Bug]:
+            on_dace: Sequence[str] = (), hard: bool = False) -> List[Bug]:
     """Cluster the findings of ``run_dirs`` (with those an earlier analysis into ``out_dir``
     kept), reduce each bug's program (``reduce``; None: not), and write ``bugs.json`` and
     ``bugs/<id>/BUG.md`` there (default: the first run). ``seconds`` bounds the reductions
-    together, in ``reduction_order`` (wrong results first, and always reduced; another bug
+    together, in ``reduction_order`` (wrong results first, and always reduced unless ``hard``:
+    a run's bound, which the analysis must not overrun; another bug
     left over says so and is reduced by the next analysis, which keeps what this one reduced);
     ``step(label)`` is told of every step, for a progress display. ``on_dace``: DaCe versions each bug is judged on again
     (``versions``), in their own environments; the verdicts of earlier judgements are kept."""
@@ -50,7 +51,7 @@ def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
         ordered = reduction_order(bugs)
         for number, bug in enumerate(ordered, 1):
             left = reduce.seconds if deadline is None else min(reduce.seconds, deadline - time.monotonic())
-            if bug.signature.kind in WRONG_RESULTS:
+            if bug.signature.kind in WRONG_RESULTS and not hard:
                 left = reduce.seconds      # always reduced, with its whole time: what is filed first
             cached = cached_reduction(bug, out_dir)
             if cached is not None or left < MIN_REDUCE_SECONDS:

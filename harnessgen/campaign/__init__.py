@@ -255,7 +255,7 @@ def _run_planned(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
     failed = report.analyse_findings(directory, state, ReduceOptions(
         seconds=options.reduce_seconds, max_candidates=options.reduce_candidates,
         judge=JudgeOptions(work_dir=options.work_dir)),
-        seconds=analysis_seconds(config.run_budget_s, time.monotonic() - started),
+        seconds=analysis_seconds(config.run_budget_s, time.monotonic() - started), hard=config.run_budget_s is not None,
         step=plan_progress.step if plan_progress else None)
     outcome.report = report.write(directory, state, bugs_error=failed, plots=options.plots)
     return outcome

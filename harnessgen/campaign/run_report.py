@@ -337,7 +337,7 @@ def write(directory: Path, state: Optional[CampaignState] = None, bugs_error: st
 
 
 def analyse_findings(directory: Path, state: CampaignState, reduce: Optional[ReduceOptions] = None,
-                     seconds: Optional[float] = None, step=None) -> str:
+                     seconds: Optional[float] = None, step=None, hard: bool = False) -> str:
     """The run's findings clustered into distinct bugs, each bug's program reduced (bugs.json,
     bugs/<id>/BUG.md): the analysis stage, which the driver runs before the report, its
     reductions bounded by ``seconds`` together and each step told to ``step``. Returns why it
@@ -347,7 +347,7 @@ def analyse_findings(directory: Path, state: CampaignState, reduce: Optional[Red
         return ""
     write_summary(directory, state, data)      # the findings the analysis reads
     try:
-        analyse([directory], directory, reduce or ReduceOptions(), seconds=seconds,
+        analyse([directory], directory, reduce or ReduceOptions(), seconds=seconds, hard=hard,
                 **({"step": step} if step else {}))
     except Exception as exc:  # noqa: BLE001 -- the report is written without the clusters, saying why
         return f"{type(exc).__name__}: {exc}"
