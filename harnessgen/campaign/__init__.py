@@ -43,7 +43,6 @@ from .state import CampaignState
 from .worker import RESULTS_DIR, Task, error_result, remember, result_file, run_task, worker_subject
 
 DB_NAME = "campaign.db"
-
 # a worker that dies this many times on one instance while judging it alone (a crash in DaCe or
 # the compiler, a kill) ends it as ERROR
 MAX_DEATHS = 2
@@ -286,10 +285,7 @@ class _Feed:
                                    config.options.variant_share, expected=median_walls(done))
         self.scheduler.add(state.pending(selection))
         wanted = None if selection is None else set(selection)
-        deferred = [row for row in done if audit_deferred(row["result"]) and (wanted is None or row["id"] in wanted)]
-        for finding in (True, False):      # a finding's audit first, as in ``audit_later``
-            self.scheduler.add([audit_row(row) for row in deferred
-                                if (row["result"].get("verdict") != "PASS") == finding], front=finding)
+        self._queue_audits([(row, row["result"]) for row in done if wanted is None or row["id"] in wanted])
         self.pairs = _Followers()
         # what the finished instances cost (``costs``): their count, the seconds besides their
         # seeds and fuzzing, and how many fuzzed or were meant to
@@ -321,12 +317,17 @@ class _Feed:
                                                            or bool(evidence.get("meant_to_fuzz")))
 
     def audit_later(self, results: List[Dict]) -> None:
-        """Queue the deferred whole-program audits of these finished results: a finding's
-        first (whether DaCe alone shows it), then the PASS verdicts'."""
+        """Queue the deferred whole-program audits of these finished results."""
+        self._queue_audits([(self.state.row(r["id"]), r) for r in results if audit_deferred(r)])
+
+    def _queue_audits(self, entries: List[tuple]) -> None:
+        """(instance row, its result) each: the deferred audits among them, a finding's in front
+        (it says whether DaCe alone shows the bug, and may run beside the matches), then the
+        PASS verdicts'."""
         for finding in (True, False):
-            rows = [self.state.row(r["id"]) for r in results
-                    if audit_deferred(r) and (r.get("verdict") != "PASS") == finding]
-            self.scheduler.add([audit_row(row) for row in rows if row is not None], front=finding)
+            self.scheduler.add([audit_row(row) for row, result in entries
+                                if row is not None and audit_deferred(result)
+                                and (result.get("verdict") != "PASS") == finding], front=finding)
 
     def finish_checks(self, timeout: Optional[float]) -> None:
         """The reference checks' records, waited for at most ``timeout`` seconds (None: until
