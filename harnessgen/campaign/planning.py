@@ -270,6 +270,21 @@ def _enumerate_in_child(spec: str, position: int, request: PlanRequest, work_dir
     return row, found, time.monotonic() - started
 
 
+def _background_pool() -> cf.ProcessPoolExecutor:
+    """One forked process beside the run (the driver's loaded subject inherited), dying with it."""
+    return cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                                  initializer=_background)
+
+
+def _stop_pool(pool: cf.ProcessPoolExecutor) -> None:
+    """Stop a background pool without waiting for the work under way (it is terminated)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _check_in_child(program_spec: str, options) -> List[Dict]:
     """In the background: each program against its reference (the subject is the driver's, forked)."""
     _yield_cores()
@@ -283,8 +298,7 @@ class BackgroundChecks:
     records over once."""
 
     def __init__(self, program_spec: str, options):
-        self.pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                           initializer=_background)
+        self.pool = _background_pool()
         self.future: Optional[cf.Future] = self.pool.submit(_check_in_child, program_spec, options)
 
     @property
@@ -307,12 +321,8 @@ class BackgroundChecks:
 
     def close(self) -> None:
         """Stop: checks not done are not waited for (the report says they did not finish)."""
-        if self.future is not None:
-            for process in list((getattr(self.pool, "_processes", None) or {}).values()):
-                if process.is_alive():
-                    process.terminate()
-            self.future = None
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.future = None
+        _stop_pool(self.pool)
 
 
 class DeferredPlanner:
@@ -323,8 +333,7 @@ class DeferredPlanner:
         self.subject = plan_.subject
         self.request = PlanRequest.of(config)
         self.position = first_position
-        self.pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                           initializer=_background)
+        self.pool = _background_pool()
         specs = plan_.deferred
         positions = {spec: i for i, spec in enumerate(self.subject.transformation_specs(config.transformations or None))}
         self.futures = {self.pool.submit(_enumerate_in_child, spec, positions.get(spec, 0), self.request,
@@ -359,10 +368,6 @@ class DeferredPlanner:
 
     def close(self) -> None:
         """Stop: what is not enumerated yet stays unplanned (the next run enumerates it)."""
-        processes = list((getattr(self.pool, "_processes", None) or {}).values())
         for future in self.futures:
             future.cancel()
-        for process in processes:       # an enumeration under way is not waited for
-            if process.is_alive():
-                process.terminate()
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        _stop_pool(self.pool)       # an enumeration under way is not waited for
