@@ -124,7 +124,7 @@ def _keep_inputs(whole: Path, into: Path) -> None:
 
 def run(folder: Path, timeout_s: float = CONFIRM_TIMEOUT_S) -> Confirmation:
     """Run ``folder/confirm.py`` with the DaCe this process runs: CONFIRMED where it exits 1."""
-    script = Path(folder) / "confirm.py"
+    script = Path(folder).resolve() / "confirm.py"     # absolute: it runs inside its own folder
     if not script.is_file():
         return Confirmation(CUTOUT_ONLY, "no confirm.py: the whole program did not show the finding")
     started = time.monotonic()
