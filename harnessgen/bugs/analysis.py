@@ -94,7 +94,9 @@ def confirm_bugs(bugs: Sequence[Bug], out_dir: Path, deadline: Optional[float],
         target = Path(out_dir) / BUGS_DIR / bug.id / confirm.CONFIRM_DIR
         key = confirm.content_key(source)
         kept = load_json(target / "confirmation.json") or {}
-        if kept.get("key") == key:
+        # a confirmation is kept, but for one whose script could not judge (exit 2 and the like:
+        # harnessgen's own failure, never a verdict on the bug), which is tried again
+        if kept.get("key") == key and kept["confirmation"].get("exit") in (None, 0, 1):
             bug.confirmation = kept["confirmation"]
             continue
         if deadline is not None and time.monotonic() > deadline:
