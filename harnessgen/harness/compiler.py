@@ -285,6 +285,19 @@ def _compile(name: str, job: "Job"):
     return name, proc
 
 
+# characters of a failed compile's output kept: its head (the first error, which names the
+# cause) and its tail (the last line, the summary)
+LOG_HEAD, LOG_TAIL = 6000, 2000
+
+
+def compiler_log(output: str) -> str:
+    """A failed compile's output, shortened where long: a long diagnostic (an overload
+    resolution lists every candidate) would push the first error out of a tail alone."""
+    if len(output) <= LOG_HEAD + LOG_TAIL:
+        return output
+    return f"{output[:LOG_HEAD]}\n[... {len(output) - LOG_HEAD - LOG_TAIL} characters left out ...]\n{output[-LOG_TAIL:]}"
+
+
 def run_jobs(jobs: Dict[str, Job], running: Optional[Dict[str, cf.Future]] = None) -> None:
     """Run compiler calls on all cores, each as soon as the jobs it needs are done (``running``:
     jobs already started elsewhere, futures of ``(name, process)``); the first failure raises
@@ -308,7 +321,7 @@ def run_jobs(jobs: Dict[str, Job], running: Optional[Dict[str, cf.Future]] = Non
                 results[name] = proc
     for name, proc in sorted(results.items(), key=lambda r: (jobs[r[0]].side != "hg_pre", r[0])):
         if proc.returncode != 0:
-            log = (proc.stderr or proc.stdout)[-4000:]
+            log = compiler_log(proc.stderr or proc.stdout)
             why = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else \
                 (log.strip().splitlines()[-1] if log.strip() else f"exit {proc.returncode}, no output")
             raise BuildError(f"building {name} failed ({jobs[name].side}): {why}",

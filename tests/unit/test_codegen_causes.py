@@ -85,3 +85,15 @@ def test_a_whole_program_recorded_as_blocked_names_its_cause_per_content_and_ver
 def test_diagnostics_drop_the_command_and_this_machines_folders():
     text = diagnostics(LOG)
     assert text.splitlines()[0].startswith("hg_pre.cpp:7892:18: error:") and "/home/user/" not in text
+
+
+def test_a_long_diagnostic_keeps_its_first_error():
+    from harnessgen.core.errors import BuildError
+    from harnessgen.harness.compiler import compiler_log
+    # an overload resolution that lists hundreds of candidates after the error
+    candidates = "".join(f"note: candidate function not viable: no known conversion #{i}\n" for i in range(2000))
+    log = compiler_log(LOG.splitlines(keepends=True)[1] + candidates + "1 error generated.\n")
+    error = BuildError("building libpost.so failed", side="hg_post", log=log)
+    assert "invalid operands to binary expression" in error.first_error
+    assert error.of_the_code and log.rstrip().endswith("1 error generated.")
+    assert len(log) < 10_000
