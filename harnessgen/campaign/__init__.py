@@ -38,7 +38,7 @@ from ..harness.judge import JudgeOptions
 from . import planning, run_report as report
 from .executors import ExecutorSpec, open_executor
 from .planning import AUDITS, MAIN, VARIANTS, WHOLE, BackgroundChecks, DeferredPlanner, Plan, PlanProgress
-from .schedule import Scheduler, median_walls
+from .schedule import FINDING_AUDIT_SHARE, Scheduler, median_walls
 from .state import CampaignState
 from .worker import RESULTS_DIR, Task, error_result, remember, result_file, run_task, worker_subject
 
@@ -512,6 +512,17 @@ def _within_bound(options, config: CampaignConfig, feed: "_Feed", started: float
     return dataclasses.replace(options, time_s=round(max(0.0, share), 2), time_cut_by_bound=True)
 
 
+def _matches_tight(config: CampaignConfig, feed: "_Feed", started: float, workers: int) -> bool:
+    """Whether judging the queued matches at their measured cost besides fuzzing would take
+    what the bound leaves the matches beside the findings' audits: then the audits wait for the
+    matches (every match's verdict comes first; ``harnessgen bugs`` confirms afterwards)."""
+    overhead, _ = feed.costs()
+    if config.run_budget_s is None or overhead <= 0:
+        return False
+    left = config.run_budget_s - (time.monotonic() - started)
+    return feed.scheduler.queued_matches() * overhead > left * workers * (1.0 - FINDING_AUDIT_SHARE)
+
+
 def _may_start(config: CampaignConfig, started: float) -> bool:
     return config.run_budget_s is None or time.monotonic() - started < config.run_budget_s
 
@@ -528,6 +539,7 @@ def _drive(config: CampaignConfig, opened, state: CampaignState, run: int, feed:
 
     def fill() -> None:
         nonlocal broken
+        scheduler.audits_wait = _matches_tight(config, feed, started, opened.capacity)
         while scheduler.startable() and not broken and len(inflight) < opened.capacity and _may_start(config, started):
             if any(task.instance["id"] in feed.suspects for task in inflight.values()):
                 return                 # a suspect runs alone

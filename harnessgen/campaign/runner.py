@@ -171,14 +171,14 @@ class InstanceRunner:
                                  f"{total} within the check's time)")
 
         work = engine_dir(opts.out_dir, inst.id)
-        remaining = opts.time_s - (time.monotonic() - fuzz_started)
+        remaining = _engine_seconds(opts, fuzz_started)
         if proof is not None:
             self._settle_proof(proof, crashing, result)
         why_not = self._why_not_fuzzed(proof, passing, crashing, remaining, fuzz_started)
         engine_execs, engine_seconds, engine_failure = 0, 0.0, None
         if not why_not:
             screened = _engine_seeds(work.with_name(f"{inst.id}.seeds"), passing)
-            remaining = opts.time_s - (time.monotonic() - fuzz_started)
+            remaining = _engine_seconds(opts, fuzz_started)
             try:
                 fuzzed = self.subject.fuzzable(harness, inst, opts)
                 result.build_dir = str(fuzzed.dir)
@@ -418,3 +418,14 @@ def _seed_kind(path: Path) -> str:
 def _blank(inst: Instance) -> InstanceResult:
     return InstanceResult(id=inst.id, transformation=inst.transformation, program=inst.program, target=inst.target,
                           verdict=Outcome.PASS.name)
+
+
+def _engine_seconds(opts: FuzzOptions, fuzz_started: float) -> float:
+    """What the engine may have of the instance's seconds after its seeds and checks. A share
+    of the run's bound that could fuzz (``MIN_ENGINE_S`` or more) fuzzes at least that long
+    even where the seeds took the rest: the bound's share is an estimate, computed again for
+    every instance, and a share spent on seeds alone would leave a PASS that never fuzzed."""
+    remaining = opts.time_s - (time.monotonic() - fuzz_started)
+    if opts.time_cut_by_bound and opts.time_s >= MIN_ENGINE_S:
+        return max(remaining, MIN_ENGINE_S)
+    return remaining

@@ -10,8 +10,10 @@ whole-program audits a bounded run leaves until every match has its verdict).
 PASS verdicts start only once no match is left to judge or to enumerate, and parameter
 variants after the audits (unless ``variant_share`` gives them a share of their own,
 interleaved with the matches). A finding's audit, which says whether DaCe alone shows the
-bug, runs beside the matches within ``FINDING_AUDIT_SHARE`` of the workers' time. A bound thus
-gives every match its verdict before it spends anything on variants.
+bug, runs beside the matches within ``FINDING_AUDIT_SHARE`` of the workers' time, unless the
+bound is tight (``audits_wait``: judging the queued matches would take what the bound has
+left): then it waits for the matches too. A bound thus gives every match its verdict before it
+spends anything on audits or variants.
 
 Between MAIN and WHOLE each queue is promised a share of the workers' time; the next
 instance comes from the queue that has used the least of its share so far (finished
@@ -73,6 +75,9 @@ class Scheduler:
         # matches are still being enumerated beside the run (the feed says so): what comes after
         # the matches waits for them
         self.matches_coming = False
+        # the bound has no room for audits beside the matches (the driver says so): a finding's
+        # audit waits for the matches as a PASS's does
+        self.audits_wait = False
 
     def add(self, rows: List[Dict], front: bool = False) -> None:
         for row in (reversed(rows) if front else rows):
@@ -93,10 +98,13 @@ class Scheduler:
         running = sum(now - started for q, started, _, _ in self.running.values() if q == queue)
         return (self.spent[queue] + running) / self.shares[queue] if self.shares[queue] > 0 else float("inf")
 
+    def queued_matches(self) -> int:
+        return sum(len(self.queues[q]) for q in MATCHES)
+
     def queued_in_phase(self) -> int:
         """The instances still queued in the phase under way: the matches while any is left,
         then the variants (audits have no time of their own to share)."""
-        matches = sum(len(self.queues[q]) for q in MATCHES)
+        matches = self.queued_matches()
         return matches if matches or self.matches_coming else len(self.queues[VARIANTS])
 
     def startable(self) -> bool:
@@ -110,8 +118,8 @@ class Scheduler:
         matches_left = self.matches_coming or any(self.queues[q] for q in MATCHES)
         audits = self.queues[AUDITS]
         # a finding's audit (put in front) may run beside the matches, within its share: it says
-        # whether DaCe alone shows the bug; a PASS's waits for every match
-        audits_now = bool(audits) and (not matches_left or audits[0]["id"] in self.urgent)
+        # whether DaCe alone shows the bug, unless the bound is tight; a PASS's waits for every match
+        audits_now = bool(audits) and (not matches_left or (audits[0]["id"] in self.urgent and not self.audits_wait))
         queued = [q for q in QUEUES if self.queues[q] and (q != AUDITS or audits_now)]
         if matches_left or audits:
             queued = [q for q in queued if q != VARIANTS or self.shares[VARIANTS] > 0]

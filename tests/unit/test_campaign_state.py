@@ -221,3 +221,39 @@ def test_a_bound_shares_its_rest_among_the_queued_instances_that_fuzz(tmp_path):
     seconds, cut = time_given(200, (0.5, 0.5))                # (200 - 100) s for 100 fuzzing: 1 s each
     assert cut and 0.9 < seconds <= 1.0
     assert time_given(500, (0.5, 0.5)) == (0.0, True)        # judging them alone takes more than the rest
+
+
+def test_a_tight_bound_keeps_the_findings_audits_for_after_the_matches(tmp_path):
+    """A finding's audit runs beside the matches only while the bound has room for both: where
+    judging the queued matches would take what is left, every match's verdict comes first."""
+    import time
+
+    import harnessgen.campaign as campaign
+    from harnessgen.core.records import FuzzOptions
+
+    def tight(queued: int, overhead: float) -> bool:
+        feed = type("Feed", (), {"scheduler": type("S", (), {"queued_matches": lambda self: queued})(),
+                                 "costs": lambda self: (overhead, 1.0)})()
+        config = campaign.CampaignConfig(program="p", transformations="X", directory=tmp_path,
+                                         budget=Budget(2.0), options=FuzzOptions(out_dir=tmp_path), run_budget_s=100.0)
+        return campaign._matches_tight(config, feed, time.monotonic(), 2)
+
+    assert not tight(100, 0.5)        # 50 s of 200: room for the audits
+    assert tight(400, 0.5)            # 200 s of 200: none
+    assert not tight(400, 0.0)        # costs not measured yet: nothing is known to be tight
+
+
+def test_a_bound_share_that_could_fuzz_fuzzes_even_after_slow_seeds(tmp_path):
+    """A share of the bound of MIN_ENGINE_S or more gives the engine at least that much, though
+    the seeds took the rest; a share below it, or a --time the user chose, is kept as given."""
+    import time
+
+    from harnessgen.campaign.runner import _engine_seconds
+    from harnessgen.core.records import MIN_ENGINE_S, FuzzOptions
+
+    seeds_took_two_seconds = time.monotonic() - 2.0
+    cut = FuzzOptions(out_dir=tmp_path, time_s=1.5, time_cut_by_bound=True)
+    assert _engine_seconds(cut, seeds_took_two_seconds) == MIN_ENGINE_S
+    assert _engine_seconds(FuzzOptions(out_dir=tmp_path, time_s=0.5, time_cut_by_bound=True),
+                           seeds_took_two_seconds) < MIN_ENGINE_S
+    assert _engine_seconds(FuzzOptions(out_dir=tmp_path, time_s=1.5), seeds_took_two_seconds) < 0

@@ -154,3 +154,12 @@ def test_a_findings_audit_runs_beside_the_matches_within_its_share():
     assert scheduler.next(workers=2)["id"] == "finding-audit"
     assert [scheduler.next(workers=2)["id"] for _ in range(3)] == ["main-0", "main-1", "main-2"]
     assert scheduler.next(workers=2)["id"] == "pass-audit"
+
+
+def test_a_findings_audit_waits_for_the_matches_when_the_bound_is_tight():
+    scheduler = Scheduler(lambda row: row["spec"])
+    scheduler.add(rows(MAIN, 2))
+    scheduler.add([{"id": "finding-audit", "spec": AUDITS}], front=True)
+    scheduler.spent[MAIN] = 10.0
+    scheduler.audits_wait = True
+    assert [scheduler.next(workers=2)["id"] for _ in range(3)] == ["main-0", "main-1", "finding-audit"]
