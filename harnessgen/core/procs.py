@@ -5,8 +5,10 @@ import ctypes
 import gc
 import os
 import pickle
+import select
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
@@ -39,10 +41,10 @@ def interpreter_environment(python: Optional[str]) -> Dict[str, str]:
     return env
 
 
-def call_in_fork(function: Callable[[], Any]) -> Tuple[bool, Any]:
+def call_in_fork(function: Callable[[], Any], timeout: Optional[float] = None) -> Tuple[bool, Any]:
     """``function()`` run in a child forked from this process: (True, what it returned, which
-    must pickle), or (False, None) where the child gave no answer (it raised, crashed or was
-    killed). Whatever the child changes stays in its own pages: ``function`` may change the
+    must pickle), or (False, None) where the child gave no answer (it raised, crashed, was
+    killed, or did not answer within ``timeout`` seconds: then it is killed). Whatever the child changes stays in its own pages: ``function`` may change the
     objects it finds in place. A process running other threads is not forked (no answer): a
     fork copies the caller's thread alone, and a lock another one held would never be released
     in the child."""
@@ -64,8 +66,26 @@ def call_in_fork(function: Callable[[], Any]) -> Tuple[bool, Any]:
             os._exit(0)
     os.close(writing)
     with os.fdopen(reading, "rb") as answers:
-        answer = answers.read()
+        answer = _read_until(answers, pid, timeout)
     _, status = os.waitpid(pid, 0)
     if not answer or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
         return False, None
     return True, pickle.loads(answer)
+
+
+def _read_until(answers, pid: int, timeout: Optional[float]) -> bytes:
+    """What the child wrote until it closed its end, or b"" where that took longer than
+    ``timeout`` seconds (the child is killed)."""
+    if timeout is None:
+        return answers.read()
+    deadline = time.monotonic() + timeout
+    chunks = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([answers], [], [], left)[0]:
+            os.kill(pid, signal.SIGKILL)
+            return b""
+        chunk = os.read(answers.fileno(), 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)

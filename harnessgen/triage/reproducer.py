@@ -20,6 +20,7 @@ import base64
 import io
 import json
 import os
+import runpy
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,7 @@ import jinja2
 
 from .. import __version__
 from ..core import runtime
+from ..core.procs import call_in_fork
 from ..cutout import ordering
 from ..core.data import template_environment
 from ..cuda import toolkit
@@ -236,6 +238,9 @@ def check_reapply(repro: Path) -> Dict:
     this DaCe, makes the recorded post's very code: only then may the reproducer make post again
     under another DaCe and stand for the bug ({"reapplies": bool, "why": str})."""
     out = repro.with_name(".reapply.json")
+    answered, answer = _check_reapply_in_fork(repro, out)
+    if answered:
+        return answer
     try:
         proc = subprocess.run([sys.executable, repro.name, "--check-reapply", out.name], cwd=repro.parent,
                               capture_output=True, text=True, timeout=REAPPLY_CHECK_S)
@@ -245,6 +250,24 @@ def check_reapply(repro: Path) -> Dict:
         return {"reapplies": False, "why": f"asking whether it applies again failed ({said[-1][:200]})"}
     except subprocess.TimeoutExpired:
         return {"reapplies": False, "why": f"applying it again took longer than {REAPPLY_CHECK_S} s"}
+    finally:
+        out.unlink(missing_ok=True)
+
+
+def _check_reapply_in_fork(repro: Path, out: Path):
+    """``check_reapply`` asked of the reproducer's own code in a child forked from this process,
+    which holds DaCe already: a new interpreter spent most of the second it took importing it,
+    once per finding. DaCe's configuration here is its default, as in the new interpreter
+    (harnessgen changes none of it in the processes that triage). (False, None) where the
+    child gave no answer: the caller asks a new interpreter."""
+    def ask() -> Dict:
+        namespace = runpy.run_path(str(repro.resolve()), run_name="harnessgen_reapply_check")
+        out_path = out.resolve()
+        namespace["check_reapply"](str(out_path))
+        return json.loads(out_path.read_text())
+
+    try:
+        return call_in_fork(ask, timeout=REAPPLY_CHECK_S)
     finally:
         out.unlink(missing_ok=True)
 

@@ -87,3 +87,21 @@ def test_where_applying_again_does_not_stand_for_the_bug_the_recorded_post_runs_
     proc = subprocess.run([sys.executable, "repro.py"], cwd=where, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "post: the one recorded when the finding was made (it made other code)" in proc.stdout
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("pre", ["pre", "post"])
+def test_the_reapply_check_in_a_fork_answers_as_a_new_interpreter(finding, tmp_path, pre):
+    """The check runs in a child forked from the triaging process (DaCe already loaded); its
+    answer is the one a new interpreter running the reproducer gives: for the finding's pre, and
+    for another pre (its post, from which the transformation does not make the recorded post)."""
+    from harnessgen.triage.reproducer import _check_reapply_in_fork
+
+    shutil.copytree(finding, tmp_path / "copy")
+    repro = tmp_path / "copy" / "repro.py"
+    shutil.copy(finding / f"{pre}.sdfg", repro.with_name("pre.sdfg"))
+    answered, forked = _check_reapply_in_fork(repro, repro.with_name(".forked.json"))
+    subprocess.run([sys.executable, "repro.py", "--check-reapply", ".new.json"], cwd=repro.parent, check=True,
+                   capture_output=True, timeout=600)
+    assert answered and forked == json.loads(repro.with_name(".new.json").read_text())
+    assert forked["reapplies"] == (pre == "pre")

@@ -131,6 +131,8 @@ def _spare_copy_and_forks():
     seen["raises"] = call_in_fork(raises)
     seen["dies"] = call_in_fork(lambda: os._exit(3))
     seen["answers"] = call_in_fork(lambda: {"kept": [1, 2]})
+    seen["long_answer"] = call_in_fork(lambda: "x" * 300_000, timeout=60)
+    seen["too_slow"] = call_in_fork(lambda: threading.Event().wait(60), timeout=0.2)
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     other.start()
@@ -163,6 +165,11 @@ def test_a_spare_copy_is_made_once_and_a_forked_childs_change_stays_in_the_child
 
 def test_a_forked_child_that_raises_or_dies_gives_no_answer(forks_seen):
     assert forks_seen["raises"] == (False, None) and forks_seen["dies"] == (False, None)
+
+
+def test_a_forked_child_past_its_timeout_is_killed_and_gives_no_answer(forks_seen):
+    assert forks_seen["too_slow"] == (False, None)
+    assert forks_seen["long_answer"] == (True, "x" * 300_000)     # an answer larger than a pipe holds
     assert forks_seen["answers"] == (True, {"kept": [1, 2]})
 
 
