@@ -28,11 +28,14 @@ import numpy as np
 
 from ..core.errors import Unsupported
 from ..core.outcome import Outcome
+from ..core.procs import die_with_parent
 from ..core.runtime import GuardedBuffer, SideLibrary, Tolerance, compare, first_corrupted, set_threads
 from ..inputs.layout import DecodedInput, InputLayout
 from .built import HarnessBuild
 
 DEFAULT_TIMEOUT_S = 20.0
+# the server's line where the child that answered a request died before its result
+DIED = "died"
 
 
 @dataclasses.dataclass
@@ -72,11 +75,12 @@ class ReplayResult:
 
 # ---------------------------------------------------------------- parent side
 class ReplayWorker:
-    """A child process that loads libpre/libpost once and replays input after input.
+    """A child process that loads libpre/libpost once and replays input after input, each in
+    a child of its own that it forks.
 
-    When post kills it (a crash) or does not return (a hang), the parent attributes
+    When post kills that child (a crash) or does not return (a hang), the parent attributes
     that to the input being replayed -- the child reports when decoding and pre are
-    done -- and starts a fresh child for the next input.
+    done; after a hang the server is killed, and the next input gets a fresh one.
     """
 
     def __init__(self, build_dir: Path, timeout_s: float = DEFAULT_TIMEOUT_S):
@@ -95,7 +99,10 @@ class ReplayWorker:
     def close(self) -> None:
         if self.proc is not None:
             if self.proc.poll() is None:
-                self.proc.kill()
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)     # the server and the child it waits for
+                except (ProcessLookupError, PermissionError):
+                    self.proc.kill()
             self.proc.wait()
             for stream in (self.proc.stdin, self.proc.stdout):
                 stream.close()
@@ -106,7 +113,7 @@ class ReplayWorker:
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         self.proc = subprocess.Popen([sys.executable, "-m", "harnessgen.harness.replay", "--serve", str(self.build_dir)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=env)
+                                     env=env, start_new_session=True)
         self._buffer = b""
 
     def run(self, data: bytes, tolerance: Optional[Tolerance] = None, threads: int = 1,
@@ -147,23 +154,29 @@ class ReplayWorker:
                     return ReplayResult(Outcome.POST_HANG, message=f"post ran longer than {self.timeout_s:g} s",
                                         symbols=stages["pre_done"].get("symbols", {}))
                 return ReplayResult(Outcome.INVALID_INPUT, message=f"pre ran longer than {self.timeout_s:g} s")
-            if line == b"":  # the child died on this input
+            if line == b"":  # the server died (it loads the build and forks a child per input)
                 died = _signal_name(self.proc.wait())
                 self.close()
-                if "pre_done" in stages:
-                    return ReplayResult(Outcome.POST_CRASH, message=f"post died ({died})",
-                                        symbols=stages["pre_done"].get("symbols", {}))
-                if "decoded" in stages:
-                    return ReplayResult(Outcome.INVALID_INPUT, message=f"pre died ({died})")
-                return ReplayResult(Outcome.REPLAY_ERROR, message=f"the replay worker for {self.build_dir} died "
-                                    f"before running anything ({died})" + _said(noise))
+                return self._died(died, stages, noise)
             obj = _protocol_line(line)
             if obj is None:
                 noise.append(line.decode(errors="replace")[:300])
                 continue
+            if obj["stage"] == DIED:        # the child that ran this input died; the server goes on
+                return self._died(obj["how"], stages, noise)
             stages[obj["stage"]] = obj
             if obj["stage"] == "result":
                 return _from_json(obj)
+
+    def _died(self, died: str, stages: Dict[str, Dict], noise: List[str]) -> ReplayResult:
+        """What it means that the replay of an input died (``died``: how) after ``stages``."""
+        if "pre_done" in stages:
+            return ReplayResult(Outcome.POST_CRASH, message=f"post died ({died})",
+                                symbols=stages["pre_done"].get("symbols", {}))
+        if "decoded" in stages:
+            return ReplayResult(Outcome.INVALID_INPUT, message=f"pre died ({died})")
+        return ReplayResult(Outcome.REPLAY_ERROR, message=f"the replay worker for {self.build_dir} died "
+                            f"before running anything ({died})" + _said(noise))
 
     def _read_line(self, deadline: float) -> Optional[bytes]:
         """The next line from the child; b"" at end of file, None when the deadline passes."""
@@ -399,7 +412,12 @@ def _serve(build_dir: Path) -> int:
     """Answer each request with JSON lines on the protocol, a copy of the original standard
     output; the libraries' own prints (a CUDA runtime's error, a printf in generated code) go to
     standard error instead, so that they can never be taken for an answer. A failure to load
-    the build or to replay is answered as REPLAY_ERROR with its reason."""
+    the build or to replay is answered as REPLAY_ERROR with its reason.
+
+    Each request runs in a child forked from this server, which loaded the build once: a post
+    that crashes takes down its child alone (the server says ``died``, and how), so a finding
+    replayed again and again costs a fork each time instead of a new interpreter that loads
+    the build, and a post that corrupts memory without crashing cannot change the next replay."""
     protocol = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
 
@@ -416,6 +434,21 @@ def _serve(build_dir: Path) -> int:
         if replayer is None:
             progress("result", ReplayResult(Outcome.REPLAY_ERROR, message=failure).to_json())
             continue
+        pid = os.fork()
+        if pid == 0:
+            _answer_in_child(replayer, request, progress)
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            progress(DIED, {"how": _signal_name(os.waitstatus_to_exitcode(status))})
+    return 0
+
+
+def _answer_in_child(replayer: "_Replayer", request: Dict, progress) -> None:
+    """One request, answered by a forked child of the server; never returns (exit 0 once the
+    result is said)."""
+    status = 1
+    try:
+        die_with_parent()
         tol = replayer.default_tolerance
         if "tolerance" in request:
             tol = Tolerance.from_json(request["tolerance"])
@@ -426,7 +459,9 @@ def _serve(build_dir: Path) -> int:
         except Exception as exc:  # noqa: BLE001 -- the replay's own failure, said as a verdict
             result = ReplayResult(Outcome.REPLAY_ERROR, message=f"the replay failed: {type(exc).__name__}: {exc}")
         progress("result", result.to_json())
-    return 0
+        status = 0
+    finally:             # never back into the server's loop
+        os._exit(status)
 
 
 def _main(argv: List[str]) -> int:
