@@ -42,6 +42,18 @@ def test_nondeterministic_post_is_flaky_not_a_finding(build_cache, tmp_path):
     assert notes["flaky"]
 
 
+def test_a_post_wrong_from_its_first_call_is_a_finding_though_its_state_leaks(build_cache, tmp_path):
+    """Each replay runs as a fresh process does (a child forked from the loaded build): a post
+    whose state leaks from run to run but is wrong from its first call is a MISMATCH every
+    time, as its reproducer shows, never waved through as flaky."""
+    pair = make_pair("sigmoid", f"{BROKEN}:WrongOnEveryOtherCall")
+    layout = layout_of(pair)
+    harness = build(pair, layout, build_cache, afl=False)
+    inputs = [d for _, d in seeds.sample(layout, 4, 0)[1:]]
+    result = triage_build(harness.dir, raw_files(tmp_path, inputs), options(tmp_path, build_cache))
+    assert result.verdict == Outcome.MISMATCH and not result.flaky
+
+
 def test_pre_failing_is_invalid_input_and_the_instance_passes(build_cache, tmp_path):
     layout, harness = scatter_missing_constraint(build_cache)
     bad = layout.encode({"N": 2, "M": 2}, {"idx": np.array([40, 0], np.int32), "val": np.ones(2), "y": np.zeros(2)})
@@ -97,3 +109,20 @@ def test_triage_of_an_afl_sync_directory_collects_every_instances_crashes(build_
         assert instance == pair.instance.id and result.raw_total == 5
         [finding] = result.findings
         assert finding.outcome == Outcome.POST_CRASH and len(finding.raw) == 5
+
+
+def test_a_crashing_post_takes_down_its_replay_alone(build_cache):
+    """The replay server loads the build once and forks a child per input: a crash is said,
+    and the next input runs in the same server."""
+    from harnessgen.harness.replay import ReplayWorker
+
+    pair = make_pair("sigmoid", f"{BROKEN}:NullWrite")
+    layout = layout_of(pair)
+    harness = build(pair, layout, build_cache, afl=False)
+    data = seeds.sample(layout, 2, 0)[1][1]
+    with ReplayWorker(harness.dir) as worker:
+        first = worker.run(data)
+        server = worker.proc.pid
+        again = worker.run(data)
+        assert first.outcome == again.outcome == Outcome.POST_CRASH and "SIGSEGV" in again.message
+        assert worker.proc.pid == server and worker.proc.poll() is None

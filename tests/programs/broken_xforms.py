@@ -65,7 +65,16 @@ class LeavesInvalidSDFG(_TaskletRewrite):
 
 @properties.make_properties
 class Flaky(_TaskletRewrite):
-    """Right on every other call: state that leaks from one run into the next."""
+    """Right in a fresh process, wrong once earlier runs' state leaks in (after a million calls
+    in one process, as under a fuzzer that runs input after input in one process): a crash of
+    the fuzzer that a replay, which runs each input as a fresh process does, never shows."""
+
+    body = "{{ static long hg_calls = 0; {out} = exp(__in1) * ((++hg_calls > 1000000) ? 1.5 : 1.0); }}"
+
+
+@properties.make_properties
+class WrongOnEveryOtherCall(_TaskletRewrite):
+    """Wrong on every other call, from the first: every run in a fresh process is wrong."""
 
     body = "{{ static int hg_calls = 0; {out} = exp(__in1) * ((hg_calls++ % 2) ? 1.0 : 1.5); }}"
 
