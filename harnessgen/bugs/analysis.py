@@ -35,7 +35,8 @@ def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
     kept), reduce each bug's program (``reduce``; None: not), and write ``bugs.json`` and
     ``bugs/<id>/BUG.md`` there (default: the first run). ``seconds`` bounds the reductions
     together, in ``reduction_order`` (wrong results first, and always reduced unless ``hard``:
-    a run's bound, which the analysis must not overrun; another bug
+    a run's bound, which the analysis must not overrun: then the confirmations, whether DaCe
+    alone shows each bug, come first and the reductions get what they leave; another bug
     left over says so and is reduced by the next analysis, which keeps what this one reduced);
     ``step(label)`` is told of every step, for a progress display. ``on_dace``: DaCe versions each bug is judged on again
     (``versions``), in their own environments; the verdicts of earlier judgements are kept."""
@@ -46,32 +47,47 @@ def analyse(run_dirs: Sequence[Path], out_dir: Optional[Path] = None,
         bugs = collect(run_dirs, out_dir)
     clustered = time.monotonic()
     load_kept_versions(bugs, out_dir)
-    if reduce is not None and reduce.seconds > 0:
-        deadline = None if seconds is None else clustered + seconds
-        ordered = reduction_order(bugs)
-        for number, bug in enumerate(ordered, 1):
-            left = reduce.seconds if deadline is None else min(reduce.seconds, deadline - time.monotonic())
-            if bug.signature.kind in WRONG_RESULTS and not hard:
-                left = reduce.seconds      # always reduced, with its whole time: what is filed first
-            cached = cached_reduction(bug, out_dir)
-            if cached is not None or left < MIN_REDUCE_SECONDS:
-                bug.reduction = cached.to_json() if cached is not None else _not_reduced(bug, seconds)
-                continue
-            with step(f"reducing bug {number}/{len(ordered)} ({bug.signature.transformation} {bug.signature.kind}, "
-                      f"{len(bug.findings)} finding(s))"):
-                bug.reduction = _reduced(bug, out_dir, dataclasses.replace(reduce, seconds=left))
+    deadline = None if seconds is None else started + seconds
+    reduce_seconds = seconds
+    if hard:
+        # a bound's rest goes first to whether DaCe alone shows each bug (a script run each, seconds),
+        # which decides what may be filed; the reductions get what is left
+        confirm_bugs(bugs, out_dir, deadline, step)
+        reduce_seconds = max(0.0, deadline - time.monotonic()) if deadline is not None else None
+    _reduce_bugs(bugs, out_dir, reduce, reduce_seconds, hard, step)
     reduced = time.monotonic()
     if on_dace:
         work_dir = reduce.judge.work_dir if reduce is not None else Path(".harnessgen")
         rejudge_bugs(bugs, out_dir, on_dace, work_dir, Path.cwd(), step=step)
-    deadline = None if seconds is None else started + seconds
-    confirm_bugs(bugs, out_dir, deadline, step)
+    if not hard:
+        confirm_bugs(bugs, out_dir, deadline, step)
     dropped = [bug for bug in bugs if not replays(bug, out_dir, deadline, step)]
     bugs = confirmed_first([bug for bug in bugs if bug not in dropped])
     write_bug_reports(bugs, out_dir)
     write_bugs(bugs, run_dirs, out_dir, seconds=clustered - started, reduce_seconds=reduced - clustered,
                not_replaying=dropped)
     return bugs
+
+
+def _reduce_bugs(bugs: Sequence[Bug], out_dir: Path, reduce: Optional[ReduceOptions], seconds: Optional[float],
+                 hard: bool, step) -> None:
+    """Reduce each bug's program in ``reduction_order`` within ``seconds`` together (None: each
+    its own limit); a wrong result always with its whole time unless ``hard``."""
+    if reduce is None or reduce.seconds <= 0:
+        return
+    deadline = None if seconds is None else time.monotonic() + seconds
+    ordered = reduction_order(bugs)
+    for number, bug in enumerate(ordered, 1):
+        left = reduce.seconds if deadline is None else min(reduce.seconds, deadline - time.monotonic())
+        if bug.signature.kind in WRONG_RESULTS and not hard:
+            left = reduce.seconds      # always reduced, with its whole time: what is filed first
+        cached = cached_reduction(bug, out_dir)
+        if cached is not None or left < MIN_REDUCE_SECONDS:
+            bug.reduction = cached.to_json() if cached is not None else _not_reduced(bug, seconds)
+            continue
+        with step(f"reducing bug {number}/{len(ordered)} ({bug.signature.transformation} {bug.signature.kind}, "
+                  f"{len(bug.findings)} finding(s))"):
+            bug.reduction = _reduced(bug, out_dir, dataclasses.replace(reduce, seconds=left))
 
 
 def confirmed_first(bugs: Sequence[Bug]) -> List[Bug]:

@@ -226,3 +226,29 @@ def test_the_analysis_reduces_wrong_results_and_bugs_on_the_newest_dace_first(mo
         monkeypatch.setattr(analysis, name, value)
     analysis.analyse([Path("run")], reduce=analysis.ReduceOptions(seconds=30.0), seconds=0.0)
     assert reduced == ["MISMATCH"] and "not reduced" in crash_new.reduction["reason"]
+
+
+def test_a_bounded_analysis_confirms_before_it_reduces(monkeypatch):
+    """In a run's bound (``hard``) whether DaCe alone shows each bug comes first, the reductions
+    get what is left; otherwise the bugs are reduced first, then confirmed."""
+    import harnessgen.bugs.analysis as analysis
+    from harnessgen.bugs.cluster import Bug
+
+    s = sig.Signature("POST_CRASH", "T", ("crash",))
+    crash = Bug(s, [FindingRecord(path=Path("/f/c"), outcome="POST_CRASH", transformation="T", instance="T-0",
+                                  program="p", target="t", seen_at=0.0, input_bytes=None, size=(1, 1), signature=s,
+                                  dace="2.0.0b1")], versions={})
+    events = []
+    patches = {"collect": lambda runs, out: [crash], "cached_reduction": lambda b, out: None,
+               "_reduced": lambda b, out, options: events.append("reduce") or {"reduced": True},
+               "confirm_bugs": lambda bugs, out, deadline, step: events.append("confirm"),
+               "replays": lambda bug, out, deadline, step: True,
+               "load_kept_versions": lambda bugs, out: None, "write_bug_reports": lambda bugs, out: None,
+               "write_bugs": lambda *a, **k: None}
+    for name, value in patches.items():
+        monkeypatch.setattr(analysis, name, value)
+    analysis.analyse([Path("run")], reduce=analysis.ReduceOptions(seconds=30.0), seconds=60.0, hard=True)
+    assert events == ["confirm", "reduce"]
+    events.clear()
+    analysis.analyse([Path("run")], reduce=analysis.ReduceOptions(seconds=30.0), seconds=60.0)
+    assert events == ["reduce", "confirm"]
