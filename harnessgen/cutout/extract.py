@@ -294,7 +294,7 @@ def _connectors(cutout, program_node) -> Tuple[List[str], List[str]]:
     ins |= others & set(reads)
     # a transient of the program the cutout made global is written whether or not DaCe counts
     # it as an output (it does where the program reads it later)
-    outs |= set(_written(cutout, sorted(others)))
+    outs |= set(written_containers(cutout, sorted(others)))
     return sorted(ins), sorted(outs)
 
 
@@ -387,7 +387,7 @@ def _configs(cutout) -> Tuple[List[str], List[str]]:
     return everything, everything
 
 
-def _written(sdfg, names: List[str]) -> List[str]:
+def written_containers(sdfg, names: List[str]) -> List[str]:
     """Those of ``names`` that some state of ``sdfg`` (nested ones included) writes."""
     from dace import nodes
 
@@ -406,7 +406,7 @@ def scalars_to_arrays(sdfg, names: List[str]) -> List[str]:
     import dace
 
     converted = []
-    for name in _written(sdfg, names):
+    for name in written_containers(sdfg, names):
         desc = sdfg.arrays[name]
         if isinstance(desc, dace.data.Scalar) and not desc.transient:
             sdfg.arrays[name] = dace.data.Array(desc.dtype, [1], transient=False, storage=desc.storage)

@@ -136,7 +136,7 @@ def _container_context(layout: InputLayout) -> List[Dict[str, object]]:
             "name": c.name, "ident": _ident(c.name), "kind": kind, "ctype": CTYPES[c.dtype],
             "part_ctype": part, "itemsize": np.dtype(c.dtype).itemsize, "count_cpp": ex.to_cpp(c.count),
             "lo_cpp": lo, "hi_cpp": hi, "is_float": is_float, "is_complex": kind == "c",
-            "offset_choices": c.offset_choices,
+            "offset_choices": c.offset_choices, "pre_writes": c.pre_writes,
             "compare_type": part if kind != "b" else "uint8_t",
         })
     return out

@@ -318,6 +318,11 @@ def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLi
     if name is not None:
         return ReplayResult(Outcome.INVALID_INPUT, container=name, symbols=symbols,
                             detail={"offset": offset}, message=f"pre wrote outside {name}")
+    changed = _unwritten_changed(layout, decoded, ref)
+    if changed is not None:
+        return ReplayResult(Outcome.INVALID_INPUT, container=changed, symbols=symbols,
+                            message=f"pre changed {changed}, which it never writes: it wrote outside another "
+                                    "container on this input (a missing constraint), never a finding against post")
     if threads > 1:
         control, ok = _run_side(pre_side, decoded, threads)
         if not ok or first_corrupted(control)[0] or _first_difference(layout, symbols, ref, control, tolerance)[0]:
@@ -354,6 +359,14 @@ def _replay_loaded(layout: InputLayout, pre_side: SideLibrary, post_side: SideLi
     if threads > 1 or repeat > 1:         # how often post was wrong (a GPU race: some runs only)
         detail.update(threads=threads, runs=max(1, repeat), differing_runs=differing)
     return ReplayResult(outcome, container=container, symbols=symbols, detail=detail)
+
+
+def _unwritten_changed(layout: InputLayout, decoded: DecodedInput, ref) -> Optional[str]:
+    """The first container pre never writes whose bytes pre's run changed, or None."""
+    for slot in layout.containers:
+        if not slot.pre_writes and ref[slot.name].data.tobytes() != np.asarray(decoded.arrays[slot.name]).tobytes():
+            return slot.name
+    return None
 
 
 def _pre_read_outside(container: str, symbols: Dict[str, int]) -> ReplayResult:

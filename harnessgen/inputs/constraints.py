@@ -522,7 +522,7 @@ def _drop_unresolvable(symbols: Dict[str, Range], order: List[str], derived: Dic
         if nx.is_directed_acyclic_graph(graph):
             return symbols
         members = [b for _, b in nx.find_cycle(graph)]
-        last = max(members, key=order.index)
+        last = max(members, key=lambda m: (not _is_loop_range(derived[m]), order.index(m)))
         others = set(members) - {last}
         if not others <= cut.get(last, set()):
             without = cut.setdefault(last, set())
@@ -537,6 +537,15 @@ def _drop_unresolvable(symbols: Dict[str, Range], order: List[str], derived: Dic
             raise Unsupported(f"derived symbol bounds form a cycle through {last} ({members}); "
                               "give one of them constant bounds in the constraints file")
         symbols[victims[-1]] = derived[victims[-1]]
+
+
+def _is_loop_range(rng: Range) -> bool:
+    """A range that is the values a loop or map of the program gives its variable: exactly what
+    the cutout's place sees. Another symbol's bounds naming it are derived from index uses and
+    only approximate the same relation, so a cycle is cut at those, never at the loop's range
+    (cutting ``i in [0, H-1]`` left ``i`` up to --max-size while ``H`` was 1: a cutout of
+    resnet's conv2d then read and wrote far outside its containers)."""
+    return rng.kind == "safety" and rng.origin.endswith("variable of the program")
 
 
 # keys of a constraints file that set the decoder instead of naming a symbol or container

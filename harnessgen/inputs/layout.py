@@ -74,6 +74,9 @@ class ContainerSlot:
     lo: Optional[ex.Expr] = None   # value range (numeric types)
     hi: Optional[ex.Expr] = None
     is_output: bool = True
+    # whether pre writes it; one it never writes must come out of pre as it went in (else pre
+    # wrote outside another container: a missing constraint, never a finding)
+    pre_writes: bool = True
 
     @property
     def itemsize(self) -> int:
@@ -225,7 +228,7 @@ class InputLayout:
             "containers": [{"name": c.name, "dtype": c.dtype, "count": str(c.count),
                             "shape": [str(x) for x in c.shape],
                             "lo": None if c.lo is None else str(c.lo), "hi": None if c.hi is None else str(c.hi),
-                            "is_output": c.is_output} for c in self.containers],
+                            "is_output": c.is_output, "pre_writes": c.pre_writes} for c in self.containers],
         }
 
     @classmethod
@@ -237,7 +240,7 @@ class InputLayout:
         symbols = [SymbolSlot(s["name"], s["dtype"], p(s["lo"]), p(s["hi"])) for s in obj["symbols"]]
         containers = [ContainerSlot(c["name"], c["dtype"], p(c["count"]), tuple(p(x) for x in c["shape"]),
                                     None if c["lo"] is None else p(c["lo"]), None if c["hi"] is None else p(c["hi"]),
-                                    c["is_output"]) for c in obj["containers"]]
+                                    c["is_output"], c.get("pre_writes", True)) for c in obj["containers"]]
         return cls(symbols, containers, obj["float_tiny"], obj["allow_nonfinite"], obj["version"], obj["offsets"])
 
     def save(self, path: Path) -> None:
@@ -327,6 +330,7 @@ def build_layout(pair, constraints: Constraints, offsets: bool = True) -> InputL
     symbols = [SymbolSlot(n, _symbol_dtype(pre, n), constraints.symbols[n].lo, constraints.symbols[n].hi)
                for n in order]
     outputs = set(pair.output_config)
+    written = _written_by(pre, pair.containers)
     containers = []
     for name in pair.containers:
         desc = pre.arrays[name]
@@ -335,10 +339,42 @@ def build_layout(pair, constraints: Constraints, offsets: bool = True) -> InputL
             raise Unsupported(f"container {name} has type {dtype}, which the input layout cannot decode")
         rng = constraints.values.get(name)
         containers.append(ContainerSlot(
-            name=name, dtype=dtype, count=ex.simplify(ex.from_sympy(desc.total_size)),
+            name=name, dtype=dtype, count=allocated_count(desc),
             shape=tuple(ex.simplify(ex.from_sympy(s)) for s in desc.shape),
-            lo=rng.lo if rng else None, hi=rng.hi if rng else None, is_output=name in outputs))
+            lo=rng.lo if rng else None, hi=rng.hi if rng else None, is_output=name in outputs,
+            pre_writes=name in written))
     return InputLayout(symbols, containers, constraints.float_tiny, constraints.allow_nonfinite, offsets=offsets)
+
+
+def _written_by(sdfg, names) -> set:
+    """Those of ``names`` some state of ``sdfg`` writes, at any depth; every name where the
+    SDFG cannot be read that way, so that no check rests on a guess."""
+    from ..cutout.extract import written_containers
+
+    try:
+        return set(written_containers(sdfg, list(names)))
+    except Exception:   # a DaCe we cannot walk: treat every container as written
+        return set(names)
+
+
+def allocated_count(desc) -> ex.Expr:
+    """Elements a container's buffer must hold: DaCe's ``total_size``, or more where its strides
+    reach further. A nested SDFG's view of a slice keeps the strides of the array it slices
+    (an ``(N, C)`` output row of an ``(N, H, W, C)`` array has strides ``(H*W*C, 1)``) while its
+    ``total_size`` counts its shape only; a buffer of that size has the cutout write far outside
+    it, in pre and post alike (resnet's conv2d reduction), which the program never does."""
+    import sympy
+
+    total = sympy.sympify(desc.total_size)
+    try:
+        reach = 1 + sum((sympy.sympify(n) - 1) * sympy.sympify(s) for n, s in zip(desc.shape, desc.strides))
+        reach += sympy.sympify(getattr(desc, "start_offset", 0) or 0)
+    except (TypeError, ValueError, sympy.SympifyError):
+        return ex.simplify(ex.from_sympy(total))
+    excess = sympy.expand(reach - total)
+    if excess.is_number:          # dense strides (either order) reach exactly the total size
+        return ex.simplify(ex.from_sympy(total if excess <= 0 else reach))
+    return ex.simplify(ex.from_sympy(sympy.Max(total, reach)))
 
 
 def _symbol_dtype(sdfg, name: str) -> str:

@@ -207,6 +207,9 @@ class Triage:
                     flaky.append(str(crash.path))     # crashed under the engine, passes on replay
             merged: Dict[Key, Dict] = {}
             for key, members in groups.items():
+                if not self._shown_natively(members[0]):
+                    flaky += [str(m[0].path) for m in members]
+                    continue
                 self._minimize_group(worker, key, members, merged)
         findings = [self._write(key, entry) for key, entry in sorted(merged.items(), key=lambda kv: kv[1]["first"])]
         self._write_notes(invalid, flaky)
@@ -256,6 +259,19 @@ class Triage:
         finally:
             worker.timeout_s = 20.0
         return results[0]
+
+    def _shown_natively(self, member) -> bool:
+        """Whether the native harness, in a process of its own, shows the finding the replays
+        showed: what the reproducer and afl-fuzz run. The replays run each input in a child
+        forked from a server that loaded the build, whose heap is laid out as no fresh process
+        lays it out; a post (or pre) reaching outside its buffers can differ there alone, and a
+        finding only that shows is not one anybody can reproduce (resnet's StripMining filed
+        such a MISMATCH). A race shows on some runs only and has its own confirmation; a hang
+        would cost a full timeout again."""
+        _crash, data, result = member
+        if result.outcome in (Outcome.RACE, Outcome.POST_HANG):
+            return True
+        return native_signature(self.build, data, self.options.tolerance) == signature(result)
 
     def _minimize_group(self, worker: ReplayWorker, key: Key, members, merged: Dict[Key, Dict]) -> None:
         crash, data, result = members[0]

@@ -26,7 +26,7 @@ from ..core import expr as ex
 from ..core.runtime import Tolerance, compare
 from ..cutout.extract import CutoutPair, plain_copy, scalars_to_arrays
 from ..harness.build import build
-from ..inputs.layout import ContainerSlot, DecodedInput, InputLayout
+from ..inputs.layout import ContainerSlot, allocated_count, DecodedInput, InputLayout
 
 
 @dataclasses.dataclass
@@ -127,7 +127,7 @@ def capture_layout(layout: InputLayout, capture: CutoutPair) -> InputLayout:
     for name in sorted(n for n, d in capture.pre.arrays.items() if not d.transient and n not in known):
         desc = capture.pre.arrays[name]
         extra.append(ContainerSlot(name=name, dtype=desc.dtype.as_numpy_dtype().name,
-                                   count=ex.simplify(ex.from_sympy(desc.total_size)),
+                                   count=allocated_count(desc),
                                    shape=tuple(ex.simplify(ex.from_sympy(s)) for s in desc.shape)))
     return dataclasses.replace(layout, containers=sorted(layout.containers + extra, key=lambda c: c.name))
 

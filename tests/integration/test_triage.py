@@ -54,6 +54,18 @@ def test_a_post_wrong_from_its_first_call_is_a_finding_though_its_state_leaks(bu
     assert result.verdict == Outcome.MISMATCH and not result.flaky
 
 
+def test_a_finding_the_native_harness_does_not_show_is_flaky(build_cache, tmp_path):
+    """The replays see post wrong, a fresh native process sees it right: no reproducer would
+    replay it, so it is flaky, never a finding."""
+    pair = make_pair("sigmoid", f"{BROKEN}:WrongInPythonOnly")
+    layout = layout_of(pair)
+    harness = build(pair, layout, build_cache, afl=False)
+    inputs = [d for _, d in seeds.sample(layout, 3, 0)[1:]]
+    result = triage_build(harness.dir, raw_files(tmp_path, inputs), options(tmp_path, build_cache))
+    assert result.findings == [] and result.verdict == Outcome.PASS
+    assert len(result.flaky) == len(inputs)
+
+
 def test_pre_failing_is_invalid_input_and_the_instance_passes(build_cache, tmp_path):
     layout, harness = scatter_missing_constraint(build_cache)
     bad = layout.encode({"N": 2, "M": 2}, {"idx": np.array([40, 0], np.int32), "val": np.ones(2), "y": np.zeros(2)})

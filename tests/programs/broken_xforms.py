@@ -80,6 +80,19 @@ class WrongOnEveryOtherCall(_TaskletRewrite):
 
 
 @properties.make_properties
+class WrongInPythonOnly(_TaskletRewrite):
+    """Wrong inside a Python process (the replay's), right in the native harness: the stand-in,
+    deterministic, for a post whose stray access lands elsewhere in a heap laid out as a loaded
+    interpreter lays it out than in a fresh native process."""
+
+    body = "{out} = exp(__in1) * (strstr(program_invocation_short_name, \"python\") ? 1.5 : 1.0);"
+
+    def apply(self, graph, sdfg):
+        super().apply(graph, sdfg)
+        self.tasklet.code_global = properties.CodeBlock("#include <errno.h>\n#include <cstring>", dace.Language.CPP)
+
+
+@properties.make_properties
 class WrongOnSeveralThreads(_TaskletRewrite):
     """Right on one thread, wrong on several, every time: a race's signature, deterministic."""
 

@@ -137,3 +137,23 @@ def test_a_cycle_of_derived_bounds_is_cut_at_its_last_symbol_and_the_relation_ke
 
 def ranges_of(symbols):
     return {k: (str(ex.simplify(v.lo)), str(ex.simplify(v.hi))) for k, v in symbols.items()}
+
+
+def test_a_cycle_with_a_loop_variable_is_cut_at_the_other_symbol():
+    """A loop variable's range is what the program gives it (``i`` in ``[0, H - 1]``); a size's
+    bound naming it was derived from index uses and only approximates the relation. resnet's
+    conv2d cutouts had the cycle cut at ``i``, last in the order: ``i`` ran up to --max-size with
+    ``H`` at 1, and pre wrote far outside its containers. The cut is now made at ``H``."""
+    from harnessgen.inputs.constraints import Range, _drop_unresolvable
+
+    derived = {"H": Range(ex.parse("max(1, -i)"), ex.parse("16"), "size (--max-size)", "default"),
+               "i": Range(ex.parse("0"), ex.parse("H - 1"), "loop variable of the program", "safety")}
+    asked = []
+
+    def rederive(sym, without):
+        asked.append((sym, sorted(without)))
+        return Range(ex.parse("1"), ex.parse("16"), "size (--max-size)", "default")
+
+    out = _drop_unresolvable(dict(derived), ["H", "i"], dict(derived), {}, rederive)
+    assert asked == [("H", ["i"])]
+    assert ranges_of(out) == {"H": ("1", "16"), "i": ("0", "(H - 1)")}

@@ -157,3 +157,20 @@ def test_layout_json_round_trip():
     data = bytes(range(200)) * 3
     a, b = LAYOUT.decode(data), again.decode(data)
     assert a.symbols == b.symbols and all(a.arrays[k].tobytes() == b.arrays[k].tobytes() for k in a.arrays)
+
+
+def test_a_strided_view_gets_a_buffer_as_far_as_its_strides_reach():
+    """A nested SDFG's slice of a row keeps the strides of the array it slices: ``(N, C)`` with
+    strides ``(H*W*C, 1)`` reaches ``(N-1)*H*W*C + C`` elements, not ``N*C`` (resnet's conv2d
+    reduction wrote that far, in pre and post alike, past a buffer of its shape's size)."""
+    import dace
+
+    from harnessgen.inputs.layout import allocated_count
+
+    N, C, H, W = (dace.symbol(s) for s in "NCHW")
+    strided = allocated_count(dace.data.Array(dace.float32, [N, C], strides=[C * H * W, 1]))
+    assert ex.evaluate(strided, {"N": 3, "C": 2, "H": 4, "W": 5}) == 2 * 40 + 2
+    assert str(allocated_count(dace.data.Array(dace.float32, [N, C]))) == "(C * N)"
+    column_major = allocated_count(dace.data.Array(dace.float32, [N, C], strides=[1, N]))
+    assert ex.evaluate(column_major, {"N": 3, "C": 2}) == 6
+    assert ex.evaluate(allocated_count(dace.data.Array(dace.float32, [5, 3], strides=[10, 1])), {}) == 43
