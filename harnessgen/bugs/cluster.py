@@ -21,7 +21,7 @@ from ..core.errors import ConfigError
 from ..core.files import write_json
 from ..core.outcome import STATIC_OUTCOMES
 from . import signature as sig
-from .stack import post_stack
+from ..triage.stack import post_stack
 from .version_verdicts import newest_showing, versions_line
 
 BUGS_FILE = "bugs.json"

@@ -49,7 +49,7 @@ from ..triage.localize import localize
 from ..triage.reproducer import write_codegen_finding, write_static_finding
 from . import signature as sig
 from .cluster import CODEGEN_FAILURE, STATIC_VERDICTS, Bug, load_json, sdfg_size, static_signature
-from .stack import run_gdb
+from ..triage.stack import run_gdb
 
 REDUCED_DIR = "reduced"
 REDUCTION_FILE = "reduction.json"

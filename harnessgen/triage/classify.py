@@ -47,6 +47,7 @@ from ..plan.params import describe as describe_params
 from .localize import Divergence, localize
 from .reproducer import sdfg_diff, write_finding
 from .shrink import Shrinker, ShrinkStats
+from .stack import post_stack
 from .tsan import run_tsan
 
 Key = Tuple[str, Optional[str], Tuple[str, ...]]
@@ -357,6 +358,10 @@ class Triage:
         dtypes.update({c.name: c.dtype for c in self.layout.containers})
         readme = _readme(meta, summary, divergence, diff_lines)
         write_finding(folder, meta, self.build.dir, data, decoded, dtypes, CXX, CXXFLAGS, summary, readme)
+        if result.outcome == Outcome.POST_CRASH:
+            # taken here, by the worker that triaged it and within the run's bound, rather than
+            # by clustering after the run, which took 40 s of gdb for NPBench's 270 crashes
+            post_stack(folder, self.build.harness_replay)
         return Finding(key=key, outcome=result.outcome, container=result.container, folder=folder,
                        raw=entry["raw"], meta=meta)
 

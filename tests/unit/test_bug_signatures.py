@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from harnessgen.bugs import signature as sig
 from harnessgen.bugs.cluster import FindingRecord, cluster, sdfg_size
-from harnessgen.bugs.stack import fault_kind, parse_gdb
+from harnessgen.triage.stack import fault_kind, parse_gdb
 from harnessgen.triage.localize import dataflow_order
 
 TRACEBACK = '''AttributeError: 'CodeBlock' object has no attribute '_fields'
