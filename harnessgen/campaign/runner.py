@@ -209,6 +209,30 @@ class InstanceRunner:
             self._report_proof(proof, result)
         if engine_failure is not None:
             self._engine_failed(engine_failure, inst, result, len(passing))
+        self._judged_nothing(result, passing, ran, engine_execs, proof)
+
+    def _judged_nothing(self, result: InstanceResult, passing: List[Path], ran: int, engine_execs: int,
+                        proof) -> None:
+        """A PASS rests on an input that passed, a mutation afl-fuzz ran, or a proof. Where none
+        of these is (every seed input failed and triage found no finding among them, or no seed
+        ran at all), the instance is not judged: INVALID_INPUT where pre itself failed on the
+        inputs that ran (a constraint is missing), UNSUPPORTED where nothing ran in its time.
+        NPBench's mandelbrot2 gave 14 such PASS verdicts, on no input."""
+        if (result.verdict != Outcome.PASS.name or passing or engine_execs
+                or (proof is not None and proof.verdict == provelib.PROVEN)):
+            return
+        if ran:
+            triaged = result.triage or {}
+            result.verdict = Outcome.INVALID_INPUT.name
+            result.message = (f"not judged: no input passed. Each of the {ran} seed input(s) that ran failed natively "
+                              f"and was no finding ({triaged.get('invalid_inputs', 0)} pre failing on its own input, "
+                              f"{triaged.get('flaky', 0)} flaky): a constraint is missing (give it in --constraints); "
+                              f"{result.message}".rstrip("; "))
+        else:
+            result.verdict = "UNSUPPORTED"
+            result.message = (f"not judged: no seed input ran within the instance's {self.options.time_s:g} s "
+                              "(a longer --time or --budget judges it)")
+        result.notes.append("a PASS would have rested on no input")
 
     def _job(self, inst: Instance, harness: HarnessBuild, seeds: Path, work: Path, remaining: float,
              result: InstanceResult) -> FuzzJob:

@@ -143,3 +143,14 @@ def test_a_worker_killed_by_its_instance_ends_only_that_instance(tmp_path, jobs)
     assert alone and all(e["verdict"] == "PASS" for e in alone), [(e["id"], e["verdict"], e["message"]) for e in alone]
     assert summary["finished"] == summary["planned"]
     assert os.path.isfile(killed[0]["error"]["log"])
+
+
+def test_an_instance_on_which_no_input_runs_pre_to_completion_is_not_a_pass(tmp_path):
+    """Every seed input fails in pre itself (the program aborts) and triage finds no finding
+    among them: nothing was judged, so the verdict is INVALID_INPUT (a constraint is missing),
+    never a PASS resting on no input. The transformation changes nothing and cannot be blamed."""
+    program = f"{PROGRAMS / 'pre_always_fails.py'}:pre_always_fails"
+    proc, summary = fuzz(tmp_path, program, f"{BROKEN}:LeavesTaskletAlone", "--prove", "off", "--no-reference-check")
+    [entry] = summary["instances"]
+    assert entry["verdict"] == "INVALID_INPUT", entry
+    assert entry["findings"] == [] and "no input passed" in entry["message"], entry["message"]
