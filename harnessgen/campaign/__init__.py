@@ -507,6 +507,7 @@ def _within_bound(options, config: CampaignConfig, feed: "_Feed", started: float
     left = config.run_budget_s - (time.monotonic() - started)
     overhead, fuzzing = feed.costs()
     share = (left * workers - queued * overhead) / max(1.0, queued * fuzzing)
+    options = dataclasses.replace(options, run_ends_at=time.time() + max(0.0, left))
     if share >= options.time_s:
         return options
     return dataclasses.replace(options, time_s=round(max(0.0, share), 2), time_cut_by_bound=True)

@@ -87,6 +87,9 @@ class FuzzOptions:
     defer_audits: bool = False
     # a bounded run gave the instance less than --time: its share of what remained of the bound
     time_cut_by_bound: bool = False
+    # a bounded run: when its bound ends (time.time(), as workers on other hosts read it); an
+    # instance's triage starts no replay long after it
+    run_ends_at: Optional[float] = None
     verbose: bool = False                # library warnings on the terminal too (always in warnings.log)
     simplify: Optional[bool] = None      # pattern instances on the simplified program (True) or as given
                                          # (False); None: the program kind's default (SDFG files as given)

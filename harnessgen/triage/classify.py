@@ -54,6 +54,12 @@ Key = Tuple[str, Optional[str], Tuple[str, ...]]
 HANG_TIMEOUT_S = 5.0
 
 
+# a bounded run's triage: replays start until this long past the bound's end, and for at least
+# this long from the instance's triage on (one instance's time, the bound's promise)
+TRIAGE_PAST_BOUND_S = 10.0
+TRIAGE_MIN_S = 5.0
+
+
 @dataclasses.dataclass
 class TriageOptions:
     tolerance: Tolerance = Tolerance()
@@ -81,10 +87,17 @@ class TriageOptions:
 
     @classmethod
     def for_instance(cls, run, inst: Instance) -> "TriageOptions":
-        """How a run (``records.FuzzOptions``) triages one instance's crashes, into its folder."""
+        """How a run (``records.FuzzOptions``) triages one instance's crashes, into its folder.
+        In a bounded run no raw crash is replayed, and no input shrunk, past the bound's end and
+        ``TRIAGE_PAST_BOUND_S`` (at least ``TRIAGE_MIN_S`` from now): two NPBench instances that
+        started at the bound spent 120 s each on race-mode crashes that did not confirm."""
+        deadline = None
+        if getattr(run, "run_ends_at", None) is not None:
+            deadline = time.monotonic() + max(TRIAGE_MIN_S, run.run_ends_at + TRIAGE_PAST_BOUND_S - time.time())
         return cls(tolerance=run.tolerance, keep_root=run.keep_dir(inst), work_dir=run.work_dir,
                    max_raw=run.max_replays, command_line=run.command_line,
-                   race_threads=max(run.race_threads, 2) if run.race_threads else 4, instance=inst)
+                   race_threads=max(run.race_threads, 2) if run.race_threads else 4, instance=inst,
+                   deadline=deadline)
 
 
 @dataclasses.dataclass
@@ -261,6 +274,13 @@ class Triage:
             worker.timeout_s = 20.0
         return results[0]
 
+    def _shrink_seconds(self) -> float:
+        """The shrinker's time: its own, or what the triage's deadline leaves (the input as
+        found is the reproducer where nothing is left)."""
+        if self.options.deadline is None:
+            return self.options.shrink_seconds
+        return max(0.0, min(self.options.shrink_seconds, self.options.deadline - time.monotonic()))
+
     def _shown_natively(self, member) -> bool:
         """Whether the native harness, in a process of its own, shows the finding the replays
         showed: what the reproducer and afl-fuzz run. The replays run each input in a child
@@ -286,7 +306,7 @@ class Triage:
         threads, repeat = (result.detail["threads"], self.options.race_repeat) if race else (1, 1)
         if result.outcome != Outcome.POST_HANG:   # every hang candidate would cost a full timeout
             shrinker = Shrinker(self.layout, self._predicate(target, threads if race else 0), budget=self.options.shrink_budget,
-                                deadline_s=self.options.shrink_seconds)
+                                deadline_s=self._shrink_seconds())
             candidate, stats = shrinker.shrink(data, harness_afl=None if race else self.build.harness_afl)
             # two replays more than for classification: a finding must be beyond doubt
             confirmed = [worker.run(candidate, tol, threads, repeat) for _ in range(self.options.replays + 2)]
