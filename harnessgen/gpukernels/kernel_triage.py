@@ -21,7 +21,7 @@ from .. import __version__
 from ..core.outcome import Outcome
 from ..cuda import sanitizer
 from ..harness.replay import ReplayResult, ReplayWorker, execute
-from ..triage.classify import Finding, Key, Triage, native_signature, signature
+from ..triage.classify import Finding, Key, Triage
 from ..triage.shrink import ShrinkStats
 from .kernel_reproducer import launch_geometry, write_kernel_finding
 
@@ -55,13 +55,13 @@ class KernelTriage(Triage):
                 return results[-1]
         return results[0]
 
-    def _shown_natively(self, member) -> bool:
-        """The native harness launches post as often as a replay does (a race changes some
-        launches only); a finding only compute-sanitizer sees has outputs that agree anyway."""
-        _crash, data, result = member
-        if "sanitizer" in result.detail or result.outcome in (Outcome.RACE, Outcome.POST_HANG):
-            return True
-        return native_signature(self.build, data, self.options.tolerance, repeat=SYNC_RUNS) == signature(result)
+    # the native confirmation launches post as often as a replay does (a race changes some
+    # launches only)
+    native_repeat = SYNC_RUNS
+
+    def _confirmed_otherwise(self, result: ReplayResult) -> bool:
+        """A finding only compute-sanitizer sees has outputs that agree anyway."""
+        return "sanitizer" in result.detail or super()._confirmed_otherwise(result)
 
     def _minimize_group(self, worker: ReplayWorker, key: Key, members, merged: Dict[Key, Dict]) -> None:
         crash, data, result = members[0]

@@ -421,12 +421,16 @@ def _fold(exprs: List[ex.Expr], op: str) -> Optional[ex.Expr]:
     return items[0]
 
 
+# how a symbol's range that is a loop's or map's range says so ("loop variable of the program")
+LOOP_VARIABLE_ORIGIN = "variable of the program"
+
+
 def _symbol_range(sym: str, analysis: ProgramAnalysis, free: Set[str], max_size: int) -> Range:
     allowed = free - {sym}
     for it in analysis.iterators.get(sym, []):
         lo, hi = _only([it.low], allowed), _only([it.high], allowed)
         if lo and hi:
-            return Range(lo[0], hi[0], f"{it.origin} variable of the program", "safety")
+            return Range(lo[0], hi[0], f"{it.origin} {LOOP_VARIABLE_ORIGIN}", "safety")
     los, his = analysis.need(sym)
     lo, hi = _fold(_only(los, allowed), "max"), _fold(_only(his, allowed), "min")
     if sym in analysis.size_symbols:
@@ -545,7 +549,7 @@ def _is_loop_range(rng: Range) -> bool:
     only approximate the same relation, so a cycle is cut at those, never at the loop's range
     (cutting ``i in [0, H-1]`` left ``i`` up to --max-size while ``H`` was 1: a cutout of
     resnet's conv2d then read and wrote far outside its containers)."""
-    return rng.kind == "safety" and rng.origin.endswith("variable of the program")
+    return rng.kind == "safety" and rng.origin.endswith(LOOP_VARIABLE_ORIGIN)
 
 
 # keys of a constraints file that set the decoder instead of naming a symbol or container

@@ -92,7 +92,7 @@ class TriageOptions:
         ``TRIAGE_PAST_BOUND_S`` (at least ``TRIAGE_MIN_S`` from now): two NPBench instances that
         started at the bound spent 120 s each on race-mode crashes that did not confirm."""
         deadline = None
-        if getattr(run, "run_ends_at", None) is not None:
+        if run.run_ends_at is not None:
             deadline = time.monotonic() + max(TRIAGE_MIN_S, run.run_ends_at + TRIAGE_PAST_BOUND_S - time.time())
         return cls(tolerance=run.tolerance, keep_root=run.keep_dir(inst), work_dir=run.work_dir,
                    max_raw=run.max_replays, command_line=run.command_line,
@@ -281,18 +281,26 @@ class Triage:
             return self.options.shrink_seconds
         return max(0.0, min(self.options.shrink_seconds, self.options.deadline - time.monotonic()))
 
+    # post's runs per native confirmation (a kind whose replays run post several times says so)
+    native_repeat = 1
+
     def _shown_natively(self, member) -> bool:
         """Whether the native harness, in a process of its own, shows the finding the replays
         showed: what the reproducer and afl-fuzz run. The replays run each input in a child
         forked from a server that loaded the build, whose heap is laid out as no fresh process
         lays it out; a post (or pre) reaching outside its buffers can differ there alone, and a
         finding only that shows is not one anybody can reproduce (resnet's StripMining filed
-        such a MISMATCH). A race shows on some runs only and has its own confirmation; a hang
-        would cost a full timeout again."""
+        such a MISMATCH)."""
         _crash, data, result = member
-        if result.outcome in (Outcome.RACE, Outcome.POST_HANG):
+        if self._confirmed_otherwise(result):
             return True
-        return native_signature(self.build, data, self.options.tolerance) == signature(result)
+        return native_signature(self.build, data, self.options.tolerance,
+                                repeat=self.native_repeat) == signature(result)
+
+    def _confirmed_otherwise(self, result: ReplayResult) -> bool:
+        """Findings the native run does not confirm: a race shows on some runs only and has its
+        own confirmation; a hang would cost a full timeout again."""
+        return result.outcome in (Outcome.RACE, Outcome.POST_HANG)
 
     def _minimize_group(self, worker: ReplayWorker, key: Key, members, merged: Dict[Key, Dict]) -> None:
         crash, data, result = members[0]
