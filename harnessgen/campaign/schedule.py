@@ -37,10 +37,14 @@ the cheap ones. Instances put back in front (requeued after a lost worker) go fi
 """
 from __future__ import annotations
 
+import bisect
+import collections
+import itertools
 import statistics
 import time
 from typing import Callable, Dict, List, Optional
 
+from ..core.errors import InternalError
 from .planning import AUDITS, MAIN, MATCHES, QUEUES, VARIANTS, WHOLE
 
 DEFAULT_WHOLE_SHARE = 0.25
@@ -71,6 +75,8 @@ class Scheduler:
         self.spec_spent: Dict[tuple, float] = {}     # (queue, spec) -> seconds of its finished instances
         self.program_spent: Dict[tuple, float] = {}  # (queue, program) -> seconds of its finished instances
         self.spec_walls: Dict[tuple, List[float]] = {}  # (queue, spec) -> wall seconds of each finished one
+        self.orders: Dict[str, "_QueueOrder"] = {}   # queue -> its rows by program and transformation
+        self._medians: Dict[object, float] = {}      # (queue, spec) or queue -> median of its walls, kept
         self.urgent: set = set()                     # ids put back in front
         # matches are still being enumerated beside the run (the feed says so): what comes after
         # the matches waits for them
@@ -81,12 +87,22 @@ class Scheduler:
 
     def add(self, rows: List[Dict], front: bool = False) -> None:
         for row in (reversed(rows) if front else rows):
-            queue = self.queues[self.queue_of(row)]
+            name = self.queue_of(row)
+            order = self._order(name)
             if front:
-                queue.insert(0, row)
+                self.queues[name].insert(0, row)
                 self.urgent.add(row["id"])
             else:
-                queue.append(row)
+                self.queues[name].append(row)
+            order.add(row, front)
+
+    def _order(self, queue: str) -> "_QueueOrder":
+        """``queue``'s rows by program and transformation, made again from the queue where it
+        changed behind the scheduler's back (a caller that cleared it)."""
+        order = self.orders.get(queue)
+        if order is None or len(order) != len(self.queues[queue]):
+            order = self.orders[queue] = _QueueOrder(self.queues[queue])
+        return order
 
     def __len__(self) -> int:
         return sum(len(q) for q in self.queues.values())
@@ -138,50 +154,52 @@ class Scheduler:
             room = [q for q in candidates if self._running(q) < self._workers_for(q, workers)]
             candidates = room or candidates
         queue = min(candidates, key=lambda q: (self._used(q, now), QUEUES.index(q)))
-        row = self.queues[queue].pop(self._pick(queue, now))
+        row = self._pick(queue, now)
+        self.queues[queue].pop(self._order(queue).take(self.queues[queue], row))
         self.urgent.discard(row["id"])
         self.running[row["id"]] = (queue, now, row["spec"], _program(row))
         return row
 
-    def _pick(self, queue: str, now: float) -> int:
-        """The index in ``queue`` of the next instance: one put back in front, else, in the
-        program with the least time used in the queue, the first of the transformation with the
-        least time used times the cost of its instances."""
+    def _pick(self, queue: str, now: float) -> Dict:
+        """The next instance of ``queue``: one put back in front, else, in the program with the
+        least time used in the queue, the first of the transformation with the least time used
+        times the cost of its instances (each program's and transformation's first row is
+        looked up, never the queue walked: 7,000 rows took 15 ms a pick, a worker's wait)."""
         rows = self.queues[queue]
         if rows[0]["id"] in self.urgent:
-            return 0
+            return rows[0]
+        order = self._order(queue)
         used = dict(self.spec_spent)
         program_used = dict(self.program_spent)
         for q, started, spec, program in self.running.values():
             used[(q, spec)] = used.get((q, spec), 0.0) + now - started
             program_used[(q, program)] = program_used.get((q, program), 0.0) + now - started
-        first_of_program: Dict[str, int] = {}
-        for index, row in enumerate(rows):
-            first_of_program.setdefault(_program(row), index)
-        program = _program(rows[min(first_of_program.values(),
-                                    key=lambda i: (program_used.get((queue, _program(rows[i])), 0.0), i))])
-        first: Dict[str, int] = {}
-        for index, row in enumerate(rows):
-            if _program(row) == program:
-                first.setdefault(row["spec"], index)
+        program = min(order.programs(), key=lambda p: (program_used.get((queue, p), 0.0), order.first_of_program(p)))
+        firsts = order.first_of_each_spec(program)
 
-        def weighed(index: int) -> tuple:
-            spec = rows[index]["spec"]
-            return (used.get((queue, spec), 0.0) * self._cost(queue, spec), self.expected.get(spec, 0.0), index)
-        return min(first.values(), key=weighed)
+        def weighed(spec: str) -> tuple:
+            return (used.get((queue, spec), 0.0) * self._cost(queue, spec), self.expected.get(spec, 0.0), firsts[spec][0])
+        return firsts[min(firsts, key=weighed)][1]
 
     def _cost(self, queue: str, spec: str) -> float:
         """What an instance of ``spec`` in ``queue`` is expected to take: the median of its
         finished ones in this run, else in earlier runs, else of the queue's finished ones."""
-        walls = self.spec_walls.get((queue, spec))
-        if walls:
-            cost = statistics.median(walls)
+        if (queue, spec) in self.spec_walls:
+            cost = self._median((queue, spec), lambda: self.spec_walls[(queue, spec)])
         elif spec in self.expected:
             cost = self.expected[spec]
         else:
-            everything = [w for (q, _), values in self.spec_walls.items() if q == queue for w in values]
-            cost = statistics.median(everything) if everything else MIN_COST
+            everything = self._median(queue, lambda: [w for (q, _), values in self.spec_walls.items() if q == queue
+                                                      for w in values])
+            cost = everything if everything is not None else MIN_COST
         return max(cost, MIN_COST)
+
+    def _median(self, key, walls: Callable[[], List[float]]) -> Optional[float]:
+        """The median of ``walls()``, kept until an instance of ``key`` finishes."""
+        if key not in self._medians:
+            values = walls()
+            self._medians[key] = statistics.median(values) if values else None
+        return self._medians[key]
 
     def _workers_for(self, queue: str, workers: int) -> int:
         """A queue's share of the workers: at least one where its share is not zero."""
@@ -198,26 +216,85 @@ class Scheduler:
         self.spec_spent[(queue, spec)] = self.spec_spent.get((queue, spec), 0.0) + wall
         self.program_spent[(queue, program)] = self.program_spent.get((queue, program), 0.0) + wall
         self.spec_walls.setdefault((queue, spec), []).append(wall)
+        self._medians.pop((queue, spec), None)
+        self._medians.pop(queue, None)
         if queue == MAIN and spec:
             self._move_if_slow(spec)
 
     def _move_if_slow(self, spec: str) -> None:
         """A transformation whose instances prove slow goes on in the expensive queue: it keeps
         its share there instead of holding the main queue's workers."""
+        if spec in self.slow or self._median((MAIN, spec), lambda: self.spec_walls[(MAIN, spec)]) < SLOW_SECONDS:
+            return
         others = [w for (queue, name), walls in self.spec_walls.items()
                   if queue == MAIN and name and name != spec for w in walls]
-        if spec in self.slow or not others:
-            return
-        if statistics.median(self.spec_walls[(MAIN, spec)]) < max(SLOW_SECONDS, SLOW_FACTOR * statistics.median(others)):
+        if not others or statistics.median(self.spec_walls[(MAIN, spec)]) < SLOW_FACTOR * statistics.median(others):
             return
         moving = [row for row in self.queues[MAIN] if row["spec"] == spec]
         self.queues[MAIN] = [row for row in self.queues[MAIN] if row["spec"] != spec]
         self.queues[WHOLE] += moving
+        self.orders.pop(MAIN, None)
+        self.orders.pop(WHOLE, None)
         self.slow.append(spec)
 
     def clear(self) -> None:
         for queue in self.queues.values():
             queue.clear()
+        self.orders.clear()
+
+
+class _QueueOrder:
+    """One queue's rows by program and by transformation within it, each in queue order, with
+    a sequence number each that grows along the queue (rows put in front get ones below every
+    other): the first row of a program or of a transformation is a look-up."""
+
+    def __init__(self, rows: List[Dict]):
+        self.rows: Dict[str, Dict[str, collections.deque]] = {}   # program -> spec -> deque of (seq, row)
+        self.seq: Dict[int, int] = {}                               # id(row) -> its sequence number
+        self.back = itertools.count()
+        self.front = itertools.count(-1, -1)
+        for row in rows:
+            self.add(row, front=False)
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def add(self, row: Dict, front: bool) -> None:
+        seq = next(self.front if front else self.back)
+        self.seq[id(row)] = seq
+        runs = self.rows.setdefault(_program(row), {}).setdefault(row["spec"], collections.deque())
+        if front:
+            runs.appendleft((seq, row))
+        else:
+            runs.append((seq, row))
+
+    def take(self, rows: List[Dict], row: Dict) -> int:
+        """Take out ``row``, the first of its program's rows of its transformation: its index
+        in ``rows``, the queue (in sequence order), for the caller to pop."""
+        program, spec = _program(row), row["spec"]
+        runs = self.rows[program][spec]
+        seq, first = runs.popleft()
+        if first is not row:
+            raise InternalError(f"the scheduler took {row['id']}, not the first of its transformation")
+        if not runs:
+            del self.rows[program][spec]
+            if not self.rows[program]:
+                del self.rows[program]
+        del self.seq[id(row)]
+        index = bisect.bisect_left(rows, seq, key=lambda r: self.seq.get(id(r), seq))
+        if index < len(rows) and rows[index] is row:
+            return index
+        raise InternalError(f"the scheduler's order of its queue lost {row['id']}")
+
+    def programs(self) -> List[str]:
+        return list(self.rows)
+
+    def first_of_program(self, program: str) -> int:
+        return min(runs[0][0] for runs in self.rows[program].values())
+
+    def first_of_each_spec(self, program: str) -> Dict[str, tuple]:
+        """Each transformation's first (sequence number, row) in ``program``."""
+        return {spec: runs[0] for spec, runs in self.rows[program].items()}
 
 
 def _program(row: Dict) -> str:

@@ -1,7 +1,10 @@
 """Which instance starts next: each queue gets its share of the workers' time."""
+import random
 import time
+import types
 
 from harnessgen.campaign.planning import AUDITS, MAIN, VARIANTS, WHOLE
+from harnessgen.campaign import schedule
 from harnessgen.campaign.schedule import Scheduler, estimate_seconds, median_walls
 
 
@@ -163,3 +166,55 @@ def test_a_findings_audit_waits_for_the_matches_when_the_bound_is_tight():
     scheduler.spent[MAIN] = 10.0
     scheduler.audits_wait = True
     assert [scheduler.next(workers=2)["id"] for _ in range(3)] == ["main-0", "main-1", "finding-audit"]
+
+
+def _reference_pick(scheduler, queue, now):
+    """The next row as the scheduler's documentation defines it, by walking the whole queue."""
+    rows = scheduler.queues[queue]
+    if rows[0]["id"] in scheduler.urgent:
+        return rows[0]
+    used, program_used = dict(scheduler.spec_spent), dict(scheduler.program_spent)
+    for q, started, spec, program in scheduler.running.values():
+        used[(q, spec)] = used.get((q, spec), 0.0) + now - started
+        program_used[(q, program)] = program_used.get((q, program), 0.0) + now - started
+    firsts = {}
+    for index, row in enumerate(rows):
+        firsts.setdefault(row["program"], index)
+    program = rows[min(firsts.values(), key=lambda i: (program_used.get((queue, rows[i]["program"]), 0.0), i))]["program"]
+    of_spec = {}
+    for index, row in enumerate(rows):
+        if row["program"] == program:
+            of_spec.setdefault(row["spec"], index)
+    return rows[min(of_spec.values(), key=lambda i: (used.get((queue, rows[i]["spec"]), 0.0)
+                                                      * scheduler._cost(queue, rows[i]["spec"]), i))]
+
+
+def test_the_indexed_pick_is_the_documented_one(monkeypatch):
+    """Each program's and transformation's first row is looked up, not walked to: the same
+    instance comes next as walking the queue gives, through requeues and finishes."""
+    clock = [1000.0]
+    monkeypatch.setattr(schedule, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    rng = random.Random(7)
+    scheduler = Scheduler(lambda row: MAIN)
+    made = iter(range(10**6))
+
+    def row():
+        return {"id": f"r{next(made)}", "spec": rng.choice("ABCD"), "program": rng.choice(["p", "q", "r", "s"])}
+    scheduler.add([row() for _ in range(300)])
+    running = []
+    for step in range(400):
+        if rng.random() < 0.1:
+            scheduler.add([row() for _ in range(rng.randint(1, 3))], front=rng.random() < 0.5)
+        if running and rng.random() < 0.6:
+            done = running.pop(rng.randrange(len(running)))
+            q, _, spec, program = scheduler.running[done]
+            scheduler.running[done] = (q, clock[0] - rng.uniform(0.1, 3.0), spec, program)
+            scheduler.finished(done)
+        if not scheduler.queues[MAIN]:
+            break
+        clock[0] += rng.uniform(0.0, 0.5)
+        expected = _reference_pick(scheduler, MAIN, clock[0])
+        picked = scheduler.next()
+        assert picked is expected, step
+        running.append(picked["id"])
+    assert len(scheduler) == len(scheduler.queues[MAIN])
