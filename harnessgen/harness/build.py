@@ -262,7 +262,7 @@ def publish_dir(final: Path, fill) -> None:
 def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tolerance: Tolerance,
                 afl: bool, cmplog: bool, saved: "SavedSides", replay_binary: bool = True) -> Dict:
     started = time.perf_counter()
-    pre = generate_side(pair.pre, out)
+    pre = generate_side(pair.pre, out, generated_code(out, pair.pre.name, saved.pre_hash))
     _refuse_known_cause(out, pre, pair.pre, afl)          # before anything else is written: seconds for a whole program
     saved.write(out)
     layout.save(out / "layout.json")
@@ -273,7 +273,7 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
         pre_library = _library_job(out, pre, "libpre.so")
         pre_cuda = _cuda_jobs(out, pre)
         running = {} if pre_cuda else {"libpre.so": early.submit(run_job, "libpre.so", pre_library)}
-        post = generate_side(pair.post, out)
+        post = generate_side(pair.post, out, generated_code(out, pair.post.name, saved.post_hash))
         codegen_s = time.perf_counter() - started
         (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, tolerance))
         run_jobs({"libpre.so": pre_library, **pre_cuda, **_jobs_after_pre(out, [post], afl, cmplog, replay_binary)},
@@ -302,6 +302,14 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
     return manifest
 
 
+
+
+def generated_code(out: Path, name: str, saved_hash: str) -> Path:
+    """Where the code DaCe generates for the side ``name`` whose saved form hashes to
+    ``saved_hash`` is kept, beside the builds: DaCe's hash of a program is what the build
+    cache trusts already (two pairs with both hashes equal share one build)."""
+    key = hashlib.sha256(json.dumps([__version__, dace_identity(), name, saved_hash]).encode()).hexdigest()[:24]
+    return work_dir_of(out) / "generated" / key[:2] / f"{key}.json"
 
 
 def cause_registry(work_dir: Path, afl: bool) -> CauseRegistry:

@@ -9,9 +9,10 @@ generated code includes ``../../include/hash.h``)::
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from .. import __version__
 from ..core import expr as ex, protocol
 from ..core.data import TEMPLATES, template_environment
 from ..core.errors import BuildError, InternalError
+from ..core.files import write_atomic
 from ..core.runtime import CTYPES, GUARD_BYTES, Tolerance, parse_prototypes
 from ..inputs.layout import MAX_INPUT_BYTES, InputLayout
 
@@ -38,35 +40,32 @@ class SideSource:
         return bool(self.cuda)
 
 
-def generate_side(sdfg, build_dir: Path) -> SideSource:
-    """Run DaCe's code generator for one side and write its files."""
+def generate_side(sdfg, build_dir: Path, kept: Optional[Path] = None) -> SideSource:
+    """Run DaCe's code generator for one side and write its files (``kept``: where the code
+    DaCe generated for this very program is kept, read from there where it is)."""
     name = sdfg.name
-    try:
-        objects = sdfg.generate_code()
-    except Exception as exc:  # DaCe refused to generate code for this SDFG: a build failure
-        said = f"{type(exc).__name__}: {exc}"
-        raise BuildError(f"DaCe code generation failed for {name}: {said}", side=name, generator=said[:500]) from exc
+    objects = _generated(sdfg, kept)
     (build_dir / "include").mkdir(exist_ok=True)
     (build_dir / "include" / "hash.h").write_text("#pragma once\n")
     cpp_path: Optional[Path] = None
     header = ""
     cuda: List[Path] = []
-    for obj in objects:
-        if obj.language not in ("cpp", "h", "cu"):
-            raise BuildError(f"{name}: DaCe generated {obj.language} code ({obj.name}); only CPU and CUDA code "
+    for obj_name, language, code in objects:
+        if language not in ("cpp", "h", "cu"):
+            raise BuildError(f"{name}: DaCe generated {language} code ({obj_name}); only CPU and CUDA code "
                              f"is built", side=name)
-        if obj.name.endswith("_main"):
+        if obj_name.endswith("_main"):
             continue  # DaCe's sample main program
-        src = build_dir / "src" / ("cuda" if obj.language == "cu" else "cpu")
+        src = build_dir / "src" / ("cuda" if language == "cu" else "cpu")
         src.mkdir(parents=True, exist_ok=True)
-        path = src / f"{obj.name}.{obj.language}"
-        path.write_text(obj.clean_code)
-        if obj.language == "cu":
+        path = src / f"{obj_name}.{language}"
+        path.write_text(code)
+        if language == "cu":
             cuda.append(path)
-        if obj.language == "cpp" and obj.name == name:
+        if language == "cpp" and obj_name == name:
             cpp_path = path
-        if obj.language == "h" and obj.name == name:
-            header = obj.clean_code
+        if language == "h" and obj_name == name:
+            header = code
     if cpp_path is None or not header:
         raise InternalError(f"DaCe produced no frame code for {name}")
     try:
@@ -77,6 +76,24 @@ def generate_side(sdfg, build_dir: Path) -> SideSource:
         "{\n  global:\n" + "".join(f"    {f}_{name};\n" for f in ("__dace_init", "__dace_exit", "__program"))
         + "  local: *;\n};\n")
     return SideSource(name=name, cpp=cpp_path, init_args=init_args, program_args=program_args, cuda=cuda)
+
+
+def _generated(sdfg, kept: Optional[Path]) -> List[Tuple[str, str, str]]:
+    """DaCe's code objects of ``sdfg`` as (name, language, code), from ``kept`` where DaCe
+    generated them before (a cutout is pre of every transformation that matches in it: half
+    of NPBench's builds had a pre generated already, a tenth of a second each), else
+    generated and kept there."""
+    if kept is not None and kept.is_file():
+        return [tuple(entry) for entry in json.loads(kept.read_text())]
+    try:
+        objects = [(obj.name, obj.language, obj.clean_code) for obj in sdfg.generate_code()]
+    except Exception as exc:  # DaCe refused to generate code for this SDFG: a build failure
+        said = f"{type(exc).__name__}: {exc}"
+        raise BuildError(f"DaCe code generation failed for {sdfg.name}: {said}", side=sdfg.name,
+                         generator=said[:500]) from exc
+    if kept is not None:
+        write_atomic(kept, json.dumps(objects).encode())
+    return objects
 
 
 def _ident(name: str) -> str:

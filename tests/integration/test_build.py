@@ -282,3 +282,26 @@ def test_warming_at_setup_reads_the_main_commands_program_once(tmp_path, monkeyp
     monkeypatch.setenv("HARNESSGEN_PROGRAM_CACHE", str(tmp_path))
     warm_main_target()
     assert [p.name for p in tmp_path.glob(f"{MAIN_TARGET}-*.sdfg.pickle")]
+
+
+def test_a_side_dace_generated_code_for_before_is_not_generated_again(tmp_path, monkeypatch):
+    """The cutout is pre of every transformation that matches in it: another build with the
+    same pre takes pre's code from where it is kept (byte for byte) and runs DaCe's code
+    generator for its new post only; the build runs."""
+    import dataclasses
+
+    from harnessgen.core import protocol
+
+    pair, layout, first, _ = _built_then_compiles_recorded(tmp_path, monkeypatch)
+    generated = []
+    real = dace.SDFG.generate_code
+    monkeypatch.setattr(dace.SDFG, "generate_code", lambda sdfg: generated.append(sdfg.name) or real(sdfg))
+    other_post = copy.deepcopy(pair.post)
+    for node, _ in other_post.all_nodes_recursive():
+        if isinstance(node, dace.nodes.Tasklet):
+            node.label = f"{node.label}_renamed"
+    again = build(dataclasses.replace(pair, post=other_post), layout, tmp_path, afl=False)
+    assert generated == [pair.post.name]
+    pre_source = Path("src", "cpu", f"{pair.pre.name}.cpp")
+    assert (again.dir / pre_source).read_text() == (first.dir / pre_source).read_text()
+    assert protocol.run_native(again.harness_replay, bytes(256)).exit == protocol.Exit.PASS
