@@ -100,12 +100,14 @@ def confirm_bugs(bugs: Sequence[Bug], out_dir: Path, deadline: Optional[float],
     """Whether DaCe alone shows each bug on the whole program: the ``confirm.py`` one of its
     findings keeps (``checks.confirm``), copied into ``bugs/<id>/`` and run there once per
     content (its record kept beside it); wrong results first. A bug none of whose findings the
-    whole program showed is CUTOUT ONLY, with the reason its representative's audit gives."""
+    whole program showed is CUTOUT ONLY, with the reason its representative's audit gives, where
+    the audit judged the whole program; NOT JUDGED where it did not, or where the analysis's
+    time was up before the bug's turn."""
     for number, bug in enumerate(reduction_order(bugs), 1):
         source = next((confirm.kept(f.path) for f in sorted(bug.findings, key=lambda f: f.rank)
                        if confirm.kept(f.path) is not None), None)
         if source is None:
-            bug.confirmation = confirm.Confirmation(confirm.CUTOUT_ONLY, _why_cutout_only(bug)).to_json()
+            bug.confirmation = _without_confirm_script(bug).to_json()
             continue
         target = Path(out_dir) / BUGS_DIR / bug.id / confirm.CONFIRM_DIR
         key = confirm.content_key(source)
@@ -116,8 +118,8 @@ def confirm_bugs(bugs: Sequence[Bug], out_dir: Path, deadline: Optional[float],
             bug.confirmation = kept["confirmation"]
             continue
         if deadline is not None and time.monotonic() > deadline:
-            bug.confirmation = confirm.Confirmation(confirm.CUTOUT_ONLY, "not confirmed yet: the analysis's time went to "
-                                                    "the bugs before it (harnessgen bugs on the run confirms it)").to_json()
+            bug.confirmation = confirm.Confirmation(confirm.NOT_JUDGED, "the analysis's time went to the bugs before "
+                                                    "it (`harnessgen bugs` on the run judges it)").to_json()
             continue
         with step(f"confirming bug {number}/{len(bugs)} with DaCe alone ({bug.signature.transformation} "
                   f"{bug.signature.kind})"):
@@ -169,21 +171,23 @@ def _replayed(folder: Path) -> str:
     return f"exit {proc.returncode}: {last[:300]}"
 
 
-def _why_cutout_only(bug: Bug) -> str:
+def _without_confirm_script(bug: Bug) -> confirm.Confirmation:
     """Why no finding of ``bug`` has a confirm.py: what its representative's audit said."""
     meta = load_json(bug.representative.path / "meta.json") or load_json(bug.representative.path / JUDGED_FILE) or {}
     audit = meta.get("audit") or {}
     whole = audit.get("whole_program") or {}
     if audit.get("classification") == "latent":
-        return (f"the whole program does not show it: DaCe alone agrees on the audit's {whole.get('inputs', 0)} "
-                "input(s); only the cutout's inputs (values the program may never hold there) show it")
+        return confirm.Confirmation(confirm.CUTOUT_ONLY, (
+            f"the whole program does not show it: DaCe alone agrees on the audit's {whole.get('inputs', 0)} "
+            "input(s); only the cutout's inputs (values the program may never hold there) show it"))
     if audit.get("classification") == "cutout-only":
-        return ("DaCe applies the same change to the whole program, which validates"
-                + (" and builds" if bug.signature.kind == "BUILD_FAILURE" else "")
-                + ": the failure shows only in a cutout, whose shape harnessgen made")
+        return confirm.Confirmation(confirm.CUTOUT_ONLY, (
+            "DaCe applies the same change to the whole program, which validates"
+            + (" and builds" if bug.signature.kind == "BUILD_FAILURE" else "")
+            + ": the failure shows only in a cutout, whose shape harnessgen made"))
     reason = whole.get("reason") or audit.get("reason") or ""
-    return ("the whole program was not judged" + (f" ({reason})" if reason else "")
-            + "; only the cutout shows it")[:400]
+    return confirm.Confirmation(confirm.NOT_JUDGED, ("the whole program was not judged"
+                                                     + (f" ({reason})" if reason else ""))[:400])
 
 
 def reduction_order(bugs: Sequence[Bug]) -> List[Bug]:

@@ -120,7 +120,7 @@ class Bug:
                 "first_seen": {"at": _iso(first.seen_at), "instance": first.instance, "path": str(first.path)},
                 "representative": rep.to_json(), "reduction": self.reduction, "versions": self.versions,
                 "shows_on_newest": newest_showing(self.versions), "confirmation": self.confirmation,
-                "dace_alone": self.confirmation.get("verdict", "CUTOUT ONLY"),
+                "dace_alone": self.confirmation.get("verdict", "NOT JUDGED"),
                 "members": [f.to_json() for f in sorted(self.findings, key=lambda f: f.rank)]}
 
 
@@ -373,6 +373,6 @@ def bug_rows(out_dir: Path) -> List[Dict]:
                      "reduced_nodes": reduced.get("after", [None, None])[1] if reduced.get("folder") else None,
                      "versions": versions_line(bug.get("versions") or {}),
                      "shows_on_newest": bug.get("shows_on_newest"),
-                     "dace_alone": bug.get("dace_alone", "CUTOUT ONLY"), "programs": bug.get("programs", []),
+                     "dace_alone": bug.get("dace_alone", "NOT JUDGED"), "programs": bug.get("programs", []),
                      "dace_alone_reason": (bug.get("confirmation") or {}).get("reason", "")})
     return rows

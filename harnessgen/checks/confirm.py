@@ -30,6 +30,10 @@ from ..cutout import ordering
 
 CONFIRM_DIR = "confirm"
 CONFIRMED, CUTOUT_ONLY = "CONFIRMED", "CUTOUT ONLY"
+# no verdict on the bug yet: the whole program was not judged (no time left, a script that could
+# not judge). Never CUTOUT ONLY, which says the whole program was judged and did not show it: a
+# maintainer reads that as "not DaCe's", and most such bugs are DaCe's
+NOT_JUDGED = "NOT JUDGED"
 # how long one confirmation may take (two compilations of the whole program and two runs)
 CONFIRM_TIMEOUT_S = 600.0
 
@@ -38,7 +42,7 @@ CONFIRM_TIMEOUT_S = 600.0
 class Confirmation:
     """What running a finding's ``confirm.py`` said."""
 
-    verdict: str                 # CONFIRMED or CUTOUT ONLY
+    verdict: str                 # CONFIRMED, CUTOUT ONLY or NOT JUDGED
     reason: str                  # the script's last line, or why it did not run
     exit: Optional[int] = None
     seconds: float = 0.0
@@ -132,7 +136,7 @@ def run(folder: Path, timeout_s: float = CONFIRM_TIMEOUT_S) -> Confirmation:
         proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=timeout_s,
                               cwd=folder)
     except subprocess.TimeoutExpired:
-        return Confirmation(CUTOUT_ONLY, f"confirm.py did not finish in {timeout_s:g} s", None,
+        return Confirmation(NOT_JUDGED, f"confirm.py did not finish in {timeout_s:g} s", None,
                             round(time.monotonic() - started, 1))
     said = (proc.stdout.strip().splitlines() or proc.stderr.strip().splitlines() or [""])[-1][:500]
     seconds = round(time.monotonic() - started, 1)
@@ -140,7 +144,7 @@ def run(folder: Path, timeout_s: float = CONFIRM_TIMEOUT_S) -> Confirmation:
         return Confirmation(CONFIRMED, said, 1, seconds)
     if proc.returncode == 0:
         return Confirmation(CUTOUT_ONLY, f"DaCe alone, on the whole program, does not show it: {said}", 0, seconds)
-    return Confirmation(CUTOUT_ONLY, f"confirm.py could not judge (exit {proc.returncode}): {said}",
+    return Confirmation(NOT_JUDGED, f"confirm.py could not judge (exit {proc.returncode}): {said}",
                         proc.returncode, seconds)
 
 

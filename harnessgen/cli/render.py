@@ -6,6 +6,7 @@ an enumeration row, an instance row) into rich markup; the commands print, the l
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -285,14 +286,16 @@ def bug_lines(run_dir: Path) -> List[str]:
     dropped = json.loads(bugs_file.read_text()).get("not_replaying", []) if bugs_file.is_file() else []
     if not rows:
         return _not_replaying_lines(dropped)
-    confirmed = sum(1 for r in rows if r["dace_alone"] == "CONFIRMED")
-    lines = [f"[bold]distinct bugs:[/] {sum(r['findings'] for r in rows)} finding(s) in {len(rows)}; {confirmed} "
-             "CONFIRMED (DaCe alone shows it on the whole program: bugs/<id>/confirm/confirm.py), "
-             f"{len(rows) - confirmed} CUTOUT ONLY"]
+    statuses = collections.Counter(r["dace_alone"] for r in rows)
+    lines = [f"[bold]distinct bugs:[/] {sum(r['findings'] for r in rows)} finding(s) in {len(rows)}; "
+             f"{statuses['CONFIRMED']} CONFIRMED (DaCe alone shows it on the whole program: "
+             f"bugs/<id>/confirm/confirm.py), {statuses['CUTOUT ONLY']} CUTOUT ONLY"
+             + (f", {statuses['NOT JUDGED']} NOT JUDGED on the whole program yet (`harnessgen bugs <run>` judges "
+                "them)" if statuses["NOT JUDGED"] else "")]
     for row in rows:
         where = shown_path(Path(os.path.normpath(Path(run_dir) / row["representative"])))
         alone = "[bold red]CONFIRMED[/]" if row["dace_alone"] == "CONFIRMED" else \
-            f"CUTOUT ONLY: {escape(row['dace_alone_reason'][:200])}"
+            f"{row['dace_alone']}: {escape(row['dace_alone_reason'][:200])}"
         lines.append(f"  [bold]{row['instances']:>4} x {escape(row['transformation'])} {row['kind']}[/]  {row['id']}  "
                      f"{alone}\n"
                      f"         {escape(row['description'])}\n         smallest: {escape(where)} ({row['size']})")

@@ -40,3 +40,35 @@ def test_a_confirmation_that_could_not_judge_is_tried_again(tmp_path, monkeypatc
     assert len(runs) == 1 and bug.confirmation["verdict"] == confirm.CONFIRMED
     analysis.confirm_bugs([bug], tmp_path, None)          # now kept: not run again
     assert len(runs) == 1 and bug.confirmation["verdict"] == confirm.CONFIRMED
+
+
+def _bug(tmp_path, audit=None):
+    import types
+
+    from harnessgen.core.files import write_json
+
+    folder = tmp_path / "finding"
+    write_json(folder / "meta.json", {"audit": audit} if audit else {})
+    finding = types.SimpleNamespace(path=folder, rank=0)
+    return types.SimpleNamespace(id="b", findings=[finding], representative=finding, confirmation=None,
+                                 signature=types.SimpleNamespace(transformation="T", kind="MISMATCH"))
+
+
+def test_a_bug_whose_whole_program_was_not_judged_is_never_cutout_only(tmp_path, monkeypatch):
+    """CUTOUT ONLY says the whole program was judged and did not show the bug: a maintainer
+    reads it as "not DaCe's". A bug whose audit did not run, or whose turn came after the
+    analysis's time, is NOT JUDGED; one the audit judged latent is CUTOUT ONLY."""
+    from harnessgen.bugs import analysis
+
+    monkeypatch.setattr(analysis, "reduction_order", lambda bugs: list(bugs))
+    deferred = _bug(tmp_path, {"verdict": "DEFERRED", "reason": "after every match"})
+    analysis.confirm_bugs([deferred], tmp_path, None)
+    assert deferred.confirmation["verdict"] == confirm.NOT_JUDGED, deferred.confirmation
+    latent = _bug(tmp_path, {"classification": "latent", "whole_program": {"inputs": 3}})
+    analysis.confirm_bugs([latent], tmp_path, None)
+    assert latent.confirmation["verdict"] == confirm.CUTOUT_ONLY
+    monkeypatch.setattr(confirm, "kept", lambda path: tmp_path / "source")
+    monkeypatch.setattr(confirm, "content_key", lambda folder: "key")
+    late = _bug(tmp_path)
+    analysis.confirm_bugs([late], tmp_path, deadline=0.0)
+    assert late.confirmation["verdict"] == confirm.NOT_JUDGED and "harnessgen bugs" in late.confirmation["reason"]
