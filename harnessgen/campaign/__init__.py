@@ -492,13 +492,18 @@ def _run_pending(config: CampaignConfig, executor: ExecutorSpec, state: Campaign
 
 # finished instances before their costs say how an instance's time is shared
 MEASURED_AFTER = 20
+# of what remains of the bound, the part never given to fuzzing nor to findings' audits beside
+# the matches: the costs are means over the instances judged so far, and those still queued may
+# cost more (NPBench's second run: 58 matches unjudged at the bound, while afl-fuzz and the
+# audits had had 760 worker-seconds; its crashing vadv instances came late)
+BOUND_RESERVE = 0.1
 
 
 def _within_bound(options, config: CampaignConfig, feed: "_Feed", started: float, workers: int):
     """An instance's seconds for seeds and fuzzing in a bounded run: the per-instance budget, or
     less where the bound cannot give that much to every instance still queued in its phase (the
     matches, then the variants) that would fuzz: what remains of the bound, less what judging
-    the queued ones costs besides their fuzzing, shared among the part of them that fuzzes
+    the queued ones costs besides their fuzzing (and ``BOUND_RESERVE``), shared among the part of them that fuzzes
     (both measured in this run: most pairs are proven, static or equal to a judged one and
     never fuzz). A share below ``MIN_ENGINE_S`` judges the instance on its seeds alone."""
     if config.run_budget_s is None:
@@ -506,7 +511,7 @@ def _within_bound(options, config: CampaignConfig, feed: "_Feed", started: float
     queued = feed.scheduler.queued_in_phase() + 1
     left = config.run_budget_s - (time.monotonic() - started)
     overhead, fuzzing = feed.costs()
-    share = (left * workers - queued * overhead) / max(1.0, queued * fuzzing)
+    share = (left * (1.0 - BOUND_RESERVE) * workers - queued * overhead) / max(1.0, queued * fuzzing)
     options = dataclasses.replace(options, run_ends_at=time.time() + max(0.0, left))
     if share >= options.time_s:
         return options
@@ -521,7 +526,7 @@ def _matches_tight(config: CampaignConfig, feed: "_Feed", started: float, worker
     if config.run_budget_s is None or overhead <= 0:
         return False
     left = config.run_budget_s - (time.monotonic() - started)
-    return feed.scheduler.queued_matches() * overhead > left * workers * (1.0 - FINDING_AUDIT_SHARE)
+    return feed.scheduler.queued_matches() * overhead > left * workers * (1.0 - FINDING_AUDIT_SHARE) * (1.0 - BOUND_RESERVE)
 
 
 def _may_start(config: CampaignConfig, started: float) -> bool:
