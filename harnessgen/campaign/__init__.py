@@ -503,7 +503,8 @@ def _within_bound(options, config: CampaignConfig, feed: "_Feed", started: float
     """An instance's seconds for seeds and fuzzing in a bounded run: the per-instance budget, or
     less where the bound cannot give that much to every instance still queued in its phase (the
     matches, then the variants) that would fuzz: what remains of the bound, less what judging
-    the queued ones costs besides their fuzzing (and ``BOUND_RESERVE``), shared among the part of them that fuzzes
+    the queued ones costs besides their fuzzing and ``BOUND_RESERVE``, shared among the part of
+    them that fuzzes
     (both measured in this run: most pairs are proven, static or equal to a judged one and
     never fuzz). A share below ``MIN_ENGINE_S`` judges the instance on its seeds alone."""
     if config.run_budget_s is None:
@@ -526,7 +527,8 @@ def _matches_tight(config: CampaignConfig, feed: "_Feed", started: float, worker
     if config.run_budget_s is None or overhead <= 0:
         return False
     left = config.run_budget_s - (time.monotonic() - started)
-    return feed.scheduler.queued_matches() * overhead > left * workers * (1.0 - FINDING_AUDIT_SHARE) * (1.0 - BOUND_RESERVE)
+    room = left * workers * (1.0 - FINDING_AUDIT_SHARE) * (1.0 - BOUND_RESERVE)
+    return feed.scheduler.queued_matches() * overhead > room
 
 
 def _may_start(config: CampaignConfig, started: float) -> bool:
