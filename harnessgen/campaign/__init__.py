@@ -504,9 +504,8 @@ def _within_bound(options, config: CampaignConfig, feed: "_Feed", started: float
     less where the bound cannot give that much to every instance still queued in its phase (the
     matches, then the variants) that would fuzz: what remains of the bound, less what judging
     the queued ones costs besides their fuzzing and ``BOUND_RESERVE``, shared among the part of
-    them that fuzzes
-    (both measured in this run: most pairs are proven, static or equal to a judged one and
-    never fuzz). A share below ``MIN_ENGINE_S`` judges the instance on its seeds alone."""
+    them that fuzzes (both measured in this run: most pairs are proven, static or equal to a
+    judged one and never fuzz). A share below ``MIN_ENGINE_S`` judges the instance on its seeds alone."""
     if config.run_budget_s is None:
         return options
     queued = feed.scheduler.queued_in_phase() + 1
