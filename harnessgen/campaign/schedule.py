@@ -76,7 +76,7 @@ class Scheduler:
         self.program_spent: Dict[tuple, float] = {}  # (queue, program) -> seconds of its finished instances
         self.spec_walls: Dict[tuple, List[float]] = {}  # (queue, spec) -> wall seconds of each finished one
         self.orders: Dict[str, "_QueueOrder"] = {}   # queue -> its rows by program and transformation
-        self._medians: Dict[object, float] = {}      # (queue, spec) or queue -> median of its walls, kept
+        self._medians: Dict[object, Optional[float]] = {}  # (queue, spec) or queue -> median of its walls, kept
         self.urgent: set = set()                     # ids put back in front
         # matches are still being enumerated beside the run (the feed says so): what comes after
         # the matches waits for them
@@ -185,7 +185,7 @@ class Scheduler:
         """What an instance of ``spec`` in ``queue`` is expected to take: the median of its
         finished ones in this run, else in earlier runs, else of the queue's finished ones."""
         if (queue, spec) in self.spec_walls:
-            cost = self._median((queue, spec), lambda: self.spec_walls[(queue, spec)])
+            cost = self._spec_median(queue, spec)
         elif spec in self.expected:
             cost = self.expected[spec]
         else:
@@ -193,6 +193,10 @@ class Scheduler:
                                                       for w in values])
             cost = everything if everything is not None else MIN_COST
         return max(cost, MIN_COST)
+
+    def _spec_median(self, queue: str, spec: str) -> float:
+        """The median wall seconds of ``spec``'s finished instances in ``queue`` (one at least)."""
+        return self._median((queue, spec), lambda: self.spec_walls[(queue, spec)])
 
     def _median(self, key, walls: Callable[[], List[float]]) -> Optional[float]:
         """The median of ``walls()``, kept until an instance of ``key`` finishes."""
@@ -224,11 +228,12 @@ class Scheduler:
     def _move_if_slow(self, spec: str) -> None:
         """A transformation whose instances prove slow goes on in the expensive queue: it keeps
         its share there instead of holding the main queue's workers."""
-        if spec in self.slow or self._median((MAIN, spec), lambda: self.spec_walls[(MAIN, spec)]) < SLOW_SECONDS:
+        own = self._spec_median(MAIN, spec)
+        if spec in self.slow or own < SLOW_SECONDS:
             return
         others = [w for (queue, name), walls in self.spec_walls.items()
                   if queue == MAIN and name and name != spec for w in walls]
-        if not others or statistics.median(self.spec_walls[(MAIN, spec)]) < SLOW_FACTOR * statistics.median(others):
+        if not others or own < SLOW_FACTOR * statistics.median(others):
             return
         moving = [row for row in self.queues[MAIN] if row["spec"] == spec]
         self.queues[MAIN] = [row for row in self.queues[MAIN] if row["spec"] != spec]
