@@ -241,9 +241,25 @@ def simplify(e: Expr) -> Expr:
 _SYMPY_FUNCS = {"Min", "Max", "int_floor", "floor", "ceiling", "Mod", "Abs", "int_ceil"}
 
 
+def text_of(value) -> str:
+    """``str`` of a value, printed once per distinct value: a program repeats its index
+    expressions on every memlet, and sympy's printer was most of the constraint derivation's
+    time. Keyed by type and value (``1`` and ``1.0`` are equal and print apart); sympy's
+    objects are immutable, and equal ones print alike."""
+    try:
+        return _printed(value)
+    except TypeError:          # unhashable
+        return str(value)
+
+
+@functools.lru_cache(maxsize=1 << 16, typed=True)
+def _printed(value) -> str:
+    return str(value)
+
+
 def to_sympy(text):
     """sympify with every identifier a plain symbol (sympy would read N, S, E, I, Q as its own objects)."""
-    return _text_to_sympy(str(text))
+    return _text_to_sympy(text_of(text))
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -263,4 +279,4 @@ def _text_to_sympy(text: str):
 
 def from_sympy(expr) -> Expr:
     """Convert a DaCe/sympy expression (via its text) into a bound expression."""
-    return parse(str(expr), "derived bound")
+    return parse(text_of(expr), "derived bound")

@@ -175,13 +175,15 @@ COMPAT_DIGEST = hashlib.sha256(cuda_toolkit.COMPAT_HEADER.read_bytes()).hexdiges
 
 
 def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Optional[Tolerance] = None,
-          afl: bool = True, cmplog: bool = False, replay_binary: bool = True) -> HarnessBuild:
+          afl: bool = True, cmplog: bool = False, replay_binary: bool = True,
+          saved: Optional[SavedSides] = None) -> HarnessBuild:
     """Build (or reuse) everything an instance needs; raises BuildError with the failing side.
     ``replay_binary=False`` (a replay-only build, its inputs screened through cffi first: a
     pair proven equal): the libraries without the replay binary, which ``complete_replay``
-    compiles the first time it is asked for."""
+    compiles the first time it is asked for. ``saved``: the pair's sides serialised already
+    (for its pair key), unchanged since."""
     tolerance = tolerance or Tolerance()
-    saved = SavedSides.of(pair)
+    saved = saved or SavedSides.of(pair)
     key = cache_key(pair, layout, tolerance, afl, cmplog, saved)
     final = Path(work_dir) / "builds" / key
     if not reusable(final, _needed(final, afl, cmplog)):

@@ -21,7 +21,7 @@ from ..cutout.extract import CutoutPair
 from ..inputs import seeds as seedlib
 from ..inputs.constraints import Constraints, derive
 from ..inputs.layout import InputLayout, build_layout
-from .build import build
+from .build import SavedSides, build
 from .built import HarnessBuild
 
 Inputs = List[Tuple[str, bytes]]
@@ -74,14 +74,14 @@ def constrain(pair: CutoutPair, options: JudgeOptions) -> Tuple[Constraints, Inp
     return constraints, build_layout(pair, constraints)
 
 
-def prepare(pair: CutoutPair, options: JudgeOptions, layout: Optional[Tuple[Optional[Constraints], InputLayout]] = None) \
-        -> Prepared:
+def prepare(pair: CutoutPair, options: JudgeOptions, layout: Optional[Tuple[Optional[Constraints], InputLayout]] = None,
+            saved: Optional[SavedSides] = None) -> Prepared:
     """The pair constrained (or with ``layout``, (constraints or None, the layout) made
     elsewhere: one layout for several programs) and built (BuildError names the side that did
-    not build)."""
+    not build). ``saved``: its sides serialised already, unchanged since."""
     constraints, input_layout = layout or constrain(pair, options)
     harness = build(pair, input_layout, options.work_dir, options.tolerance, afl=options.afl,
-                    cmplog=options.afl and options.cmplog, replay_binary=options.replay_binary)
+                    cmplog=options.afl and options.cmplog, replay_binary=options.replay_binary, saved=saved)
     return Prepared(pair, constraints, input_layout, harness)
 
 

@@ -69,7 +69,7 @@ def _sympify(text):
 
 def _solve(expr_text, sym: str, lo, hi) -> Optional[Tuple[object, object]]:
     """Bounds on ``sym`` such that ``lo <= expr <= hi``, if expr is ``±sym + c``."""
-    split = _linear_in(str(expr_text), sym)
+    split = _linear_in(ex.text_of(expr_text), sym)
     if split is None:
         return None
     a, rest = split
@@ -99,8 +99,14 @@ def _linear_in(expr_text: str, sym: str) -> Optional[Tuple[int, object]]:
 
 
 def _to_expr(value) -> Optional[ex.Expr]:
+    return _expr_of_text(ex.text_of(value))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _expr_of_text(text: str) -> Optional[ex.Expr]:
+    """A bound's expression, parsed and simplified once per text (``Expr`` is immutable)."""
     try:
-        return ex.simplify(ex.from_sympy(value))
+        return ex.simplify(ex.parse(text, "derived bound"))
     except ConfigError:
         return None
 
@@ -196,7 +202,7 @@ class ProgramAnalysis:
         except Exception:  # exotic subset types carry no index information for us
             return
         for (b, e, _st), extent in zip(ranges, shape):
-            if b is e or _text(b) == _text(e):
+            if b is e or ex.text_of(b) == ex.text_of(e):
                 self._record(b, "point", extent)
             else:
                 self._record(b, "begin", extent)
@@ -289,22 +295,21 @@ def _outer_name(sd, name: str) -> str:
 
 
 def _max(values):
-    import sympy
-
-    return sympy.Max(*values) if values else None
+    return _folded("Max", tuple((type(v), v) for v in values)) if values else None
 
 
 def _min(values):
+    return _folded("Min", tuple((type(v), v) for v in values)) if values else None
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _folded(op: str, typed_values: Tuple) -> object:
+    """sympy's Min or Max of the values (keyed with their types: ``1`` and ``1.0`` are equal
+    and print apart), built once: sympy compares every pair of them, and a program's loops
+    ask for the same bounds of each cutout's symbols."""
     import sympy
 
-    return sympy.Min(*values) if values else None
-
-
-@functools.lru_cache(maxsize=65536)
-def _text(value) -> str:
-    """``str`` of an index expression, once per distinct expression: a program repeats its
-    ranges on every memlet (CLOUDSC's 16,000 printings were half its analysis)."""
-    return str(value)
+    return getattr(sympy, op)(*(v for _, v in typed_values))
 
 
 def _free(value) -> Set:

@@ -33,7 +33,7 @@ from ..cutout.extract import PRE_NAME, CutoutPair, whole_program_pair
 from ..cutout.ordering import UNORDERED
 from ..dacecompat import keep_template
 from ..engines import RawCrash
-from ..harness.build import (cause_registry, compile_errors, dace_build_error, program_compile_causes,
+from ..harness.build import (SavedSides, cause_registry, compile_errors, dace_build_error, program_compile_causes,
                              program_fails_alike, with_afl)
 from ..harness.compiler import CXX, CXXFLAGS
 from ..harness.codegen_causes import diagnostics, from_compiler_output, line_context
@@ -266,11 +266,13 @@ class SdfgSubject(Subject):
         judging = JudgeOptions.of(options, strict_names=len(self.target.programs) == 1)
         with result.timed("constraints"):
             constraints, layout = constrain(pair, judging)
+        saved = None      # pre and post serialised once: for the pair's key and for its build
         if claim is not None and (options.defer_audits or not self._audited(spec, inst, options)):
             # (a verdict audited beside it rests on its place in the program: never shared; a
             # deferred audit judges each place, the representative's and its followers', later)
             with result.timed("pair_key"):
-                key = _pair_key(pair, constraints)
+                saved = SavedSides.of(pair)
+                key = _pair_key(pair, constraints, saved)
             result.pair_key = key or ""
             owner = claim(key) if key else inst.id
             if owner != inst.id:
@@ -295,7 +297,7 @@ class SdfgSubject(Subject):
             with result.timed("build"):
                 harness = prepare_pair(pair, dataclasses.replace(judging, afl=fuzzed, cmplog=options.cmplog or
                                                                  options.afl_jobs > 1, replay_binary=not screened_first),
-                                       (constraints, layout)).harness
+                                       (constraints, layout), saved).harness
         except BuildError as exc:
             if exc.missing_header:     # a library the machine lacks: nothing known of the code (as the reference check)
                 raise Unsupported(f"this machine lacks {exc.missing_header}, which DaCe's code for the cutout "
@@ -378,8 +380,13 @@ class SdfgSubject(Subject):
         options = self.program_options(inst.program, options)
         self._unordered_if_silent(inst, options, result)
         if result.verdict in STATIC_OUTCOMES:
-            with result.timed("whole_program_static"):
-                self._confirm_static(spec, inst, options, result, judge)
+            if options.defer_audits and self._static_confirmation_runs(spec, inst, options, result):
+                # a bounded run: after every match's verdict, or beside them within the findings'
+                # audits' share (applying a change to a whole program takes seconds)
+                result.audit = dict(DEFERRED_AUDIT)
+            else:
+                with result.timed("whole_program_static"):
+                    self._confirm_static(spec, inst, options, result, judge)
         else:
             with result.timed("audit"):
                 self._audit(spec, inst, options, result)
@@ -585,6 +592,10 @@ class SdfgSubject(Subject):
         cutout missing a difference."""
         options = dataclasses.replace(self.program_options(inst.program, options), defer_audits=False)
         result.audit = {}
+        if result.verdict in STATIC_OUTCOMES:
+            with result.timed("whole_program_static"):
+                self._confirm_static(spec, inst, options, result, judge)
+            return
         with result.timed("audit"):
             self._audit(spec, inst, options, result)
         if result.verdict == CUTOUT_MISSED:
@@ -607,15 +618,13 @@ class SdfgSubject(Subject):
         change = self.change(spec)
         if change.judged_whole(inst, 0) or result.audit.get("grown"):
             return
-        started = time.monotonic()
-        sdfg = self.program_of(inst)
-        build_failure = result.verdict == Outcome.BUILD_FAILURE.name
-        if build_failure and not _whole_program_runs(options, sdfg):
-            # applying the change to the whole program (seconds on CLOUDSC) would not say
-            # whether its code compiles, the only question a build failure asks of it
+        if not self._static_confirmation_runs(spec, inst, options, result):     # a build failure
             result.audit = {"verdict": SKIPPED, "reason": "whether the whole program's code compiles is not "
                             "checked: it is too large to compile by default (--audit checks it)"}
             return
+        started = time.monotonic()
+        sdfg = self.program_of(inst)
+        build_failure = result.verdict == Outcome.BUILD_FAILURE.name
         try:
             # only whether and how the change fails there is asked: no copy of the program as pre
             whole = change.whole_program(sdfg, inst, pre_on_failure=False, keep_as_made=build_failure)
@@ -656,6 +665,15 @@ class SdfgSubject(Subject):
             kept = result.audit
             self._audit(spec, inst, options, result)
             result.audit = {**kept, "after_growth": result.audit}
+
+    def _static_confirmation_runs(self, spec: str, inst: Instance, options, result) -> bool:
+        """Whether ``_confirm_static`` asks the whole program anything: not where the cutout is
+        the whole program or was grown already, nor for a build failure of a program too large
+        to compile by default (applying the change to it, seconds on CLOUDSC, would not say
+        whether its code compiles, the only question a build failure asks of it)."""
+        if self.change(spec).judged_whole(inst, 0) or result.audit.get("grown"):
+            return False
+        return result.verdict != Outcome.BUILD_FAILURE.name or _whole_program_runs(options, self.program_of(inst))
 
     def _keep_confirm(self, spec: str, inst: Instance, folders: List, inputs: Optional[Path], options) -> None:
         """Beside each finding the whole program shows, what ``confirm.py`` needs to show it with
@@ -755,10 +773,11 @@ def _only_symbol_outputs_differ(result) -> bool:
             and result.audit.get("classification") != "observable")
 
 
-def _pair_key(pair: CutoutPair, constraints) -> Optional[str]:
-    """The pair's canonical key: pre, post, what they read and write, which of their
-    containers are one buffer (aliases), and their constraints."""
-    return pair_key(pair.pre.to_json(), pair.post.to_json(), {
+def _pair_key(pair: CutoutPair, constraints, saved: SavedSides) -> Optional[str]:
+    """The pair's canonical key: pre, post (``saved``: as its build serialises them; the key
+    drops their hashes), what they read and write, which of their containers are one buffer
+    (aliases), and their constraints."""
+    return pair_key(saved.pre, saved.post, {
         "inputs": sorted(pair.input_config), "outputs": sorted(pair.output_config),
         "symbol_outputs": list(pair.symbol_outputs), "whole_program": pair.whole_program,
         "aliases": pair.aliases, "constraints": constraints.to_json()})

@@ -1,5 +1,7 @@
 """Where the smallest cutout cannot judge a match: DaCe's own cutout raising, and a static
 verdict the cutout alone shows. Both grow to a larger cutout and are judged there."""
+import json
+
 import pytest
 
 from harnessgen import subjects
@@ -24,15 +26,17 @@ def test_a_cutout_dace_cannot_make_grows_and_is_judged():
         assert pair.ok or pair.verdict.name in ("FAILED_TO_APPLY", "INVALID_SDFG"), pair.error
 
 
-def test_a_static_verdict_of_the_cutout_alone_is_not_dace_s_and_the_wrong_result_is_found(tmp_path):
+@pytest.mark.parametrize("bound", [[], ["--budget", "600"]], ids=["unbounded", "bounded"])
+def test_a_static_verdict_of_the_cutout_alone_is_not_dace_s_and_the_wrong_result_is_found(tmp_path, bound):
     """The planted transformation needs the state after its tasklet's: it raises in a one-state
     cutout (FAILED_TO_APPLY there) but applies to the whole program, where it negates a value.
     Where no state follows the tasklet's in the whole program either (on DaCe 2.0, the loop's
     body is one state inside its LoopRegion), it raises there too: FAILED_TO_APPLY, the
-    transformation's own verdict."""
+    transformation's own verdict. A bounded run asks the whole program after the matches'
+    verdicts (a deferred audit), to the same end."""
     program = PROGRAMS / "scaled.py"
     proc = run_cli(["fuzz", "--program", f"{program}:scaled", "--transformation",
-                    "harnessgen.zoo.planted:NegateBeforeNextState", "--time", "3"], tmp_path)
+                    "harnessgen.zoo.planted:NegateBeforeNextState", "--time", "3", *bound], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = summary_of(tmp_path)
     entries = summary["instances"]
@@ -48,3 +52,6 @@ def test_a_static_verdict_of_the_cutout_alone_is_not_dace_s_and_the_wrong_result
             assert entry["verdict"] == "FAILED_TO_APPLY" and "no state follows" in entry["message"], entry
             assert not entry["audit"] or entry["audit"]["classification"] != "cutout-only", entry
     assert {b["kind"] for b in summary["distinct_bugs"]} == {e["verdict"] for e in entries}
+    for entry in entries:      # the whole program asked after the matches' verdicts in a bounded run only
+        phases = list(json.loads((tmp_path / "out" / "results" / f"{entry['id']}.json").read_text())["phases"])
+        assert (phases.index("whole_program_static") > phases.index("bisect")) == bool(bound), phases

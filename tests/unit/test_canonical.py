@@ -1,5 +1,6 @@
 """The canonical form of a cutout pair: equal up to names and GUIDs, and nothing more."""
 import copy
+import types
 import uuid
 
 import dace
@@ -75,8 +76,6 @@ def test_a_name_that_is_also_called_has_no_key():
 def test_a_pair_whose_containers_share_a_buffer_is_another_pair():
     """Two containers that are views of one array of the program (aliases) make another
     program than two arrays apart, though pre and post read the same."""
-    import types
-
     from harnessgen.subjects.sdfg import _pair_key
 
     constraints = types.SimpleNamespace(to_json=lambda: {"symbols": {}})
@@ -86,9 +85,29 @@ def test_a_pair_whose_containers_share_a_buffer_is_another_pair():
                                      input_config=["A"], output_config=["B"], symbol_outputs=[],
                                      whole_program=False, aliases=aliases)
 
-    apart = _pair_key(pair([]), constraints)
-    shared = _pair_key(pair([{"container": "B", "members": ["A", "B"], "offsets": [0, 1]}]), constraints)
+    from harnessgen.harness.build import SavedSides
+
+    def pair_key_of(aliases):
+        the_pair = pair(aliases)
+        return _pair_key(the_pair, constraints, SavedSides.of(the_pair))
+
+    apart = pair_key_of([])
+    shared = pair_key_of([{"container": "B", "members": ["A", "B"], "offsets": [0, 1]}])
     assert apart and shared and apart != shared
+
+
+def test_the_key_of_sides_saved_for_their_build_is_the_key_of_the_sides():
+    """The pair key is taken from the sides as the build serialises them (with DaCe's hash of
+    each, which depends on names): the hash must not enter the key, or pairs equal up to
+    names would no longer share one."""
+    from harnessgen.harness.build import SavedSides
+
+    pre, post = scaled_copy("A", "B", 2.0), scaled_copy("A", "B", 3.0)
+    renamed_pre, renamed_post = scaled_copy("X", "Y", 2.0), scaled_copy("X", "Y", 3.0)
+    saved = SavedSides.of(types.SimpleNamespace(pre=pre, post=post))
+    renamed = SavedSides.of(types.SimpleNamespace(pre=renamed_pre, post=renamed_post))
+    assert saved.pre_hash != renamed.pre_hash
+    assert pair_key(saved.pre, saved.post) == key(pre, post) == pair_key(renamed.pre, renamed.post)
 
 
 def _clip_loop(factor: float):

@@ -37,6 +37,20 @@ def test_correct_transformations_are_proven_bit_for_bit(program, spec):
     assert "N" in proof.ranges and set(proof.obligations.values()) == {"holds"}
 
 
+@pytest.mark.parametrize("program,spec", [("elementwise_chain", "MapTiling"),
+                                          ("reduction", "harnessgen.zoo.planted:OffByOneTiling")])
+def test_a_proof_leaves_both_sides_as_they_were(program, spec):
+    """The build reuses pre and post as serialised for the pair key, before the proof: a proof
+    that changed a side would have its build key name other code than it compiles."""
+    from harnessgen.harness.build import SavedSides
+
+    pair = make_pair(program, spec, lambda inst: True, None)
+    before = SavedSides.of(pair)
+    prove(pair.pre, pair.post, layout_of(pair))
+    after = SavedSides.of(pair)
+    assert (after.pre_hash, after.post_hash) == (before.pre_hash, before.post_hash)
+
+
 # (program, planted bug, its settings, the obligation that fails, a size the counterexample needs)
 PLANTED = [
     ("elementwise_chain", "TilingWithoutRemainder", None, "coverage", lambda s: s["N"] % 4 != 0),
