@@ -308,7 +308,7 @@ test-unit: $(SETUP)
 	$(BIN)/pytest -n 2 tests/unit docs $(TEST_ARGS)
 
 clean:
-	rm -rf $(WORK)/builds $(WORK)/objects $(WORK)/generated $(WORK)/runs
+	rm -rf $(WORK)/builds $(WORK)/objects $(WORK)/generated $(WORK)/confirm-programs $(WORK)/runs
 
 distclean:
 	rm -rf $(WORK) $(VENV)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import pickle
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from .. import __version__
 from ..core.data import template_environment
@@ -56,16 +57,17 @@ CONFIRM_INPUTS = 4
 
 
 def write(finding: Path, program_sdfg, match: Dict, spec: str, whole: Optional[Path] = None,
-          tolerance: Tolerance = Tolerance()) -> Path:
+          tolerance: Tolerance = Tolerance(), saved_programs: Optional[Path] = None) -> Path:
     """``<finding>/confirm/`` for a finding the whole program shows (``whole``: the whole
-    program's own finding folder, whose inputs it differs on; None for a static verdict)."""
+    program's own finding folder, whose inputs it differs on; None for a static verdict).
+    ``saved_programs``: where this program, saved once, is kept for every finding of it (a
+    folder named after the program's identity, ``saved_program_dir``)."""
     import dace
 
     folder = Path(finding) / CONFIRM_DIR
     tmp = Path(tempfile.mkdtemp(prefix=".confirm.tmp-", dir=finding))
-    program_sdfg.save(str(tmp / "program.sdfgz"), compress=True)
-    if _reads_back_invalid(tmp / "program.sdfgz", program_sdfg):
-        (tmp / "program.pickle").write_bytes(pickle.dumps(program_sdfg, protocol=pickle.HIGHEST_PROTOCOL))
+    for saved in _saved_program(program_sdfg, saved_programs):
+        _link_or_copy(saved, tmp / saved.name)
     write_json(tmp / "transformation.json", match)
     if whole is not None:
         _keep_inputs(Path(whole), tmp)
@@ -86,6 +88,46 @@ def write(finding: Path, program_sdfg, match: Dict, spec: str, whole: Optional[P
         shutil.rmtree(folder)
     tmp.rename(folder)
     return folder
+
+
+def saved_program_dir(work_dir: Path, program_key: str) -> Optional[Path]:
+    """Where a program whose content is named ``program_key`` is kept as ``confirm.py`` reads
+    it, for this harnessgen and this DaCe (None: a program without an identity, saved per
+    finding)."""
+    from ..dacecompat import dace_identity
+
+    if not program_key:
+        return None
+    key = hashlib.sha256(f"{__version__}\0{dace_identity()}\0{program_key}".encode()).hexdigest()[:24]
+    return Path(work_dir) / "confirm-programs" / key
+
+
+def _saved_program(program_sdfg, kept: Optional[Path]) -> List[Path]:
+    """The program as ``confirm.py`` reads it (``program.sdfgz``, and ``program.pickle`` where
+    DaCe's reading back breaks it), saved into ``kept`` once: CLOUDSC takes seconds to save and
+    read back, for each of its findings; saved anew where ``kept`` is None."""
+    if kept is not None and (kept / "program.sdfgz").is_file():
+        return sorted(kept.glob("program.*"))
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".program.tmp-", dir=kept.parent if kept is not None else None))
+    program_sdfg.save(str(tmp / "program.sdfgz"), compress=True)
+    if _reads_back_invalid(tmp / "program.sdfgz", program_sdfg):
+        (tmp / "program.pickle").write_bytes(pickle.dumps(program_sdfg, protocol=pickle.HIGHEST_PROTOCOL))
+    if kept is None:
+        return sorted(tmp.glob("program.*"))
+    try:
+        tmp.rename(kept)           # the first to publish wins; another's copy is dropped
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return sorted(kept.glob("program.*"))
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:                # another file system
+        shutil.copyfile(source, target)
 
 
 def _reads_back_invalid(saved: Path, program_sdfg) -> bool:

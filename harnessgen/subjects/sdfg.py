@@ -686,10 +686,11 @@ class SdfgSubject(Subject):
         folder; none for a static verdict)."""
         if not isinstance(self.change(spec), Patterns) or inst.step:
             return
+        kept = confirm.saved_program_dir(options.work_dir, self._whole_program_key(inst))
         for folder in folders:
             if folder and Path(folder).is_dir():
                 confirm.write(Path(folder), self.program_of(inst), inst.match, spec,
-                              inputs if inputs is not None and inputs.is_dir() else None, options.tolerance)
+                              inputs if inputs is not None and inputs.is_dir() else None, options.tolerance, kept)
 
     def _grow_after_audit(self, spec: str, inst: Instance, result, judge: Callable, options) -> None:
         """The cutout passed where the whole program differs: judge the instance again in the

@@ -72,3 +72,28 @@ def test_a_bug_whose_whole_program_was_not_judged_is_never_cutout_only(tmp_path,
     late = _bug(tmp_path)
     analysis.confirm_bugs([late], tmp_path, deadline=0.0)
     assert late.confirmation["verdict"] == confirm.NOT_JUDGED and "harnessgen bugs" in late.confirmation["reason"]
+
+
+def test_a_program_is_saved_once_for_every_finding_confirm_keeps_of_it(tmp_path, monkeypatch):
+    """Saving a whole program and reading it back took seconds per finding on CLOUDSC: each
+    finding's confirm folder gets the program saved once per identity, and the script runs."""
+    import dace
+
+    from tests.conftest import program_sdfg
+
+    program = program_sdfg("elementwise_chain")
+    saves = []
+    real_save = dace.SDFG.save
+    monkeypatch.setattr(dace.SDFG, "save", lambda self, *a, **k: (saves.append(a[0]), real_save(self, *a, **k))[1])
+    kept = confirm.saved_program_dir(tmp_path / "work", "elementwise_chain-simplified")
+    folders = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        folders.append(confirm.write(tmp_path / name, program, {"transformation": "MapTiling"}, "MapTiling",
+                                     saved_programs=kept))
+    assert len(saves) == 1
+    for folder in folders:
+        assert dace.SDFG.from_file(str(folder / "program.sdfgz")).name == program.name
+        assert (folder / "confirm.py").is_file() and (folder / "transformation.json").is_file()
+    assert confirm.saved_program_dir(tmp_path / "work", "") is None
+    assert confirm.saved_program_dir(tmp_path / "work", "other") != kept
