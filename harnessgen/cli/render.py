@@ -219,7 +219,7 @@ def build_check_lines(rows: List[Dict]) -> List[str]:
 def pass_evidence_text(row: Dict) -> str:
     """A per-transformation row's PASS verdicts by what they rest on (seeds only in yellow
     where afl-fuzz was meant to run)."""
-    names = {"PROVEN": "proven", "FUZZED": "fuzzed", "SEEDS_ONLY": "seeds only", "SAME_CODE": "same code"}
+    names = {"PROVEN": "proven", "FUZZED": "fuzzed", "SEEDS_ONLY": "seeds only"}
     parts = [f"{n} {names.get(kind, kind)}" for kind, n in row["pass_evidence"].items()]
     if row["not_fuzzed_as_meant"]:
         parts.append(f"[yellow]{row['not_fuzzed_as_meant']} not fuzzed as meant[/]")

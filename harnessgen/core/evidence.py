@@ -5,24 +5,22 @@ after the seed inputs alone are three different claims and are never printed ali
 over the reals it is fuzzed as well). ``FUZZED``: afl-fuzz (or Atheris) executed mutated
 inputs, so many in so many seconds. ``SEEDS_ONLY``: only the seed inputs ran, with the reason
 afl-fuzz did not; where it was meant to run (``meant_to_fuzz``), that is a warning, and such
-an instance is never counted as fuzzed. ``SAME_CODE``: DaCe generated post's code character for
-character as pre's (but for the sides' names): nothing of post is compiled or run, since the
-two compute alike on every input.
+an instance is never counted as fuzzed.
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Dict, Optional
 
-PROVEN, FUZZED, SEEDS_ONLY, SAME_CODE = "PROVEN", "FUZZED", "SEEDS_ONLY", "SAME_CODE"
-KINDS = (PROVEN, FUZZED, SEEDS_ONLY, SAME_CODE)
+PROVEN, FUZZED, SEEDS_ONLY = "PROVEN", "FUZZED", "SEEDS_ONLY"
+KINDS = (PROVEN, FUZZED, SEEDS_ONLY)
 # how a reason not to fuzz begins when the engine was meant to run (a bound too small for it)
 MEANT_PREFIX = "no time left"
 
 
 @dataclasses.dataclass
 class Evidence:
-    kind: str                        # PROVEN, FUZZED, SEEDS_ONLY or SAME_CODE
+    kind: str                        # PROVEN, FUZZED or SEEDS_ONLY
     seed_inputs: int = 0             # inputs screened before any fuzzing (seeds, counterexamples, the user's)
     seeds_planned: int = 0           # ... of these many (the rest did not fit in the instance's time)
     engine_execs: int = 0            # executions the engine ran itself
@@ -54,8 +52,6 @@ class Evidence:
         if self.kind == PROVEN:
             how = "bit for bit" if self.arithmetic == "IEEE" else "over the reals"
             return f"PROVEN ({how})" + (f" + {fuzzed}" if fuzzed else "")
-        if self.kind == SAME_CODE:
-            return "SAME CODE (DaCe generated post's code as pre's, but for their names: nothing ran)"
         if self.kind == FUZZED:
             return f"FUZZED ({fuzzed}, after {self.inputs_text})"
         return f"SEEDS ONLY ({self.inputs_text}; afl-fuzz did not run: {self.why_not_fuzzed})"

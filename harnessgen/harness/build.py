@@ -43,7 +43,7 @@ from .compiler import (CXX, CXXFLAGS, LINKER, REPLAY_ONLY_HARNESS_OPT, RPATH, Jo
                        replay_only_compile_flags, replay_only_job, reusable_compile, run_job, tool_version, work_dir_of,
                        complete_replay, dace_include, header_pch, run_jobs)
 from .codegen_causes import Cause, CauseRegistry, all_from_compiler_output
-from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness, same_code, template_sources
+from .emit import FRESH_STATE_HEADER, SideSource, generate_side, render_harness, template_sources
 
 AFL_CXX = envs.get("HARNESSGEN_AFL_CXX")
 # The generated code of each side (pre and post) allocates from templates/fresh_state.h: every
@@ -136,21 +136,13 @@ def artifacts(afl: bool, cmplog: bool) -> List[str]:
             *(["harness_afl"] if afl else []), *(["harness_cmplog"] if cmplog else [])]
 
 
-# what a build whose post has pre's code holds (``same_code``): nothing of post is compiled
-SAME_CODE_ARTIFACTS = ["manifest.json", "layout.json", "pre.sdfg", "post.sdfg", "libpre.so"]
-
-
-def _needed(final: Path, afl: bool, cmplog: bool, same_code_ok: bool = False) -> List[str]:
+def _needed(final: Path, afl: bool, cmplog: bool) -> List[str]:
     """``artifacts`` of the cached build ``final``, less the replay binary where it was made
-    without one (manifest ``replay_deferred``): that one is compiled when asked for. A build
-    whose post has pre's code holds pre's library only: enough where the caller takes that
-    (``same_code_ok``); any other caller has it built whole."""
+    without one (manifest ``replay_deferred``): that one is compiled when asked for."""
     needed = artifacts(afl, cmplog)
     manifest = final / "manifest.json"
-    recorded = json.loads(manifest.read_text()) if manifest.is_file() else {}
-    if same_code_ok and recorded.get("same_code"):
-        return list(SAME_CODE_ARTIFACTS)
-    if not (final / "harness_replay").is_file() and recorded.get("replay_deferred"):
+    if not (final / "harness_replay").is_file() and manifest.is_file() and \
+            json.loads(manifest.read_text()).get("replay_deferred"):
         needed.remove("harness_replay")
     return needed
 
@@ -184,33 +176,31 @@ COMPAT_DIGEST = hashlib.sha256(cuda_toolkit.COMPAT_HEADER.read_bytes()).hexdiges
 
 def build(pair: CutoutPair, layout: InputLayout, work_dir: Path, tolerance: Optional[Tolerance] = None,
           afl: bool = True, cmplog: bool = False, replay_binary: bool = True,
-          saved: Optional[SavedSides] = None, same_code_ok: bool = False) -> HarnessBuild:
+          saved: Optional[SavedSides] = None) -> HarnessBuild:
     """Build (or reuse) everything an instance needs; raises BuildError with the failing side.
     ``replay_binary=False`` (a replay-only build, its inputs screened through cffi first: a
     pair proven equal): the libraries without the replay binary, which ``complete_replay``
     compiles the first time it is asked for. ``saved``: the pair's sides serialised already
-    (for its pair key), unchanged since. ``same_code_ok``: where DaCe generates post's code as
-    pre's (``emit.same_code``), only pre's library is compiled, and the build says so
-    (``HarnessBuild.same_code``): the caller must take that for a verdict and run nothing."""
+    (for its pair key), unchanged since."""
     tolerance = tolerance or Tolerance()
     saved = saved or SavedSides.of(pair)
     key = cache_key(pair, layout, tolerance, afl, cmplog, saved)
     final = Path(work_dir) / "builds" / key
-    if not reusable(final, _needed(final, afl, cmplog, same_code_ok)):
+    if not reusable(final, _needed(final, afl, cmplog)):
         final.parent.mkdir(parents=True, exist_ok=True)
         failed = final.parent / f"pre-failed-{_pre_key(saved.pre_hash, layout, afl)}.json"
         if failed.is_file():           # this pre did not build before: every pair with it fails alike
             raise BuildError(**json.loads(failed.read_text()))
         try:
             publish_dir(final, lambda tmp: _build_into(tmp, key, pair, layout, tolerance, afl, cmplog, saved,
-                                                       replay_binary, same_code_ok))
+                                                       replay_binary))
         except BuildError as exc:
             # a compiler's diagnostic (not a killed compiler, nor a known cause matched without compiling)
             if exc.side == "hg_pre" and exc.first_error and not exc.cause:
                 write_json(failed, {"message": str(exc), "side": exc.side, "log": exc.log})
             raise
     built = HarnessBuild.open(final)
-    if replay_binary and built.replay_deferred and not built.same_code:
+    if replay_binary and built.replay_deferred:
         complete_replay(built.dir)
     return built
 
@@ -272,8 +262,7 @@ def publish_dir(final: Path, fill) -> None:
 
 
 def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tolerance: Tolerance,
-                afl: bool, cmplog: bool, saved: "SavedSides", replay_binary: bool = True,
-                same_code_ok: bool = False) -> Dict:
+                afl: bool, cmplog: bool, saved: "SavedSides", replay_binary: bool = True) -> Dict:
     started = time.perf_counter()
     pre = generate_side(pair.pre, out, generated_code(out, pair.pre.name, saved.pre_hash))
     _refuse_known_cause(out, pre, pair.pre, afl)          # before anything else is written: seconds for a whole program
@@ -288,13 +277,9 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
         running = {} if pre_cuda else {"libpre.so": early.submit(run_job, "libpre.so", pre_library)}
         post = generate_side(pair.post, out, generated_code(out, pair.post.name, saved.post_hash))
         codegen_s = time.perf_counter() - started
-        same = same_code(pre, post)      # recorded for every build: a later caller may take it
-        if same and same_code_ok:        # pre's library still: a pre that does not build is its own verdict
-            run_jobs({"libpre.so": pre_library, **pre_cuda}, running)
-        else:
-            (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, tolerance))
-            run_jobs({"libpre.so": pre_library, **pre_cuda, **_jobs_after_pre(out, [post], afl, cmplog,
-                                                                               replay_binary)}, running)
+        (out / "harness.cpp").write_text(render_harness(pair.instance.id, layout, pre, post, tolerance))
+        run_jobs({"libpre.so": pre_library, **pre_cuda, **_jobs_after_pre(out, [post], afl, cmplog, replay_binary)},
+                 running)
     for obj in out.glob("*.o"):
         obj.unlink()
 
@@ -314,7 +299,6 @@ def _build_into(out: Path, key: str, pair: CutoutPair, layout: InputLayout, tole
         "aliases": pair.aliases, "grown_for": pair.grown_for,
         # a replay-only CPU build left its binary for later (``complete_replay``)
         "replay_deferred": not (replay_binary or afl or cmplog or pre.on_gpu or post.on_gpu),
-        "same_code": same,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest

@@ -54,13 +54,6 @@ class HarnessBuild:
         return path
 
     @property
-    def same_code(self) -> bool:
-        """Post's generated code is pre's but for their names (``emit.same_code``). Built for a
-        caller that takes that for a verdict (``build(same_code_ok=True)``), it holds pre's
-        library only."""
-        return bool(self.manifest.get("same_code"))
-
-    @property
     def replay_deferred(self) -> bool:
         """Made without its replay binary, which is compiled when first asked for."""
         return bool(self.manifest.get("replay_deferred"))

@@ -78,20 +78,6 @@ def generate_side(sdfg, build_dir: Path, kept: Optional[Path] = None) -> SideSou
     return SideSource(name=name, cpp=cpp_path, init_args=init_args, program_args=program_args, cuda=cuda)
 
 
-def same_code(pre: SideSource, post: SideSource) -> bool:
-    """Whether DaCe generated post's code character for character as pre's, but for the
-    sides' names (a CPU side's frame code and header): the two then compute alike on every
-    input, and running them says nothing more. Each name is replaced by a character no code
-    holds, so two codes equal after it differ only where the names stood."""
-    if pre.on_gpu or post.on_gpu:
-        return False
-    for suffix in (".cpp", ".h"):
-        texts = [side.cpp.with_suffix(suffix).read_text().replace(side.name, "\0") for side in (pre, post)]
-        if texts[0] != texts[1]:
-            return False
-    return True
-
-
 def _generated(sdfg, kept: Optional[Path]) -> List[Tuple[str, str, str]]:
     """DaCe's code objects of ``sdfg`` as (name, language, code), from ``kept`` where DaCe
     generated them before (a cutout is pre of every transformation that matches in it: half

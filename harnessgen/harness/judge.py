@@ -46,9 +46,6 @@ class JudgeOptions:
     # the replay binary at once; False: when first asked for (``harness.forked`` screens the
     # inputs of a pair proven equal through cffi first)
     replay_binary: bool = True
-    # where post's generated code is pre's, only pre's library is built and nothing runs
-    # (``HarnessBuild.same_code``): for a caller that takes that for a verdict
-    same_code_ok: bool = False
 
     @classmethod
     def of(cls, options, **changes) -> "JudgeOptions":
@@ -84,8 +81,7 @@ def prepare(pair: CutoutPair, options: JudgeOptions, layout: Optional[Tuple[Opti
     not build). ``saved``: its sides serialised already, unchanged since."""
     constraints, input_layout = layout or constrain(pair, options)
     harness = build(pair, input_layout, options.work_dir, options.tolerance, afl=options.afl,
-                    cmplog=options.afl and options.cmplog, replay_binary=options.replay_binary, saved=saved,
-                    same_code_ok=options.same_code_ok)
+                    cmplog=options.afl and options.cmplog, replay_binary=options.replay_binary, saved=saved)
     return Prepared(pair, constraints, input_layout, harness)
 
 

@@ -26,7 +26,6 @@ from ..core.names import JUDGED_FILE, SYMBOL_OUTPUT_PREFIX
 from ..core.outcome import CUTOUT_MISSED, STATIC_OUTCOMES, Outcome
 from ..core.records import BLOCKED, DEFERRED_AUDIT, MIN_ENGINE_S, InstanceResult
 from ..core import shared_pairs
-from ..core.evidence import SAME_CODE, Evidence
 from ..cutout.canonical import pair_key
 from ..cutout.changes import Change, Passes, Patterns, load_change
 from ..cutout.cut import volume_at_probe
@@ -297,8 +296,7 @@ class SdfgSubject(Subject):
         try:
             with result.timed("build"):
                 harness = prepare_pair(pair, dataclasses.replace(judging, afl=fuzzed, cmplog=options.cmplog or
-                                                                 options.afl_jobs > 1, replay_binary=not screened_first,
-                                                                 same_code_ok=not options.build_only),
+                                                                 options.afl_jobs > 1, replay_binary=not screened_first),
                                        (constraints, layout), saved).harness
         except BuildError as exc:
             if exc.missing_header:     # a library the machine lacks: nothing known of the code (as the reference check)
@@ -330,8 +328,6 @@ class SdfgSubject(Subject):
         write_json(harness.dir / "constraints.json", constraints.to_json())
         if proof is not None:
             keep_proof(harness.dir, proof)
-        if harness.same_code:
-            return _same_code_pass(harness, result, started)
         return harness
 
     def fuzzable(self, harness, inst, options):
@@ -919,16 +915,6 @@ def _record_volumes(pair: CutoutPair, result) -> None:
     before, after = pair.volumes()
     result.input_config_before = f"{before} (= {volume_at_probe(before)} at 20)"
     result.input_config_after = f"{after} (= {volume_at_probe(after)} at 20)"
-
-
-def _same_code_pass(harness, result, started: float) -> None:
-    """PASS without running anything: DaCe generated post's code as pre's (pre's library
-    built, so a pre that does not build still says so)."""
-    result.verdict, result.build_dir = Outcome.PASS.name, str(harness.dir)
-    result.evidence = Evidence(SAME_CODE).to_json()
-    result.message = "post's generated code is pre's, character for character but for the sides' names"
-    result.setup_seconds = round(time.monotonic() - started, 3)
-    return None
 
 
 def _static_finding(options, pair: CutoutPair, verdict: Outcome, message: str, result, started: float) -> None:

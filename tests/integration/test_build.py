@@ -305,19 +305,3 @@ def test_a_side_dace_generated_code_for_before_is_not_generated_again(tmp_path, 
     pre_source = Path("src", "cpu", f"{pair.pre.name}.cpp")
     assert (again.dir / pre_source).read_text() == (first.dir / pre_source).read_text()
     assert protocol.run_native(again.harness_replay, bytes(256)).exit == protocol.Exit.PASS
-
-
-def test_a_post_dace_generates_as_pre_compiles_nothing_of_post_where_the_caller_takes_that(tmp_path):
-    """MapTilingWithOverlap with its default (empty) tile sizes leaves DaCe's code as it was:
-    only pre's library is built for a caller that takes the same code for a verdict; any
-    other caller gets the whole build, which says the same."""
-    pair = make_pair("elementwise_chain", "MapTilingWithOverlap")
-    layout = layout_of(pair)
-    same = build(pair, layout, tmp_path, afl=False, same_code_ok=True)
-    assert same.same_code and same.libpre.is_file() and not same.libpost.exists()
-    assert not (same.dir / "harness.cpp").exists()
-    whole = build(pair, layout, tmp_path, afl=False)
-    assert whole.dir == same.dir and whole.same_code and whole.libpost.is_file() and whole.harness_replay.is_file()
-    changed = make_pair("elementwise_chain", "MapTiling")
-    built = build(changed, layout_of(changed), tmp_path, afl=False, same_code_ok=True)
-    assert not built.same_code and built.libpost.is_file()
