@@ -66,8 +66,11 @@ def write(finding: Path, program_sdfg, match: Dict, spec: str, whole: Optional[P
 
     folder = Path(finding) / CONFIRM_DIR
     tmp = Path(tempfile.mkdtemp(prefix=".confirm.tmp-", dir=finding))
-    for saved in _saved_program(program_sdfg, saved_programs):
-        _link_or_copy(saved, tmp / saved.name)
+    if saved_programs is None:
+        _save_program(program_sdfg, tmp)
+    else:
+        for saved in _kept_program(program_sdfg, saved_programs):
+            _link_or_copy(saved, tmp / saved.name)
     write_json(tmp / "transformation.json", match)
     if whole is not None:
         _keep_inputs(Path(whole), tmp)
@@ -102,24 +105,25 @@ def saved_program_dir(work_dir: Path, program_key: str) -> Optional[Path]:
     return Path(work_dir) / "confirm-programs" / key
 
 
-def _saved_program(program_sdfg, kept: Optional[Path]) -> List[Path]:
-    """The program as ``confirm.py`` reads it (``program.sdfgz``, and ``program.pickle`` where
-    DaCe's reading back breaks it), saved into ``kept`` once: CLOUDSC takes seconds to save and
-    read back, for each of its findings; saved anew where ``kept`` is None."""
-    if kept is not None and (kept / "program.sdfgz").is_file():
-        return sorted(kept.glob("program.*"))
-    if kept is not None:
+def _save_program(program_sdfg, folder: Path) -> None:
+    """The program as ``confirm.py`` reads it: ``program.sdfgz``, and ``program.pickle`` where
+    DaCe's reading back breaks it."""
+    program_sdfg.save(str(folder / "program.sdfgz"), compress=True)
+    if _reads_back_invalid(folder / "program.sdfgz", program_sdfg):
+        (folder / "program.pickle").write_bytes(pickle.dumps(program_sdfg, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _kept_program(program_sdfg, kept: Path) -> List[Path]:
+    """``_save_program``'s files, saved into ``kept`` once: CLOUDSC takes seconds to save and
+    read back, for each of its findings."""
+    if not (kept / "program.sdfgz").is_file():
         kept.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".program.tmp-", dir=kept.parent if kept is not None else None))
-    program_sdfg.save(str(tmp / "program.sdfgz"), compress=True)
-    if _reads_back_invalid(tmp / "program.sdfgz", program_sdfg):
-        (tmp / "program.pickle").write_bytes(pickle.dumps(program_sdfg, protocol=pickle.HIGHEST_PROTOCOL))
-    if kept is None:
-        return sorted(tmp.glob("program.*"))
-    try:
-        tmp.rename(kept)           # the first to publish wins; another's copy is dropped
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".program.tmp-", dir=kept.parent))
+        _save_program(program_sdfg, tmp)
+        try:
+            tmp.rename(kept)           # the first to publish wins; another's copy is dropped
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
     return sorted(kept.glob("program.*"))
 
 

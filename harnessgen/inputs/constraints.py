@@ -106,7 +106,7 @@ def _to_expr(value) -> Optional[ex.Expr]:
 def _expr_of_text(text: str) -> Optional[ex.Expr]:
     """A bound's expression, parsed and simplified once per text (``Expr`` is immutable)."""
     try:
-        return ex.simplify(ex.parse(text, "derived bound"))
+        return ex.simplify(ex.from_sympy(text))
     except ConfigError:
         return None
 

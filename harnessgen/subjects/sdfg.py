@@ -616,9 +616,9 @@ class SdfgSubject(Subject):
         code compiles), the verdict was the cutout's making: the instance is judged again in
         the next larger cutouts, dynamically."""
         change = self.change(spec)
-        if change.judged_whole(inst, 0) or result.audit.get("grown"):
+        if not self._static_confirmation_due(spec, inst, result):
             return
-        if not self._static_confirmation_runs(spec, inst, options, result):     # a build failure
+        if self._build_failure_unasked(inst, options, result):
             result.audit = {"verdict": SKIPPED, "reason": "whether the whole program's code compiles is not "
                             "checked: it is too large to compile by default (--audit checks it)"}
             return
@@ -667,13 +667,19 @@ class SdfgSubject(Subject):
             result.audit = {**kept, "after_growth": result.audit}
 
     def _static_confirmation_runs(self, spec: str, inst: Instance, options, result) -> bool:
-        """Whether ``_confirm_static`` asks the whole program anything: not where the cutout is
-        the whole program or was grown already, nor for a build failure of a program too large
-        to compile by default (applying the change to it, seconds on CLOUDSC, would not say
-        whether its code compiles, the only question a build failure asks of it)."""
-        if self.change(spec).judged_whole(inst, 0) or result.audit.get("grown"):
-            return False
-        return result.verdict != Outcome.BUILD_FAILURE.name or _whole_program_runs(options, self.program_of(inst))
+        """Whether ``_confirm_static`` asks the whole program anything."""
+        return self._static_confirmation_due(spec, inst, result) and not self._build_failure_unasked(inst, options,
+                                                                                                    result)
+
+    def _static_confirmation_due(self, spec: str, inst: Instance, result) -> bool:
+        """Not where the cutout is the whole program, or was grown already."""
+        return not (self.change(spec).judged_whole(inst, 0) or result.audit.get("grown"))
+
+    def _build_failure_unasked(self, inst: Instance, options, result) -> bool:
+        """A build failure of a program too large to compile by default: applying the change to
+        it (seconds on CLOUDSC) would not say whether its code compiles, the only question a
+        build failure asks of it."""
+        return result.verdict == Outcome.BUILD_FAILURE.name and not _whole_program_runs(options, self.program_of(inst))
 
     def _keep_confirm(self, spec: str, inst: Instance, folders: List, inputs: Optional[Path], options) -> None:
         """Beside each finding the whole program shows, what ``confirm.py`` needs to show it with
